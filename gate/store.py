@@ -1,0 +1,151 @@
+"""Open a memory database and bring its schema up to date.
+
+SQLite comes through apsw rather than the standard library's sqlite3: apsw bundles a current
+SQLite with FTS5 and can load extensions (sqlite-vec) on Linux, macOS and Windows, where many
+Python builds' sqlite3 cannot. apsw is not DB-API: transactions are explicit, as they should be
+here, because a write and its ledger and index updates must commit together or not at all.
+
+Every connection runs in WAL mode with a busy timeout, so that parallel sessions of one project
+wait for each other's short write transactions instead of failing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from gate import text
+
+# Long enough to outwait another session's write transaction, short enough that a wedged lock
+# costs a hook or a tool call seconds, not the owner's patience.
+BUSY_TIMEOUT_MS = 5000
+
+_SECTION = re.compile(r"^-- version (\d+): (.+)$", re.MULTILINE)
+
+
+class StoreError(Exception):
+    """The database cannot be opened or used; the message says what to do about it."""
+
+
+@dataclass(frozen=True)
+class Step:
+    version: int
+    title: str
+    sql: str
+
+
+def schema_path() -> Path:
+    """schema.sql ships inside the package in a wheel and sits at the repository root in a
+    checkout; either way there is exactly one file."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "schema.sql", here.parent / "schema.sql"):
+        if candidate.is_file():
+            return candidate
+    raise StoreError(f"schema.sql is missing beside {here}: reinstall memory-gate")
+
+
+def schema_steps(source: str | None = None) -> list[Step]:
+    """The numbered sections of schema.sql, in order."""
+    sql = schema_path().read_text(encoding="utf-8") if source is None else source
+    marks = list(_SECTION.finditer(sql))
+    steps = []
+    for index, mark in enumerate(marks):
+        end = marks[index + 1].start() if index + 1 < len(marks) else len(sql)
+        steps.append(Step(int(mark.group(1)), mark.group(2).strip(), sql[mark.end() : end]))
+    versions = [step.version for step in steps]
+    if versions != list(range(1, len(steps) + 1)):
+        raise StoreError(f"schema.sql sections must be numbered 1, 2, 3...; found {versions}")
+    return steps
+
+
+def latest_version() -> int:
+    return len(schema_steps())
+
+
+def connect(path: Path | str, *, create: bool = True, busy_ms: int = BUSY_TIMEOUT_MS) -> apsw.Connection:
+    """Open (and with `create`, make) the database at `path`, schema applied.
+
+    ':memory:' gives a private in-memory database. A new file is created private to the user
+    (0600, folders 0700) before SQLite touches it; SQLite gives its -wal and -shm files the
+    same mode.
+    """
+    memory = str(path) == ":memory:"
+    if not memory:
+        path = Path(path)
+        if not path.exists():
+            if not create:
+                raise StoreError(f"no memory database at {path}")
+            _create_private(path)
+    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    try:
+        conn = apsw.Connection(str(path), flags=flags)
+        conn.set_busy_timeout(busy_ms)
+        conn.create_scalar_function("gate_cjk", text.cjk_chars, 1, deterministic=True)
+        conn.execute("PRAGMA foreign_keys = ON")
+        migrate(conn)
+    except apsw.Error as error:
+        raise StoreError(f"cannot open {path}: {error}") from error
+    return conn
+
+
+def _create_private(path: Path) -> None:
+    missing = []
+    for folder in (path.parent, *path.parent.parents):
+        if folder.exists():
+            break
+        missing.append(folder)
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+
+
+def user_version(conn: apsw.Connection) -> int:
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(conn: apsw.Connection) -> int:
+    """Apply the schema sections this database has not seen; return its version."""
+    current = user_version(conn)
+    steps = schema_steps()
+    if current == len(steps):
+        return current
+    if current > len(steps):
+        raise StoreError(
+            f"this database has schema version {current}, newer than this memory-gate knows "
+            f"({len(steps)}): upgrade memory-gate"
+        )
+    if current == 0:
+        # WAL is a property of the file and cannot be switched inside a transaction.
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Another process may have upgraded the file while this one waited for the lock.
+        current = user_version(conn)
+        for step in steps[current:]:
+            conn.execute(step.sql)
+            conn.execute(f"PRAGMA user_version = {step.version}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return len(steps)
+
+
+def check_integrity(conn: apsw.Connection) -> list[str]:
+    """Problems SQLite and the word index report; an empty list means healthy."""
+    problems = [row[0] for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+    try:
+        conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)")
+    except apsw.Error as error:
+        problems.append(f"word index: {error}")
+    return problems

@@ -1,0 +1,146 @@
+-- memory-gate: the one place the database schema is written.
+--
+-- gate/store.py applies this file when it opens a database. Each "-- version N: ..." section
+-- runs once, in order, inside one transaction, and PRAGMA user_version records the last section
+-- applied, so reopening an up-to-date database costs one pragma read. A fresh database and an
+-- upgraded one run the same sections and end up the same. To change the schema, append a new
+-- section; never edit one that has been released.
+--
+-- What is canonical: the rows of `facts`. The word index (facts_fts) and the vector index
+-- (facts_vec, created by gate/vectors.py once the embedding dimension is known) are derived from
+-- them and `memory-gate reindex` rebuilds both. The ledger tables hold the gate's state: which
+-- turn searched, wrote and read what.
+--
+-- Connections must register gate_cjk() (gate/store.py does): the word index spells Chinese and
+-- Japanese out one character per token in its `cjk` column, because unicode61 would otherwise
+-- see a whole unspaced sentence as a single word (see gate/text.py).
+
+-- version 1: facts, their word index, the turn ledger
+
+CREATE TABLE facts (
+    -- AUTOINCREMENT: an id is never handed out twice, so write.log and history stay unambiguous
+    -- after a delete.
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    topic     TEXT NOT NULL CHECK (length(trim(topic)) BETWEEN 1 AND 100),
+    kind      TEXT NOT NULL CHECK (kind IN ('state', 'event', 'decision', 'trap')),
+    text      TEXT NOT NULL CHECK (length(trim(text)) BETWEEN 1 AND 600),
+    date      TEXT NOT NULL CHECK (date GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'),
+    created   TEXT NOT NULL,
+    updated   TEXT NOT NULL,
+    -- Last time a turn kept or updated the fact: what nobody has confirmed in a while may be stale.
+    confirmed TEXT NOT NULL,
+    -- Bumped by every update, so a session that was shown revision 1 sees revision 2 in full.
+    rev       INTEGER NOT NULL DEFAULT 1
+);
+
+-- The word index reads its rows through this view, so that `rebuild` and `integrity-check`
+-- derive the cjk column exactly as the triggers below do.
+CREATE VIEW facts_indexed (id, topic, text, cjk) AS
+    SELECT id, topic, text, gate_cjk(topic || ' ' || text) FROM facts;
+
+CREATE VIRTUAL TABLE facts_fts USING fts5(
+    topic, text, cjk,
+    content = 'facts_indexed',
+    content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
+    INSERT INTO facts_fts (rowid, topic, text, cjk)
+    VALUES (new.id, new.topic, new.text, gate_cjk(new.topic || ' ' || new.text));
+END;
+
+CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, topic, text, cjk)
+    VALUES ('delete', old.id, old.topic, old.text, gate_cjk(old.topic || ' ' || old.text));
+END;
+
+CREATE TRIGGER facts_fts_update AFTER UPDATE OF topic, text ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, topic, text, cjk)
+    VALUES ('delete', old.id, old.topic, old.text, gate_cjk(old.topic || ' ' || old.text));
+    INSERT INTO facts_fts (rowid, topic, text, cjk)
+    VALUES (new.id, new.topic, new.text, gate_cjk(new.topic || ' ' || new.text));
+END;
+
+-- A fact's subject says more than a word in its text: rank matches in the topic five times higher.
+INSERT INTO facts_fts (facts_fts, rank) VALUES ('rank', 'bm25(5.0, 1.0, 1.0)');
+
+-- How many facts hold each word: search weighs the terms a loose match covers by it.
+CREATE VIRTUAL TABLE facts_vocab USING fts5vocab(facts_fts, 'row');
+
+-- One row per agent session: Claude Code's session_id, or an id the MCP server made up for
+-- itself when nothing told it which session it serves. `seq` counts the session's events
+-- (prompts, searches, writes), so a write delivered twice with nothing in between is recognised.
+CREATE TABLE sessions (
+    id      TEXT PRIMARY KEY,
+    started TEXT NOT NULL,
+    seq     INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
+-- One row per turn: opened by the UserPromptSubmit hook (with Claude Code's prompt_id and the
+-- owner's words), or by the server itself when no hook runs, in which case a turn lasts from one
+-- accepted write to the next.
+CREATE TABLE turns (
+    id        INTEGER PRIMARY KEY,
+    session   TEXT NOT NULL REFERENCES sessions (id),
+    prompt_id TEXT,
+    prompt    TEXT,
+    started   TEXT NOT NULL,
+    searched  INTEGER NOT NULL DEFAULT 0,
+    wrote     INTEGER NOT NULL DEFAULT 0,
+    -- Times the answer was held back because the gate was unmet.
+    holds     INTEGER NOT NULL DEFAULT 0,
+    -- How the turn's answer went out: 'met', or 'released' unmet because holding longer would
+    -- have wedged the owner's agent. NULL while the turn runs.
+    outcome   TEXT CHECK (outcome IN ('met', 'released')),
+    UNIQUE (session, prompt_id)
+);
+CREATE INDEX turns_by_session ON turns (session, id);
+
+-- Facts a turn's searches returned, and whether a write has answered for each since.
+-- No foreign key on fact: another session may delete a fact this turn read.
+CREATE TABLE reads (
+    turn     INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+    fact     INTEGER NOT NULL,
+    answered INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (turn, fact)
+) WITHOUT ROWID;
+
+-- Facts a session has been shown in full (at which revision), until its context is compacted
+-- or cleared: such a fact comes back as its id only.
+CREATE TABLE shown (
+    session TEXT NOT NULL,
+    fact    INTEGER NOT NULL,
+    rev     INTEGER NOT NULL,
+    PRIMARY KEY (session, fact)
+) WITHOUT ROWID;
+
+-- tool_use_id -> turn, written by the PreToolUse hook: the MCP server finds the turn of a call
+-- from the id Claude Code puts in the request's _meta (its own session id env var can be wrong).
+CREATE TABLE tool_calls (
+    id   TEXT PRIMARY KEY,
+    turn INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+    tool TEXT NOT NULL,
+    at   TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- Every accepted write. Its id is stamped on the write's lines in write.log, which are written
+-- before the transaction commits: a log line whose write is missing here never committed.
+CREATE TABLE writes (
+    id          TEXT PRIMARY KEY,
+    session     TEXT NOT NULL,
+    turn        INTEGER NOT NULL,
+    seq         INTEGER NOT NULL,
+    tool_use_id TEXT UNIQUE,
+    digest      TEXT NOT NULL,
+    -- How many lines the write put in write.log (one per change), for checking the log.
+    changes     INTEGER NOT NULL,
+    answer      TEXT NOT NULL,
+    at          TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX writes_by_session ON writes (session, seq);
+
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
