@@ -1,0 +1,262 @@
+"""`memory-gate`: the command line. Each command is a thin layer over one library function.
+
+Exit status: 0 on success, 1 on a user error (with a message saying what to change), 2 on a
+usage error (argparse's own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import apsw
+
+from gate import audit, config, query, search, store
+
+EXAMPLES = {
+    "serve": "memory-gate serve          # Claude Code starts this through the plugin or .mcp.json",
+    "search": 'memory-gate search deploy staging\n  memory-gate search --json "K8s ingress"',
+    "log": "memory-gate log --fact 12\n  memory-gate log --since 2026-11-01 --json",
+    "doctor": "memory-gate doctor\n  memory-gate --db ./memory.db doctor --json",
+}
+
+
+class UserError(Exception):
+    """Something the user can put right; the message says how."""
+
+
+def _settings(args: argparse.Namespace) -> config.Settings:
+    settings = config.load()
+    if args.db is not None:
+        settings = config.Settings(**{**settings.__dict__, "database": Path(args.db).absolute()})
+    return settings
+
+
+def _open_existing(settings: config.Settings) -> tuple[Path, apsw.Connection]:
+    path = config.find_database(settings)
+    if not path.exists():
+        raise UserError(
+            f"no memory yet for {settings.cwd} (looked for {path}). It is created by the first "
+            "memory_write; use --db PATH or MEMORY_GATE_DB to point at another database."
+        )
+    try:
+        return path, store.connect(path, create=False)
+    except store.StoreError as error:
+        raise UserError(str(error)) from error
+
+
+# -- serve ----------------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from gate import server  # the MCP SDK is heavy: only `serve` pays for importing it
+
+    return server.serve(_settings(args))
+
+
+# -- search ---------------------------------------------------------------------------------
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    terms = " ".join(args.terms)
+    if args.explain:
+        for tier, expression in query.parse(terms).tiers():
+            print(f"{tier:<6} {expression}")
+        return 0
+    _, conn = _open_existing(_settings(args))
+    ranked = search.by_words(conn, terms)[: args.limit]
+    facts = search.load(conn, ranked)
+    found = [facts[rowid] for rowid in ranked if rowid in facts]
+    if args.json:
+        keys = ("id", "topic", "kind", "text", "date")
+        print(json.dumps([{key: getattr(fact, key) for key in keys} for fact in found], ensure_ascii=False, indent=2))
+        return 0
+    if not found:
+        print(f'nothing in memory for "{terms}"')
+    for fact in found:
+        print(f"[{fact.id}] {fact.kind} | {fact.topic} | {fact.date}")
+        for line in fact.text.splitlines():
+            print(f"    {line}")
+    return 0
+
+
+# -- log ------------------------------------------------------------------------------------
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    path, conn = _open_existing(_settings(args))
+    committed = set(audit.committed_writes(conn))
+    shown = list(audit.entries(audit.log_path(path), fact=args.fact, session=args.session, since=args.since))
+    if args.limit:
+        shown = shown[-args.limit :]
+    for entry in shown:
+        entry["committed"] = entry.get("write") in committed
+    if args.json:
+        print(json.dumps(shown, ensure_ascii=False, indent=2))
+        return 0
+    if not shown:
+        print("no changes logged" + (" that match" if args.fact or args.session or args.since else ""))
+    for entry in shown:
+        _print_entry(entry)
+    return 0
+
+
+def _print_entry(entry: dict) -> None:
+    when = str(entry.get("time", "?")).replace("T", " ").rstrip("Z")
+    flag = "" if entry["committed"] else "  (never committed)"
+    print(f"{when}  {entry.get('op')} [{entry.get('id')}] {entry.get('topic')} ({entry.get('kind')}){flag}")
+    print(f"    session {entry.get('session')}  turn {entry.get('turn')}")
+    before, after = entry.get("before"), entry.get("after")
+    if before and after:
+        for key in ("topic", "kind", "date"):
+            if before.get(key) != after.get(key):
+                print(f"    {key}: {before.get(key)} -> {after.get(key)}")
+        if before.get("text") != after.get("text"):
+            print(f"    before: {before.get('text')}")
+            print(f"    after:  {after.get('text')}")
+    elif before:
+        print(f"    was: {before.get('text')}")
+    elif after:
+        print(f"    text: {after.get('text')}")
+    if entry.get("words"):
+        words = " ".join(str(entry["words"]).split())
+        print(f"    why: {words[:200]}{'...' if len(words) > 200 else ''}")
+    print()
+
+
+# -- doctor ---------------------------------------------------------------------------------
+
+
+def doctor_report(settings: config.Settings) -> tuple[dict, list[str]]:
+    """What doctor prints, and the problems it found (empty when all is well)."""
+    path = config.find_database(settings)
+    report: dict = {
+        "database": str(path),
+        "exists": path.exists(),
+        "sqlite": apsw.sqlite_lib_version(),
+        "apsw": apsw.apsw_version(),
+        "schema_latest": store.latest_version(),
+    }
+    problems: list[str] = []
+    if not path.exists():
+        report["note"] = "no database yet: the first memory_write creates it"
+        return report, problems
+    try:
+        conn = store.connect(path, create=False)
+    except store.StoreError as error:
+        return report, [str(error)]
+    report["schema_version"] = store.user_version(conn)
+    integrity = store.check_integrity(conn)
+    report["integrity"] = "ok" if not integrity else integrity
+    if integrity:
+        problems.append("integrity check failed: " + "; ".join(integrity) + ". Run `memory-gate reindex` if only the index is named; restore from a backup otherwise.")
+    kinds = dict(conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
+    report["facts"] = {kind: kinds.get(kind, 0) for kind in ("state", "event", "decision", "trap")}
+    report["sessions"] = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    report["turns"] = conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+    check = audit.check(conn, audit.log_path(path))
+    report["write_log"] = {
+        "path": str(audit.log_path(path)),
+        "lines": check.lines,
+        "torn": len(check.torn),
+        "never_committed": len(check.uncommitted),
+        "writes_missing_lines": len(check.missing),
+    }
+    advice = check.advice()
+    if advice:
+        report["write_log"]["advice"] = advice
+    if not check.ok:
+        problems += [note for note in advice if "lack log lines" in note]
+    return report, problems
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    report, problems = doctor_report(_settings(args))
+    if args.json:
+        print(json.dumps({**report, "problems": problems}, indent=2))
+    else:
+        _print_report(report)
+        for problem in problems:
+            print(f"PROBLEM: {problem}")
+        if not problems:
+            print("all well")
+    return 1 if problems else 0
+
+
+def _print_report(report: dict, indent: str = "") -> None:
+    for key, value in report.items():
+        if isinstance(value, dict):
+            print(f"{indent}{key}:")
+            _print_report(value, indent + "  ")
+        elif isinstance(value, list):
+            print(f"{indent}{key}:")
+            for item in value:
+                print(f"{indent}  - {item}")
+        else:
+            print(f"{indent}{key}: {value}")
+
+
+# -- parser ---------------------------------------------------------------------------------
+
+COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
+    "serve": ("run the MCP server on stdio (memory_search, memory_write)", cmd_serve),
+    "search": ("search memory by words, as memory_search ranks it (records nothing)", cmd_search),
+    "log": ("show write.log: every change, what it replaced, who and why", cmd_log),
+    "doctor": ("check the database, the index and write.log; print versions and counts", cmd_doctor),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="memory-gate",
+        description="Project memory for coding agents that keeps only what is still true.",
+        epilog="Example: memory-gate search deploy staging. Run `memory-gate COMMAND --help` for more.",
+    )
+    top.add_argument("--db", metavar="PATH", help="use this database instead of the project's (also MEMORY_GATE_DB)")
+    commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def add(name: str) -> argparse.ArgumentParser:
+        summary, handler = COMMANDS[name]
+        sub = commands.add_parser(
+            name, help=summary, description=summary[0].upper() + summary[1:] + ".",
+            epilog="Example:\n  " + EXAMPLES[name], formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        sub.set_defaults(handler=handler)
+        return sub
+
+    add("serve")
+    sub = add("search")
+    sub.add_argument("terms", nargs="+", help="words to look for")
+    sub.add_argument("--json", action="store_true", help="print a JSON list of facts (id, topic, kind, text, date)")
+    sub.add_argument("--limit", type=int, default=search.RESULTS, help=f"at most this many (default {search.RESULTS})")
+    sub.add_argument("--explain", action="store_true", help="print the FTS5 expressions each tier would run, and stop")
+    sub = add("log")
+    sub.add_argument("--fact", type=int, metavar="ID", help="only changes to this fact")
+    sub.add_argument("--session", metavar="ID", help="only changes made by this session")
+    sub.add_argument("--since", metavar="DATE", help="only changes on or after this day (YYYY-MM-DD) or time")
+    sub.add_argument("--limit", type=int, metavar="N", help="only the last N changes")
+    sub.add_argument("--json", action="store_true", help="print a JSON list of log entries")
+    sub = add("doctor")
+    sub.add_argument("--json", action="store_true", help="print the report as JSON")
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except (UserError, config.ConfigError) as error:
+        print(f"memory-gate: {error}", file=sys.stderr)
+        return 1
+    except store.StoreError as error:
+        print(f"memory-gate: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

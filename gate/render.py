@@ -1,0 +1,90 @@
+"""The text the agent reads: search results, write answers. Its user interface, golden-tested.
+
+Fact text is data, never structure. Every line the product writes itself starts in column 0;
+every line of a fact, a topic aside, and of the owner's words is indented by four spaces, and
+topics are single-line by rule. Whatever a fact says (a fake result header, a fake contract line,
+a fake owner's-words block), it cannot produce a line that reads as the product's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gate.search import Fact
+
+INDENT = "    "
+
+
+@dataclass(frozen=True)
+class Result:
+    """One search result as the agent gets it: in full, or as its id when already shown."""
+
+    fact: Fact
+    full: bool
+
+
+def _indented(text: str) -> list[str]:
+    return [INDENT + line if line.strip() else "" for line in text.splitlines() or [""]]
+
+
+def _terms(terms: str) -> str:
+    one_line = " ".join(terms.split())
+    return one_line if len(one_line) <= 80 else one_line[:77] + "..."
+
+
+def search_text(
+    terms: str, results: Sequence[Result], owner_words: str | None, notes: Sequence[str] = ()
+) -> str:
+    lines: list[str] = []
+    if results:
+        count = f"{len(results)} fact" + ("s" if len(results) != 1 else "")
+        lines.append(f'Memory for "{_terms(terms)}": {count}, best first.')
+    else:
+        lines.append(f'Memory holds nothing for "{_terms(terms)}".')
+    lines += [f"({note})" for note in notes]
+    for result in results:
+        fact = result.fact
+        lines.append("")
+        if result.full:
+            lines.append(f"[{fact.id}] {fact.kind} | {fact.topic} | {fact.date}")
+            lines += _indented(fact.text)
+        else:
+            lines.append(f"[{fact.id}] shown earlier in this session, unchanged")
+    if owner_words:
+        lines += ["", "The owner wrote this turn:"]
+        lines += _indented(owner_words)
+    lines.append("")
+    if results:
+        ids = ", ".join(str(result.fact.id) for result in results)
+        lines.append(
+            f"Answer for every id above in your next memory_write ({ids}): put it in kept if it "
+            "still holds, or update or delete it (above all where it contradicts the owner)."
+        )
+    else:
+        lines.append(
+            "Nothing to answer for. Before you answer, call memory_write with what this turn "
+            "changed (ops [] and kept [] if nothing)."
+        )
+    return "\n".join(lines)
+
+
+def write_text(done: Sequence[dict], kept: Sequence[int], notes: Sequence[str], replayed: bool) -> str:
+    parts = []
+    for item in done:
+        if item["op"] == "insert":
+            parts.append(f"inserted [{item['id']}] ({item['topic']})")
+        elif item["op"] == "update":
+            parts.append(f"updated [{item['id']}]")
+        elif item["op"] == "unchanged":
+            parts.append(f"confirmed [{item['id']}] (the update changed nothing)")
+        else:
+            parts.append(f"deleted [{item['id']}]")
+    if kept:
+        parts.append("kept " + ", ".join(f"[{fact}]" for fact in kept))
+    lines = []
+    if replayed:
+        lines.append("This write was already applied (the same call arrived again); nothing changed now.")
+    lines.append("memory_write accepted: " + ("; ".join(parts) if parts else "nothing to change") + ".")
+    lines += [f"Note: {note}" for note in notes]
+    return "\n".join(lines)

@@ -1,0 +1,233 @@
+"""The stdio MCP server: `memory_search` and `memory_write`, nothing else.
+
+Built on the official `mcp` SDK (2.x, whose protocol Claude Code speaks natively). The tool
+docstrings are prompts: the model reads them in every session, so they say when to call each
+tool and what the contract is, in a few lines.
+
+Each call is attributed to a turn (gate/ledger.py): by the `claudecode/toolUseId` Claude Code
+puts in the request's `_meta`, else by `CLAUDE_CODE_SESSION_ID`, else by this process, which then
+is its own session. Calls run one at a time on one connection; Claude Code stops the server with
+SIGINT, and the server then lets the call in flight finish, closes the database and exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import apsw
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, WithJsonSchema
+
+from gate import audit, config, store, tools, write
+
+TOOL_USE_ID = "claudecode/toolUseId"
+
+INSTRUCTIONS = (
+    "Project memory. Every turn: memory_search first, with keywords of the request; then, before "
+    "the final answer, memory_write with what the turn changed, answering for every fact the "
+    "searches returned (kept, updated or deleted)."
+)
+
+
+class FactOut(BaseModel):
+    id: int
+    shown_before: bool = Field(description="true: shown earlier this session; only the id is repeated")
+    topic: str | None = None
+    kind: str | None = None
+    date: str | None = None
+    text: str | None = None
+
+
+class SearchOut(BaseModel):
+    facts: list[FactOut]
+    owner_words: str | None = Field(description="what the owner wrote this turn, when known")
+    must_answer: list[int] = Field(description="ids the next memory_write must keep, update or delete")
+    notes: list[str]
+
+
+class DoneOut(BaseModel):
+    op: str
+    id: int
+
+
+class WriteOut(BaseModel):
+    done: list[DoneOut]
+    new_ids: list[int]
+    kept: list[int]
+    replayed: bool = Field(description="true: the same write had already been applied; nothing changed now")
+    notes: list[str]
+
+
+# The model reads these in every session: when to call, and the contract, in a few lines.
+SEARCH_DESCRIPTION = (
+    "Search this project's memory: facts that hold (state), happened (event), were decided "
+    "(decision) or bit someone (trap). Call it at the start of every turn with a few keywords of "
+    "what the owner asks. Every fact it returns must then be answered for in memory_write: kept, "
+    "updated or deleted. A fact already shown this session comes back as its id only."
+)
+WRITE_DESCRIPTION = (
+    "Record what this turn changed in project memory, before your final answer; call it even "
+    "when nothing changed (ops [] and kept []). Insert new facts, update or delete facts that no "
+    "longer hold, and list in kept the ids read this turn that still hold: every id memory_search "
+    "returned this turn must be kept, updated or deleted, or the write is refused."
+)
+
+Terms = Annotated[str, Field(description="a few keywords of what the owner asks, in any language")]
+
+_OPS_SCHEMA = {
+    "type": "array",
+    "description": (
+        'Changes, e.g. {"op": "insert", "topic": "deploy", "kind": "state", "text": "...", '
+        '"date": "YYYY-MM-DD" (optional, default today)}, {"op": "update", "id": 12, "text": "..."} '
+        '(any of topic, kind, text, date), {"op": "delete", "id": 7}. kind: state (how something '
+        "is now), event (what happened), decision (a choice and its reason), trap (a pitfall). "
+        "text: one subject, at most 600 characters, in the owner's language."
+    ),
+    "items": {"type": "object"},
+}
+_KEPT_SCHEMA = {
+    "type": "array",
+    "description": "ids read this turn that still hold as they are",
+    "items": {"type": "integer"},
+}
+# The tools validate their own arguments, so that a malformed call gets a message naming the
+# mend (gate/write.py), not a pydantic dump; the schemas still tell the model the shapes.
+Ops = Annotated[Any, WithJsonSchema(_OPS_SCHEMA)]
+Kept = Annotated[Any, WithJsonSchema(_KEPT_SCHEMA)]
+
+
+class Memory:
+    """The server's one connection to the project's database, opened when first needed."""
+
+    def __init__(self, settings: config.Settings):
+        self.settings = settings
+        self.session = settings.session_id or f"mcp-{uuid.uuid4().hex[:12]}"
+        self.lock = threading.Lock()
+        self._conn: apsw.Connection | None = None
+        self._path: Path | None = None
+
+    def connection(self, *, create: bool) -> apsw.Connection | None:
+        path = config.find_database(self.settings)
+        if self._conn is not None and path == self._path:
+            return self._conn
+        if not path.exists() and not create:
+            return None
+        self.close()
+        self._conn, self._path = store.connect(path), path
+        return self._conn
+
+    @property
+    def log(self) -> Path | None:
+        return audit.log_path(self._path) if self._path is not None else None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn, self._path = None, None
+
+
+def _caller(memory: Memory, ctx: Context) -> tools.Caller:
+    meta = ctx.request_context.meta or {}
+    tool_use_id = meta.get(TOOL_USE_ID)
+    return tools.Caller(memory.session, tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None)
+
+
+def _unavailable(error: Exception) -> ToolError:
+    if isinstance(error, apsw.BusyError):
+        return ToolError(
+            "memory is busy: another session held the database for over "
+            f"{store.BUSY_TIMEOUT_MS // 1000} s. Call again in a moment."
+        )
+    return ToolError(f"memory is unavailable: {error}. The owner can run `memory-gate doctor` to see why.")
+
+
+def _decode(value: Any) -> Any:
+    """Some clients send a list argument as its JSON text: take it as the list it spells."""
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        return decoded if isinstance(decoded, list) else value
+    return value
+
+
+def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
+    memory = Memory(settings)
+    app = MCPServer("memory-gate", instructions=INSTRUCTIONS)
+
+    @app.tool(
+        name="memory_search",
+        description=SEARCH_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        structured_output=True,
+    )
+    def memory_search(terms: Terms, ctx: Context) -> Annotated[CallToolResult, SearchOut]:
+        with memory.lock:
+            try:
+                conn = memory.connection(create=False)
+                answer = tools.memory_search(conn, terms, _caller(memory, ctx))
+            except (apsw.Error, store.StoreError) as error:
+                raise _unavailable(error) from error
+        return CallToolResult(
+            content=[TextContent(text=answer.text)], structured_content=answer.structured()
+        )
+
+    @app.tool(
+        name="memory_write",
+        description=WRITE_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+        structured_output=True,
+    )
+    def memory_write(ops: Ops, kept: Kept, ctx: Context) -> Annotated[CallToolResult, WriteOut]:
+        with memory.lock:
+            try:
+                conn = memory.connection(create=True)
+                answer = tools.memory_write(
+                    conn, _decode(ops), _decode(kept), _caller(memory, ctx), log=memory.log
+                )
+            except write.Refused as refused:
+                raise ToolError(str(refused)) from refused
+            except (apsw.Error, store.StoreError, OSError) as error:
+                raise _unavailable(error) from error
+        return CallToolResult(
+            content=[TextContent(text=answer.text)], structured_content=answer.structured()
+        )
+
+    return app, memory
+
+
+def serve(settings: config.Settings) -> int:
+    app, memory = build(settings)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        group.cancel_scope.cancel()
+                        return
+
+            group.start_soon(stop_on_signal)
+            await app.run_stdio_async()
+            group.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    finally:
+        # A call still running in its worker thread holds the lock: let it finish its
+        # transaction, then close.
+        with memory.lock:
+            memory.close()
+    return 0
