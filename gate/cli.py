@@ -63,8 +63,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     terms = " ".join(args.terms)
     if args.explain:
-        for tier, expression in query.parse(terms).tiers():
-            print(f"{tier:<6} {expression}")
+        # Without the database's word counts: in a large memory, words most facts hold are
+        # left out and the loose tier pairs the rarest terms first.
+        for tier in query.parse(terms).tiers():
+            print(f"{tier.name:<6} {tier.expression}")
         return 0
     _, conn = _open_existing(_settings(args))
     ranked = search.by_words(conn, terms)[: args.limit]

@@ -12,18 +12,25 @@ wanted, and every tier ranks below the one before it:
 2. forms: every term, also as a word form sharing its stem (`hooks` ~ `hook`, `deploy` ~
    `deployment`), since the index does not stem (a stemmer is language-specific and memory holds
    several languages);
-3. loose: any term. A fact that shares one word with a query of several is a poor match, so
-   loose candidates are kept only when they share two terms or more carrying at least half the
-   query's weight (`Term.matches` and gate/search.py).
+3. loose: at least half of the terms. A fact that shares one word with a query of several is a
+   poor match, so the expression asks for every group of half the terms (any one of two, any two
+   of three or four), and gate/search.py keeps a candidate only when the terms it shares carry at
+   least half the weight of the query's words that memory holds at all. Groups rather than a
+   plain OR also keep the tier cheap: bm25 runs only for facts that hold a whole group.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gate import stopwords, text
 
 MAX_TERMS = 12
+# The loose tier combines at most this many terms (20 groups of 3): the query's most telling.
+MAX_LOOSE = 6
 _MIN_STEM = 4
 
 # Abbreviation -> what it abbreviates, for the words developers shorten most. A query for the
@@ -126,26 +133,24 @@ class Term:
         quoted = [quote(form) for form in self.forms]
         return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
 
-    def loose(self) -> str:
-        if self.cjk or self.prefix is None:
-            return self.exact()
+    def loose_phrases(self) -> list[str]:
+        if self.cjk:
+            return [self.exact()]
+        if self.prefix is None:
+            return [quote(form) for form in self.forms]
         # The prefix already covers every form that starts with it.
         others = [quote(form) for form in self.forms if not form.startswith(self.prefix)]
-        quoted = [*others, quote(self.prefix) + "*"]
-        return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
+        return [*others, quote(self.prefix) + "*"]
 
-    def matches(self, words: set[str], joined: str, raw: str) -> bool:
-        """Whether a text whose folded words are `words` (and `joined`, space-separated and
-        space-padded) holds this term in any form; `raw` is the text as stored."""
-        if self.cjk:
-            return self.word in raw
-        for form in self.forms:
-            if " " in form:
-                if f" {form} " in joined:
-                    return True
-            elif form in words:
-                return True
-        return self.prefix is not None and any(word.startswith(self.prefix) for word in words)
+    def loose(self) -> str:
+        phrases = self.loose_phrases()
+        return phrases[0] if len(phrases) == 1 else "(" + " OR ".join(phrases) + ")"
+
+
+class Tier(NamedTuple):
+    name: str
+    expression: str
+    owners: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,17 +160,37 @@ class Query:
     def __bool__(self) -> bool:
         return bool(self.terms)
 
-    def tiers(self) -> list[tuple[str, str]]:
-        """(name, MATCH expression) for each tier worth running, best first."""
+    def tiers(self, loose_order: Sequence[int] | None = None) -> list[Tier]:
+        """The tiers worth running, best first. `loose_order` lists the term indexes that the
+        loose tier may pair, most telling first (default: all, in order)."""
         if not self.terms:
             return []
-        found = [("exact", " AND ".join(term.exact() for term in self.terms))]
+        exact = " AND ".join(term.exact() for term in self.terms)
+        found = [Tier("exact", exact)]
         forms = " AND ".join(term.loose() for term in self.terms)
-        if forms != found[0][1]:
-            found.append(("forms", forms))
-        if len(self.terms) > 1:
-            found.append(("loose", " OR ".join(term.loose() for term in self.terms)))
+        if forms != exact:
+            found.append(Tier("forms", forms))
+        chosen = list(range(len(self.terms)) if loose_order is None else loose_order)[:MAX_LOOSE]
+        if len(chosen) >= 2:
+            found.append(self._loose(chosen))
         return found
+
+    def _loose(self, chosen: list[int]) -> Tier:
+        """Facts that hold at least half of the chosen terms: the OR of the AND of every such
+        group. FTS5 numbers the phrases left to right; `owners` maps each back to its term."""
+        size = (len(chosen) + 1) // 2
+        parts, owners = [], []
+        for group in itertools.combinations(chosen, size):
+            terms = [self.terms[index] for index in group]
+            parts.append(" AND ".join(term.loose() for term in terms))
+            owners += [index for index, term in zip(group, terms) for _ in term.loose_phrases()]
+        if size > 1:
+            parts = [f"({part})" for part in parts]
+        return Tier("loose", " OR ".join(parts), tuple(owners))
+
+    def without(self, drop: set[int]) -> Query:
+        """The same query minus the terms at these indexes."""
+        return Query(tuple(term for index, term in enumerate(self.terms) if index not in drop))
 
 
 def _term(word: str) -> Term:
@@ -177,8 +202,7 @@ def parse(typed: str, *, max_terms: int = MAX_TERMS) -> Query:
     """The query for the agent's text: never raises, may be empty (nothing to search for)."""
     words: list[tuple[str, bool]] = []
     for token in text.tokens(typed):
-        words.extend((run, True) for run in text.cjk_runs(token))
-        words.extend((text.fold(part), False) for part in text.without_cjk(token))
+        words.extend((part if cjk else text.fold(part), cjk) for part, cjk in text.segments(token))
     unique: list[tuple[str, bool]] = []
     for word in words:
         if word not in unique:

@@ -1,6 +1,12 @@
-"""The text the agent reads: search results, write answers. Its user interface, golden-tested.
+"""What the agent reads: search results and write answers. Its user interface, golden-tested.
 
-Fact text is data, never structure. Every line the product writes itself starts in column 0;
+Each answer comes in two forms. The structured form (a JSON object with an output schema) is
+for programs, and it is also what Claude Code shows the model: when a tool result carries
+structured content, Claude Code passes the model that JSON and drops the text. So the JSON is
+written to be read by a model too: compact, fields in reading order, and a `next` field with the
+contract. The text form is for clients that show the text, and for people.
+
+Fact text is data, never structure. In JSON, quoting keeps it in its field. Every line the product writes itself starts in column 0;
 every line of a fact, a topic aside, and of the owner's words is indented by four spaces, and
 topics are single-line by rule. Whatever a fact says (a fake result header, a fake contract line,
 a fake owner's-words block), it cannot produce a line that reads as the product's own.
@@ -33,6 +39,47 @@ def _terms(terms: str) -> str:
     return one_line if len(one_line) <= 80 else one_line[:77] + "..."
 
 
+CONTRACT = (
+    "Answer for every id in must_answer in your next memory_write: put it in kept if it still "
+    "holds, or update or delete it (above all where it contradicts what the owner wrote)."
+)
+NOTHING = (
+    "Nothing to answer for. Before you answer, call memory_write with what this turn changed "
+    "(ops [] and kept [] if nothing)."
+)
+
+
+def search_data(results: Sequence[Result], owner_words: str | None, notes: Sequence[str] = ()) -> dict:
+    """The structured search answer. Facts shown before carry only their id."""
+    facts = []
+    for result in results:
+        fact = result.fact
+        if result.full:
+            facts.append({"id": fact.id, "kind": fact.kind, "topic": fact.topic, "date": fact.date, "text": fact.text})
+        else:
+            facts.append({"id": fact.id, "shown_before": True})
+    data: dict = {"facts": facts}
+    if owner_words:
+        data["owner_words"] = owner_words
+    data["must_answer"] = [result.fact.id for result in results]
+    data["next"] = CONTRACT if results else NOTHING
+    if notes:
+        data["notes"] = list(notes)
+    return data
+
+
+def write_data(done: Sequence[dict], kept: Sequence[int], notes: Sequence[str], replayed: bool) -> dict:
+    data: dict = {
+        "done": [{"op": item["op"], "id": item["id"]} for item in done],
+        "new_ids": [item["id"] for item in done if item["op"] == "insert"],
+        "kept": list(kept),
+        "replayed": replayed,
+    }
+    if notes:
+        data["notes"] = list(notes)
+    return data
+
+
 def search_text(
     terms: str, results: Sequence[Result], owner_words: str | None, notes: Sequence[str] = ()
 ) -> str:
@@ -62,10 +109,7 @@ def search_text(
             "still holds, or update or delete it (above all where it contradicts the owner)."
         )
     else:
-        lines.append(
-            "Nothing to answer for. Before you answer, call memory_write with what this turn "
-            "changed (ops [] and kept [] if nothing)."
-        )
+        lines.append(NOTHING)
     return "\n".join(lines)
 
 

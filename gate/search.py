@@ -18,13 +18,19 @@ from dataclasses import dataclass
 import apsw
 
 from gate import query as fts
-from gate import text
 
 CANDIDATES = 30
 RESULTS = 8
 RRF_K = 60
 # Share of the query's weight (idf) that a loose candidate's shared terms must carry.
 LOOSE_COVERAGE = 0.5
+# A term held by more than this share of facts is left out while other terms remain; only in
+# memories large enough for shares to mean something.
+COMMON_SHARE = 0.5
+MIN_FOR_COMMON = 50
+# When every term of a query is held by more facts than this, the query ranks among this many
+# newest facts.
+RECENT_WINDOW = 5000
 
 
 @dataclass(frozen=True)
@@ -56,70 +62,85 @@ def by_words(conn: apsw.Connection, typed: str | fts.Query, *, limit: int = CAND
     """Fact ids ranked by words, best first: at most `limit`, possibly none. Never raises for
     anything the agent can type."""
     parsed = fts.parse(typed) if isinstance(typed, str) else typed
+    if not parsed:
+        return []
+    size, docs = _frequencies(conn, parsed)
+    weights = [_idf(size, count) for count in docs]
+    # A word most facts hold narrows nothing and costs the most (bm25 runs for every fact that
+    # holds it): leave such words out while others remain.
+    common = {i for i, count in enumerate(docs) if size >= MIN_FOR_COMMON and count > COMMON_SHARE * size}
+    if len(common) < len(parsed.terms):
+        focused = parsed.without(common)
+        kept = [weights[i] for i in range(len(weights)) if i not in common]
+        rarest = min(count for i, count in enumerate(docs) if i not in common)
+    else:
+        focused, kept, rarest = parsed, weights, min(docs)
+    # Even the rarest word is in thousands of facts: bm25 for all of them would cost tens of
+    # ms and tell them apart little, so rank among the newest facts only.
+    after = size - RECENT_WINDOW if rarest > RECENT_WINDOW else 0
+    order = sorted(range(len(kept)), key=lambda i: -kept[i])
     ranked: list[int] = []
-    for tier, expression in parsed.tiers():
+    for tier in focused.tiers(order):
         if len(ranked) >= limit:
             break
-        found = [
-            rowid
-            for rowid in _match(conn, expression, limit + len(ranked))
-            if rowid not in ranked
-        ]
-        if tier == "loose":
-            found = _covering(conn, parsed, found)
+        rows = _match(conn, tier.expression, limit + len(ranked), after)
+        if tier.name == "loose":
+            # Words memory has never seen weigh nothing here: no fact can share them.
+            known = sum(weight for weight, count in zip(weights, docs) if count)
+            rows = [
+                (rowid, matched)
+                for rowid, matched in rows
+                if _carried(tier.owners, kept, matched) >= LOOSE_COVERAGE * known
+            ]
+        found = [rowid for rowid, _ in rows if rowid not in ranked]
         ranked.extend(found[: limit - len(ranked)])
     return ranked
 
 
-def _match(conn: apsw.Connection, expression: str, limit: int) -> list[int]:
-    sql = "SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? ORDER BY rank LIMIT ?"
+def _match(conn: apsw.Connection, expression: str, limit: int, after: int = 0) -> list[tuple[int, bytes]]:
+    """(rowid, matched phrases: one byte each) of the best `limit` rows with a rowid above
+    `after`."""
+    sql = (
+        "SELECT rowid, gate_phrases(facts_fts) FROM facts_fts WHERE facts_fts MATCH ?"
+        " AND rowid > ? ORDER BY rank LIMIT ?"
+    )
     try:
-        return [row[0] for row in conn.execute(sql, (expression, limit))]
+        return list(conn.execute(sql, (expression, after, limit)))
     except apsw.SQLError:
         # The expression is built from quoted words only; if FTS5 still refuses it, the honest
         # answer to the agent is "nothing found", not a traceback.
         return []
 
 
-def _covering(conn: apsw.Connection, parsed: fts.Query, candidates: list[int]) -> list[int]:
-    """The loose candidates whose shared terms carry enough of the query's weight."""
-    weights = [_idf(conn, term) for term in parsed.terms]
-    total = sum(weights)
-    facts = load(conn, candidates)
-    kept = []
-    for rowid in candidates:
-        fact = facts.get(rowid)
-        if fact is None:
-            continue
-        raw = f"{fact.topic} {fact.text}"
-        words = text.words(raw)
-        joined = " " + " ".join(words) + " "
-        shared = [
-            weight
-            for term, weight in zip(parsed.terms, weights)
-            if term.matches(set(words), joined, raw)
-        ]
-        if len(shared) >= 2 and sum(shared) >= LOOSE_COVERAGE * total:
-            kept.append(rowid)
-    return kept
+def _carried(owners: tuple[int, ...], weights: list[float], matched: bytes) -> float:
+    """The weight of the terms whose phrases matched."""
+    shared = {owner for owner, hit in zip(owners, matched) if hit}
+    return sum(weights[term] for term in shared)
 
 
-def _idf(conn: apsw.Connection, term: fts.Term) -> float:
-    """bm25's inverse document frequency of a term, its forms counted together."""
-    total = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
-    size = max(total[0] if total else 0, 1)
-    docs = 0
-    for form in term.forms if not term.cjk else ():
-        if " " not in form:
-            row = conn.execute("SELECT doc FROM facts_vocab WHERE term = ?", (form,)).fetchone()
-            docs += row[0] if row else 0
-    if term.prefix is not None:
-        row = conn.execute(
-            "SELECT coalesce(sum(doc), 0) FROM facts_vocab WHERE term >= ? AND term < ?",
-            (term.prefix, term.prefix + "\U0010ffff"),
-        ).fetchone()
-        docs = max(docs, row[0])
-    docs = min(docs, size)
+def _frequencies(conn: apsw.Connection, parsed: fts.Query) -> tuple[int, list[int]]:
+    """How many facts there are (at most), and how many hold each term in any of its forms."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
+    size = max(row[0] if row else 0, 1)
+    counts = []
+    for term in parsed.terms:
+        docs = 0
+        for form in () if term.cjk else term.forms:
+            if " " not in form:
+                row = conn.execute("SELECT doc FROM facts_vocab WHERE term = ?", (form,)).fetchone()
+                docs += row[0] if row else 0
+        if term.prefix is not None:
+            row = conn.execute(
+                "SELECT coalesce(sum(doc), 0) FROM facts_vocab WHERE term >= ? AND term < ?",
+                (term.prefix, term.prefix + "\U0010ffff"),
+            ).fetchone()
+            docs = max(docs, row[0])
+        counts.append(min(docs, size))
+    return size, counts
+
+
+def _idf(size: int, docs: int) -> float:
+    """bm25's inverse document frequency."""
     return math.log((size - docs + 0.5) / (docs + 0.5) + 1)
 
 

@@ -37,24 +37,27 @@ INSTRUCTIONS = (
 )
 
 
+# Output schemas. Claude Code shows the model the structured content itself (see gate/render.py),
+# so optional fields are left out rather than sent as null.
 class FactOut(BaseModel):
     id: int
-    shown_before: bool = Field(description="true: shown earlier this session; only the id is repeated")
-    topic: str | None = None
     kind: str | None = None
+    topic: str | None = None
     date: str | None = None
     text: str | None = None
+    shown_before: bool | None = Field(None, description="true: shown earlier this session, only the id is repeated")
 
 
 class SearchOut(BaseModel):
     facts: list[FactOut]
-    owner_words: str | None = Field(description="what the owner wrote this turn, when known")
+    owner_words: str | None = Field(None, description="what the owner wrote this turn, when known")
     must_answer: list[int] = Field(description="ids the next memory_write must keep, update or delete")
-    notes: list[str]
+    next: str = Field(description="what to do next")
+    notes: list[str] | None = None
 
 
 class DoneOut(BaseModel):
-    op: str
+    op: str = Field(description="insert, update, delete, or unchanged (an update that changed nothing)")
     id: int
 
 
@@ -63,7 +66,7 @@ class WriteOut(BaseModel):
     new_ids: list[int]
     kept: list[int]
     replayed: bool = Field(description="true: the same write had already been applied; nothing changed now")
-    notes: list[str]
+    notes: list[str] | None = None
 
 
 # The model reads these in every session: when to call, and the contract, in a few lines.

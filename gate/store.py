@@ -85,11 +85,23 @@ def connect(path: Path | str, *, create: bool = True, busy_ms: int = BUSY_TIMEOU
         conn = apsw.Connection(str(path), flags=flags)
         conn.set_busy_timeout(busy_ms)
         conn.create_scalar_function("gate_cjk", text.cjk_chars, 1, deterministic=True)
+        conn.register_fts5_function("gate_phrases", _matched_phrases)
         conn.execute("PRAGMA foreign_keys = ON")
+        # In WAL mode NORMAL syncs at checkpoints, not at every commit: a killed process loses
+        # nothing, a power cut may lose the last commits. write.log is fsynced before each write
+        # commits, so after a power cut the log still tells what the database lost.
+        conn.execute("PRAGMA synchronous = NORMAL")
         migrate(conn)
     except apsw.Error as error:
         raise StoreError(f"cannot open {path}: {error}") from error
     return conn
+
+
+def _matched_phrases(api: apsw.FTS5ExtensionApi) -> bytes:
+    """FTS5 auxiliary function: which of the query's phrases this row matches, one byte per
+    phrase (1: matched). Under `ORDER BY rank LIMIT n` FTS5 sorts by itself and SQLite calls
+    this for the n rows returned only."""
+    return bytes(1 if api.phrase_columns(phrase) else 0 for phrase in range(api.phrase_count))
 
 
 def _create_private(path: Path) -> None:

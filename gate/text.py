@@ -65,35 +65,16 @@ def words(text: str) -> list[str]:
     return [fold(token) for token in tokens(text)]
 
 
-def cjk_runs(token: str) -> list[str]:
-    """The maximal runs of CJK characters inside one token."""
-    runs: list[str] = []
-    current: list[str] = []
+def segments(token: str) -> list[tuple[str, bool]]:
+    """One token cut into its CJK runs and the parts between them, in order: (part, is_cjk)."""
+    found: list[tuple[str, bool]] = []
     for ch in token:
-        if is_cjk(ch):
-            current.append(ch)
-        elif current:
-            runs.append("".join(current))
-            current = []
-    if current:
-        runs.append("".join(current))
-    return runs
-
-
-def without_cjk(token: str) -> list[str]:
-    """The parts of one token left once its CJK runs are taken out."""
-    parts: list[str] = []
-    current: list[str] = []
-    for ch in token:
-        if is_cjk(ch):
-            if current:
-                parts.append("".join(current))
-                current = []
+        cjk = is_cjk(ch)
+        if found and found[-1][1] == cjk:
+            found[-1] = (found[-1][0] + ch, cjk)
         else:
-            current.append(ch)
-    if current:
-        parts.append("".join(current))
-    return parts
+            found.append((ch, cjk))
+    return found
 
 
 def cjk_chars(text: str | None) -> str:

@@ -35,19 +35,7 @@ class SearchAnswer:
         return render.search_text(self.terms, self.results, self.owner_words, self.notes)
 
     def structured(self) -> dict[str, Any]:
-        facts = []
-        for result in self.results:
-            fact = result.fact
-            item: dict[str, Any] = {"id": fact.id, "shown_before": not result.full}
-            if result.full:
-                item |= {"topic": fact.topic, "kind": fact.kind, "date": fact.date, "text": fact.text}
-            facts.append(item)
-        return {
-            "facts": facts,
-            "owner_words": self.owner_words,
-            "must_answer": [result.fact.id for result in self.results],
-            "notes": self.notes,
-        }
+        return render.search_data(self.results, self.owner_words, self.notes)
 
 
 def memory_search(
@@ -86,13 +74,7 @@ class WriteAnswer:
 
     def structured(self) -> dict[str, Any]:
         o = self.outcome
-        return {
-            "done": [{"op": item["op"], "id": item["id"]} for item in o.done],
-            "new_ids": o.new_ids,
-            "kept": o.kept,
-            "replayed": o.replayed,
-            "notes": o.notes,
-        }
+        return render.write_data(o.done, o.kept, o.notes, o.replayed)
 
 
 def memory_write(

@@ -1,0 +1,136 @@
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, Writer, child_env
+
+from gate import audit, cli, config, ledger, store
+
+
+@pytest.fixture
+def memory(home):
+    """The project database of the isolated home, with a few facts written by a turn."""
+    path = config.find_database(config.load())
+    conn = store.connect(path)
+    ledger.open_turn(conn, "s-cli", "p-1", "remember how deploys work")
+    writer = Writer(conn, audit.log_path(path), session="s-cli")
+    ids = [
+        writer.insert("deploy", "Deploys go through the staging branch."),
+        writer.insert("database", "The test DB is reset before migrations.", kind="trap"),
+    ]
+    writer.search("deploy")
+    writer.write([{"op": "update", "id": ids[0], "text": "Deploys go through prod."}])
+    yield path, ids
+    conn.close()
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("command", sorted(cli.COMMANDS))
+def test_every_command_has_help_with_an_example_and_is_in_the_readme(capsys, command):
+    with pytest.raises(SystemExit) as exited:
+        cli.main([command, "--help"])
+    out = capsys.readouterr().out
+    assert exited.value.code == 0
+    assert "Example:" in out and f"memory-gate {command}" in out
+    assert f"memory-gate {command}" in (REPO / "README.md").read_text()
+
+
+def test_no_command_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main([])
+    assert exited.value.code == 2
+
+
+def test_search_prints_facts(capsys, memory):
+    code, out, _ = run(capsys, "search", "deploy")
+    assert code == 0 and "deploy | " in out and "Deploys go through prod." in out
+
+
+def test_search_json(capsys, memory):
+    _, ids = memory
+    code, out, _ = run(capsys, "search", "--json", "DB")
+    assert code == 0
+    assert json.loads(out) == [{"id": ids[1], "topic": "database", "kind": "trap",
+                                "text": "The test DB is reset before migrations.", "date": json.loads(out)[0]["date"]}]
+
+
+def test_search_explain_needs_no_database(capsys, home):
+    code, out, _ = run(capsys, "search", "--explain", "C++ node.js")
+    assert code == 0 and out.splitlines()[0] == 'exact  "c" AND "node" AND ("js" OR "javascript")'
+
+
+def test_search_records_nothing(capsys, memory):
+    path, _ = memory
+    conn = store.connect(path)
+    before = conn.execute("SELECT count(*) FROM reads").fetchone()[0]
+    run(capsys, "search", "deploy")
+    assert conn.execute("SELECT count(*) FROM reads").fetchone()[0] == before
+
+
+def test_no_database_is_a_user_error_with_the_mend(capsys, home):
+    code, _, err = run(capsys, "search", "deploy")
+    assert code == 1 and "created by the first memory_write" in err and "--db" in err
+
+
+def test_log_shows_changes_with_why(capsys, memory):
+    _, ids = memory
+    code, out, _ = run(capsys, "log", "--fact", str(ids[0]))
+    assert code == 0
+    assert "insert [1] deploy (state)" in out and "update [1]" in out
+    assert "before: Deploys go through the staging branch." in out
+    assert "after:  Deploys go through prod." in out
+    assert "why: remember how deploys work" in out
+
+
+def test_log_json_filters(capsys, memory):
+    code, out, _ = run(capsys, "log", "--json", "--session", "s-cli", "--limit", "1")
+    entries = json.loads(out)
+    assert code == 0 and len(entries) == 1 and entries[0]["op"] == "update" and entries[0]["committed"]
+
+
+def test_log_marks_lines_that_never_committed(capsys, memory):
+    path, _ = memory
+    audit.append(audit.log_path(path), [{"time": "2026-01-01T00:00:00Z", "write": "gone", "op": "insert", "id": 99}])
+    code, out, _ = run(capsys, "log")
+    assert "(never committed)" in out
+
+
+def test_doctor_reports_and_passes(capsys, memory):
+    code, out, _ = run(capsys, "doctor", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["problems"] == []
+    assert report["integrity"] == "ok" and report["schema_version"] == report["schema_latest"]
+    assert report["facts"] == {"state": 1, "event": 0, "decision": 0, "trap": 1}
+    assert report["write_log"]["lines"] == 3
+
+
+def test_doctor_flags_a_log_that_lost_lines(capsys, memory):
+    path, _ = memory
+    audit.log_path(path).write_text("")
+    code, out, _ = run(capsys, "doctor")
+    assert code == 1 and "PROBLEM" in out and "lack log lines" in out
+
+
+def test_doctor_without_a_database(capsys, home):
+    code, out, _ = run(capsys, "doctor")
+    assert code == 0 and "no database yet" in out
+
+
+def test_bad_setting_is_a_user_error(capsys, home, monkeypatch):
+    monkeypatch.setenv("MEMORY_GATE_MAX_DISTANCE", "far")
+    code, _, err = run(capsys, "doctor")
+    assert code == 1 and "MEMORY_GATE_MAX_DISTANCE" in err
+
+
+def test_console_script_runs(tmp_path):
+    """The installed entry point, as a user runs it."""
+    result = subprocess.run(
+        [sys.executable, "-m", "gate", "--help"], capture_output=True, text=True, env=child_env(tmp_path)
+    )
+    assert result.returncode == 0 and "memory-gate" in result.stdout

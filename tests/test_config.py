@@ -1,0 +1,62 @@
+from pathlib import Path
+
+import pytest
+
+from gate import config, store
+
+
+def test_project_key_is_claude_codes():
+    assert config.project_key(Path("/home/me/my.app")) == "-home-me-my-app"
+    assert config.project_key(Path("/work/a_b c")) == "-work-a-b-c"
+
+
+def test_defaults(tmp_path):
+    settings = config.load({}, cwd=tmp_path)
+    assert settings.home == Path.home() / ".claude"
+    assert settings.project_dir == tmp_path
+    assert settings.embed_url is None and settings.embed_model == "bge-m3"
+    assert settings.max_distance == 0.55 and settings.session_id is None
+
+
+def test_environment(tmp_path):
+    settings = config.load(
+        {
+            "MEMORY_GATE_HOME": str(tmp_path / "h"),
+            "CLAUDE_PROJECT_DIR": str(tmp_path / "p"),
+            "CLAUDE_CODE_SESSION_ID": "abc",
+            "MEMORY_GATE_EMBED_URL": "http://127.0.0.1:1/v1/embeddings",
+            "MEMORY_GATE_MAX_DISTANCE": "0.15",
+        },
+        cwd=tmp_path,
+    )
+    assert settings.home == tmp_path / "h" and settings.project_dir == tmp_path / "p"
+    assert settings.session_id == "abc" and settings.max_distance == 0.15
+    assert settings.embed_url == "http://127.0.0.1:1/v1/embeddings"
+
+
+@pytest.mark.parametrize("raw", ["abc", "0", "-1", "3", "nan"])
+def test_bad_distance_names_the_variable(raw):
+    with pytest.raises(config.ConfigError, match="MEMORY_GATE_MAX_DISTANCE"):
+        config.load({"MEMORY_GATE_MAX_DISTANCE": raw})
+
+
+def test_new_project_database_goes_to_the_project_root(tmp_path):
+    root = tmp_path / "repo"
+    (root / "sub").mkdir(parents=True)
+    settings = config.load({"MEMORY_GATE_HOME": str(tmp_path / "h"), "CLAUDE_PROJECT_DIR": str(root)}, cwd=root / "sub")
+    assert config.find_database(settings) == tmp_path / "h" / "projects" / config.project_key(root) / "memory" / "memory.db"
+
+
+def test_a_subfolder_uses_the_nearest_database_above(tmp_path):
+    home, root = tmp_path / "h", tmp_path / "repo"
+    deep = root / "a" / "b"
+    deep.mkdir(parents=True)
+    above = config.database_for(home, root)
+    store.connect(above).close()
+    settings = config.load({"MEMORY_GATE_HOME": str(home)}, cwd=deep)
+    assert config.find_database(settings) == above
+
+
+def test_explicit_database_wins(tmp_path):
+    settings = config.load({"MEMORY_GATE_DB": str(tmp_path / "x.db")}, cwd=tmp_path)
+    assert config.find_database(settings) == tmp_path / "x.db"

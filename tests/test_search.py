@@ -1,0 +1,127 @@
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gate import search, store
+
+PITFALLS = ["C++", "e-mail", "node.js", "-O2", "topic:deploy", "NOT", '"', "(", "*", "", " ", "\t\n",
+            "😀", "it's", "AND OR", "^word", "NEAR(a b)", "a*b", "col:", "{topic}: x", "'", "\x00", "\ud800"]
+
+
+@pytest.fixture
+def seeded(conn, writer):
+    ids = {
+        "cpp": writer.insert("build", "The C++ build needs -O2 and node.js 20 for the e-mail templates."),
+        "deploy": writer.insert("deploy", "Deploys go through the staging branch; main is protected."),
+        "sp": writer.insert("escritório", "O escritório de São Paulo cuida da configuração do servidor."),
+        "tokyo": writer.insert("会議", "東京都庁の会議は毎週月曜日です"),
+        "k8s": writer.insert("cluster", "The Kubernetes cluster runs on three nodes."),
+        "hooks": writer.insert("frontend", "React components were converted to hooks."),
+        "react": writer.insert("frontend", "React Router handles navigation."),
+        "db": writer.insert("storage", "The database is PostgreSQL 16."),
+    }
+    return conn, ids
+
+
+@pytest.mark.parametrize("typed", PITFALLS)
+def test_pitfall_inputs_never_raise(seeded, typed):
+    conn, _ = seeded
+    assert isinstance(search.by_words(conn, typed), list)
+
+
+@pytest.mark.parametrize(
+    "typed, key",
+    [
+        ("C++", "cpp"),
+        ("node.js", "cpp"),
+        ("-O2", "cpp"),
+        ("e-mail", "cpp"),
+        ("configuracao", "sp"),  # accents folded on both sides
+        ("sao paulo", "sp"),
+        ("ESCRITORIO", "sp"),
+        ("会議", "tokyo"),  # a 2-character word inside unsegmented Japanese
+        ("月曜日", "tokyo"),
+        ("K8s", "k8s"),  # abbreviation
+        ("DB", "db"),
+        ("hook", "hooks"),  # another form of the word
+        ("deployment", "deploy"),
+    ],
+)
+def test_finds_the_fact(seeded, typed, key):
+    conn, ids = seeded
+    assert ids[key] in search.by_words(conn, typed)
+
+
+def test_cjk_phrase_needs_adjacent_characters(seeded):
+    conn, _ = seeded
+    assert search.by_words(conn, "会曜") == []
+
+
+def test_stop_words_are_dropped(seeded):
+    conn, ids = seeded
+    assert search.by_words(conn, "where do the deploys go") == [ids["deploy"]]
+    assert search.by_words(conn, "como é a configuração do servidor") == [ids["sp"]]
+
+
+def test_and_before_or(seeded):
+    conn, ids = seeded
+    ranked = search.by_words(conn, "React hooks")
+    assert ranked[0] == ids["hooks"]
+
+
+def test_one_shared_word_of_several_is_not_a_match(seeded):
+    conn, _ = seeded
+    # "staging" is in the deploy fact, but nothing else of the query is in memory.
+    assert search.by_words(conn, "staging kafka consumer lag") == []
+
+
+def test_a_word_memory_never_saw_does_not_hide_the_rest(seeded):
+    conn, ids = seeded
+    assert search.by_words(conn, "deploy script") == [ids["deploy"]]
+
+
+def test_loose_match_needs_half_the_terms_with_weight(seeded):
+    conn, ids = seeded
+    # No fact has all three; the deploy fact has two of them.
+    assert search.by_words(conn, "deploys staging kafka") == [ids["deploy"]]
+
+
+def test_topic_outweighs_text(conn, writer):
+    in_text = writer.insert("misc", "We talked about the deploy window once.")
+    in_topic = writer.insert("deploy", "Friday freezes apply.")
+    assert search.by_words(conn, "deploy") == [in_topic, in_text]
+
+
+def test_at_most_limit(conn, writer):
+    for i in range(40):
+        writer.insert("deploy", f"Deploy note number {i}.")
+    assert len(search.by_words(conn, "deploy")) == search.CANDIDATES
+    assert len(search.by_words(conn, "deploy", limit=5)) == 5
+
+
+def test_empty_database(conn):
+    assert search.by_words(conn, "anything") == []
+
+
+def test_fuse_rewards_agreement():
+    # 3: 1/63 + 1/61 > 2: 2/62 > 1: 1/61 > 9: 1/63
+    assert search.fuse([[1, 2, 3], [3, 2, 9]]) == [3, 2, 1, 9]
+
+
+def test_fuse_of_one_list_keeps_its_order():
+    assert search.fuse([[5, 4, 3]]) == [5, 4, 3]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=200))
+def test_any_string_gives_a_list(seeded, typed):
+    conn, _ = seeded
+    result = search.by_words(conn, typed)
+    assert isinstance(result, list) and all(isinstance(rowid, int) for rowid in result)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(PITFALLS + ["deploy", "AND", "OR", "NOT", "NEAR", "*", ":", "-", "^"]), max_size=8))
+def test_any_mix_of_syntax_gives_a_list(seeded, parts):
+    conn, _ = seeded
+    assert isinstance(search.by_words(conn, " ".join(parts)), list)

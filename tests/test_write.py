@@ -1,0 +1,267 @@
+import json
+
+import pytest
+
+from gate import audit, ledger, tools, write
+
+
+def facts(conn):
+    return sorted(conn.execute("SELECT id, topic, kind, text, date FROM facts"))
+
+
+def ins(topic="deploy", kind="state", text="Deploys go through staging.", **extra):
+    return {"op": "insert", "topic": topic, "kind": kind, "text": text, **extra}
+
+
+def refused(writer, ops, kept=()):
+    before = facts(writer.conn)
+    with pytest.raises(write.Refused) as caught:
+        tools.memory_write(writer.conn, ops, kept, writer.caller, log=None)
+    assert facts(writer.conn) == before, "a refused write must change nothing"
+    return str(caught.value)
+
+
+# -- refusals: each names the problem and its mend --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ops, kept, expected",
+    [
+        ([ins(text="x" * 601)], [], ["text is 601 characters", "at most 600", "One subject per fact"]),
+        ([ins(topic="  ")], [], ["topic is empty", 'e.g. "deploy"']),
+        ([ins(text="")], [], ["text is empty"]),
+        ([ins(kind="note")], [], ['kind "note"', "state", "event", "decision", "trap"]),
+        ([{"op": "insert", "kind": "state", "text": "x"}], [], ["insert needs topic"]),
+        ([{"op": "update", "id": 999, "text": "x"}], [], ["there is no fact 999", "insert a new fact"]),
+        ([{"op": "delete", "id": 999}], [], ["there is no fact 999"]),
+        ([], [999], ["kept: there is no fact 999", "take it out of kept"]),
+        ([{"op": "upsert"}], [], ['"op" is "upsert"', 'use "insert", "update" or "delete"']),
+        (["insert"], [], ["ops[0] is \"insert\", not a change", "give an object"]),
+        ([ins(title="x")], [], ['remove "title"', "insert takes topic, kind, text, date"]),
+        ([{"op": "update", "id": "1", "text": "x"}], [], ["needs the id of the fact, an integer"]),
+        ([{"op": "update", "id": True, "text": "x"}], [], ["an integer (got true)"]),
+        ([ins(text=42)], [], ["text must be a string (got 42)"]),
+        ([ins(date="yesterday")], [], ['date "yesterday" is not a day', "YYYY-MM-DD"]),
+        ([ins(date="2026-02-30")], [], ["is not a day"]),
+        ([ins(topic="two\nlines")], [], ["topic must be one line"]),
+        ([ins(topic="t" * 101)], [], ["topic is 101 characters", "at most 100"]),
+        ([ins(text="bell \x07")], [], ["control character (U+0007)", "remove it"]),
+        ([ins(text="bad \ud800")], [], ["lone surrogate", "remove it"]),
+        ({"op": "insert"}, [], ["ops must be a list", "or []"]),
+        ([], "12", ["kept must be a list of fact ids", "e.g. [12, 15]"]),
+        ([], [1.5], ["kept[0] is 1.5, not a fact id"]),
+    ],
+)
+def test_refusal_names_the_mend(writer, ops, kept, expected):
+    writer.insert("deploy", "Deploys go through staging.")
+    message = refused(writer, ops, kept)
+    assert message.startswith("memory_write refused, nothing was changed.")
+    for part in expected:
+        assert part in message
+
+
+def test_all_problems_are_named_at_once(writer):
+    message = refused(writer, [ins(text="x" * 700), ins(kind="note"), {"op": "delete", "id": 5}], ["a"])
+    assert message.count("\n- ") == 4
+
+
+def test_update_that_changes_nothing_says_to_keep(writer):
+    fact = writer.insert("deploy", "Deploys go through staging.")
+    message = refused(writer, [{"op": "update", "id": fact}])
+    assert f"put {fact} in kept if it still holds" in message
+
+
+def test_same_fact_twice_in_ops(writer):
+    fact = writer.insert("deploy", "Deploys go through staging.")
+    message = refused(writer, [{"op": "update", "id": fact, "text": "a"}, {"op": "delete", "id": fact}])
+    assert "ops[0] and ops[1] both change fact" in message and "merge them into one op" in message
+
+
+def test_fact_in_kept_and_in_ops(writer):
+    fact = writer.insert("deploy", "Deploys go through staging.")
+    message = refused(writer, [{"op": "delete", "id": fact}], [fact])
+    assert "take it out of kept" in message
+
+
+def test_600_characters_fit_601_do_not(writer):
+    fits = writer.insert("limit", "é" * 600)  # characters, not bytes
+    assert len(writer.conn.execute("SELECT text FROM facts WHERE id = ?", (fits,)).fetchone()[0]) == 600
+    refused(writer, [ins(text="é" * 601)])
+
+
+def test_text_is_trimmed_before_it_is_measured(writer):
+    fact = writer.insert("deploy", "  " + "x" * 600 + "\n")
+    assert writer.conn.execute("SELECT length(text) FROM facts WHERE id = ?", (fact,)).fetchone()[0] == 600
+
+
+# -- the contract: every fact read this turn answered for --------------------------------------
+
+
+def test_unanswered_reads_are_listed_and_nothing_applies(writer):
+    a = writer.insert("deploy", "Deploys go through staging.")
+    b = writer.insert("deploy", "Deploy freezes on Fridays.")
+    assert {r.fact.id for r in writer.search("deploy").results} == {a, b}
+    message = refused(writer, [ins(topic="other", text="New fact.")], [a])
+    assert f"fact {b} read this turn is not answered for: put it in kept" in message
+    message = refused(writer, [ins(topic="other", text="New fact.")])
+    assert f"facts {a}, {b} read this turn are not answered for: put each in kept" in message
+
+
+def test_keep_update_delete_each_answer(writer):
+    a = writer.insert("deploy", "Deploys go through staging.")
+    b = writer.insert("deploy", "Deploy freezes on Fridays.")
+    c = writer.insert("deploy", "Deploy script lives in ops/.")
+    writer.search("deploy")
+    answer = writer.write([{"op": "update", "id": b, "text": "Deploy freezes on Thursdays."}, {"op": "delete", "id": c}], [a])
+    assert answer.outcome.kept == [a]
+    assert [item["op"] for item in answer.outcome.done] == ["update", "delete"]
+    assert facts(writer.conn) == [
+        (a, "deploy", "state", "Deploys go through staging.", facts(writer.conn)[0][4]),
+        (b, "deploy", "state", "Deploy freezes on Thursdays.", facts(writer.conn)[1][4]),
+    ]
+
+
+def test_a_plain_client_cannot_write_past_its_search(conn, writer):
+    """No hooks, no session id: the server's own turns still hold the contract."""
+    a = writer.insert("deploy", "Deploys go through staging.")
+    caller = tools.Caller("mcp-plain")
+    tools.memory_search(conn, "deploy", caller)
+    with pytest.raises(write.Refused, match=f"fact {a} read this turn"):
+        tools.memory_write(conn, [], [], caller, log=None)
+    tools.memory_write(conn, [], [a], caller, log=None)
+    # The accepted write closed the turn: the next write starts a fresh one with nothing read.
+    tools.memory_write(conn, [ins(topic="x", text="y")], [], caller, log=None)
+
+
+def test_keeping_confirms(conn, writer):
+    fact = writer.insert("deploy", "Deploys go through staging.")
+    conn.execute("UPDATE facts SET confirmed = '2000-01-01T00:00:00Z' WHERE id = ?", (fact,))
+    writer.search("deploy")
+    writer.write([], [fact])
+    confirmed = conn.execute("SELECT confirmed FROM facts WHERE id = ?", (fact,)).fetchone()[0]
+    assert confirmed > "2000-01-01"
+
+
+def test_update_bumps_revision_and_confirms(conn, writer):
+    fact = writer.insert("deploy", "Deploys go through staging.")
+    conn.execute("UPDATE facts SET confirmed = '2000-01-01T00:00:00Z' WHERE id = ?", (fact,))
+    writer.write([{"op": "update", "id": fact, "kind": "decision"}])
+    rev, kind, confirmed = conn.execute("SELECT rev, kind, confirmed FROM facts WHERE id = ?", (fact,)).fetchone()
+    assert (rev, kind) == (2, "decision") and confirmed > "2000"
+
+
+def test_a_fact_deleted_elsewhere_after_it_was_read(conn, writer):
+    fact = writer.insert("deploy", "Deploys go through staging.")
+    writer.search("deploy")
+    other = tools.Caller("other-session")
+    tools.memory_search(conn, "deploy", other)
+    tools.memory_write(conn, [{"op": "delete", "id": fact}], [], other, log=None)
+    # Keeping it is accepted with a note; it no longer needs answering for at all.
+    answer = writer.write([], [fact])
+    assert "deleted by another session" in answer.outcome.notes[0]
+
+
+def test_insert_date_defaults_to_today_and_can_be_given(conn, writer):
+    fact = writer.insert("release", "v2 shipped.", kind="event", date="2026-03-01")
+    assert conn.execute("SELECT date FROM facts WHERE id = ?", (fact,)).fetchone()[0] == "2026-03-01"
+
+
+def test_ids_are_never_reused(conn, writer):
+    first = writer.insert("a", "one")
+    writer.write([{"op": "delete", "id": first}])
+    assert writer.insert("b", "two") == first + 1
+
+
+# -- retries --------------------------------------------------------------------------------
+
+
+def test_the_same_call_delivered_twice_applies_once(conn, writer):
+    caller = tools.Caller("s-retry", tool_use_id="toolu_01")
+    ops = [ins(topic="retry", text="Only once.")]
+    first = tools.memory_write(conn, ops, [], caller, log=None)
+    second = tools.memory_write(conn, ops, [], caller, log=None)
+    assert second.outcome.replayed and not first.outcome.replayed
+    assert second.outcome.new_ids == first.outcome.new_ids
+    assert conn.execute("SELECT count(*) FROM facts WHERE topic = 'retry'").fetchone()[0] == 1
+    assert "already applied" in second.text
+
+
+def test_a_retry_without_call_id_applies_once(conn, writer):
+    ops = [ins(topic="retry", text="Only once.")]
+    writer.write(ops)
+    assert writer.write(ops).outcome.replayed
+    assert conn.execute("SELECT count(*) FROM facts WHERE topic = 'retry'").fetchone()[0] == 1
+
+
+def test_the_same_content_after_new_activity_is_a_new_write(conn, writer):
+    ops = [ins(topic="again", text="Twice on purpose.")]
+    writer.write(ops)
+    writer.search("nothing here")
+    assert not writer.write(ops).outcome.replayed
+    assert conn.execute("SELECT count(*) FROM facts WHERE topic = 'again'").fetchone()[0] == 2
+
+
+def test_empty_writes_in_successive_hook_turns_both_count(conn):
+    for prompt_id in ("p1", "p2"):
+        ledger.open_turn(conn, "s-hook", prompt_id, "hello")
+        answer = tools.memory_write(conn, [], [], tools.Caller("s-hook"), log=None)
+        assert not answer.outcome.replayed
+    assert [row[0] for row in conn.execute("SELECT wrote FROM turns ORDER BY id")] == [1, 1]
+
+
+# -- write.log --------------------------------------------------------------------------------
+
+
+def test_every_change_is_logged_with_before_after_who_and_why(file_conn, file_writer, db_path):
+    ledger.open_turn(file_conn, "s-log", "prompt-1", "the owner asked to fix the deploy docs")
+    caller = tools.Caller("s-log")
+    a = file_writer.write([ins()], caller=caller).outcome.new_ids[0]
+    file_writer.search("deploy", caller=caller)
+    file_writer.write([{"op": "update", "id": a, "text": "Deploys go through prod now."}], caller=caller)
+    file_writer.search("deploy", caller=caller)
+    file_writer.write([{"op": "delete", "id": a}], caller=caller)
+    lines = [json.loads(line) for line in audit.log_path(db_path).read_text().splitlines()]
+    assert [line["op"] for line in lines] == ["insert", "update", "delete"]
+    insert, update, delete = lines
+    assert insert["after"]["text"] == "Deploys go through staging." and "before" not in insert
+    assert update["before"]["text"] == "Deploys go through staging."
+    assert update["after"]["text"] == "Deploys go through prod now."
+    assert delete["before"]["text"] == "Deploys go through prod now." and "after" not in delete
+    for line in lines:
+        assert line["id"] == a and line["topic"] == "deploy" and line["kind"] == "state"
+        assert line["session"] == "s-log" and line["turn"] == "prompt-1"
+        assert line["words"] == "the owner asked to fix the deploy docs"
+        assert line["time"].endswith("Z")
+        assert audit.is_committed(file_conn, line["write"])
+
+
+def test_a_refused_write_logs_nothing(file_writer, db_path):
+    with pytest.raises(write.Refused):
+        file_writer.write([ins(kind="bad")])
+    assert not audit.log_path(db_path).exists()
+
+
+def test_keep_only_writes_log_nothing(file_conn, file_writer, db_path):
+    fact = file_writer.insert("deploy", "x")
+    file_writer.search("deploy")
+    file_writer.write([], [fact])
+    assert len(audit.log_path(db_path).read_text().splitlines()) == 1
+
+
+def test_write_log_example_has_the_shape_the_code_writes(file_conn, file_writer, db_path):
+    """write.log.example at the repo root shows real lines: same fields for each op."""
+    from conftest import REPO
+
+    fact = file_writer.insert("deploy", "Deploys go through staging.")
+    file_writer.search("deploy")
+    file_writer.write([{"op": "update", "id": fact, "text": "Deploys go through prod."}])
+    file_writer.search("deploy")
+    file_writer.write([{"op": "delete", "id": fact}])
+    written = {line["op"]: line for line in map(json.loads, audit.log_path(db_path).read_text().splitlines())}
+    example = {line["op"]: line for line in map(json.loads, (REPO / "write.log.example").read_text().splitlines())}
+    assert set(example) == {"insert", "update", "delete"}
+    for op, line in example.items():
+        assert list(line) == list(written[op]), op
+        for side in ("before", "after"):
+            if side in line:
+                assert list(line[side]) == list(written[op][side])
