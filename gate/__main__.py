@@ -1,3 +1,3 @@
-from gate.cli import main
+from gate.entry import main
 
 raise SystemExit(main())

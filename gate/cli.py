@@ -31,12 +31,12 @@ class UserError(Exception):
 def _settings(args: argparse.Namespace) -> config.Settings:
     settings = config.load()
     if args.db is not None:
-        settings = config.Settings(**{**settings.__dict__, "database": Path(args.db).absolute()})
+        settings = settings.replace(database=str(Path(args.db).absolute()))
     return settings
 
 
 def _open_existing(settings: config.Settings) -> tuple[Path, apsw.Connection]:
-    path = config.find_database(settings)
+    path = Path(config.find_database(settings))
     if not path.exists():
         raise UserError(
             f"no memory yet for {settings.cwd} (looked for {path}). It is created by the first "
@@ -134,7 +134,7 @@ def _print_entry(entry: dict) -> None:
 
 def doctor_report(settings: config.Settings) -> tuple[dict, list[str]]:
     """What doctor prints, and the problems it found (empty when all is well)."""
-    path = config.find_database(settings)
+    path = Path(config.find_database(settings))
     report: dict = {
         "database": str(path),
         "exists": path.exists(),

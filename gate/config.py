@@ -7,16 +7,16 @@ variables Claude Code sets for its hooks and servers (`CLAUDE_PROJECT_DIR`,
 A project's database lives at `$MEMORY_GATE_HOME/projects/<key>/memory/memory.db`, `<key>`
 being Claude Code's own name for the project folder, so memory sits beside Claude Code's
 transcripts of the same project.
+
+This module is on the hooks' per-turn path, so it keeps to cheap imports: paths are plain
+strings handled with os.path (pathlib and dataclasses cost more to import than a hook's work).
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 
 DEFAULT_EMBED_MODEL = "bge-m3"
 # bge-m3 puts texts on one subject closer than this cosine distance; other models need their own.
@@ -27,30 +27,57 @@ class ConfigError(ValueError):
     """A setting holds a value memory-gate cannot use; the message names the variable."""
 
 
-@dataclass(frozen=True)
 class Settings:
-    home: Path
-    project_dir: Path
-    cwd: Path
-    session_id: str | None
-    database: Path | None
-    embed_url: str | None
-    embed_model: str
-    max_distance: float
+    """Everything the environment says, read once. Paths are absolute strings."""
+
+    __slots__ = (
+        "home", "project_dir", "cwd", "session_id", "database", "embed_url", "embed_model", "max_distance",
+    )
+
+    def __init__(
+        self,
+        *,
+        home: str,
+        project_dir: str,
+        cwd: str,
+        session_id: str | None = None,
+        database: str | None = None,
+        embed_url: str | None = None,
+        embed_model: str = DEFAULT_EMBED_MODEL,
+        max_distance: float = DEFAULT_MAX_DISTANCE,
+    ):
+        self.home = home
+        self.project_dir = project_dir
+        self.cwd = cwd
+        self.session_id = session_id
+        self.database = database
+        self.embed_url = embed_url
+        self.embed_model = embed_model
+        self.max_distance = max_distance
+
+    def replace(self, **changes) -> Settings:
+        return Settings(**{**{name: getattr(self, name) for name in self.__slots__}, **changes})
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"Settings({fields})"
 
 
-def load(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
+def _absolute(path: str | os.PathLike) -> str:
+    return os.path.abspath(os.path.expanduser(os.fspath(path)))
+
+
+def load(environ: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None) -> Settings:
     env = os.environ if environ is None else environ
-    here = Path(cwd if cwd is not None else os.getcwd()).absolute()
-    home = Path(env.get("MEMORY_GATE_HOME") or Path.home() / ".claude").expanduser().absolute()
+    here = _absolute(cwd if cwd is not None else os.getcwd())
     project = env.get("CLAUDE_PROJECT_DIR")
     database = env.get("MEMORY_GATE_DB")
     return Settings(
-        home=home,
-        project_dir=Path(project).expanduser().absolute() if project else here,
+        home=_absolute(env.get("MEMORY_GATE_HOME") or os.path.join(os.path.expanduser("~"), ".claude")),
+        project_dir=_absolute(project) if project else here,
         cwd=here,
         session_id=env.get("CLAUDE_CODE_SESSION_ID") or None,
-        database=Path(database).expanduser().absolute() if database else None,
+        database=_absolute(database) if database else None,
         embed_url=(env.get("MEMORY_GATE_EMBED_URL") or "").strip() or None,
         embed_model=(env.get("MEMORY_GATE_EMBED_MODEL") or "").strip() or DEFAULT_EMBED_MODEL,
         max_distance=_max_distance(env.get("MEMORY_GATE_MAX_DISTANCE")),
@@ -72,23 +99,28 @@ def _max_distance(raw: str | None) -> float:
     return value
 
 
-def project_key(folder: Path) -> str:
+def project_key(folder: str | os.PathLike) -> str:
     """Claude Code's name for a project folder: the absolute path, every character other than a
     letter or digit turned into '-' (so '/home/me/my.app' is '-home-me-my-app')."""
-    return re.sub(r"[^A-Za-z0-9]", "-", str(Path(folder).absolute()))
+    return "".join(ch if ch.isascii() and ch.isalnum() else "-" for ch in _absolute(folder))
 
 
-def database_for(home: Path, folder: Path) -> Path:
-    return home / "projects" / project_key(folder) / "memory" / "memory.db"
+def database_for(home: str | os.PathLike, folder: str | os.PathLike) -> str:
+    return os.path.join(os.fspath(home), "projects", project_key(folder), "memory", "memory.db")
 
 
-def find_database(settings: Settings) -> Path:
+def find_database(settings: Settings) -> str:
     """The database this session uses: `MEMORY_GATE_DB` when set; else the nearest existing one
     for the working folder or a folder above it; else where the project root's will be created."""
     if settings.database is not None:
         return settings.database
-    for folder in (settings.cwd, *settings.cwd.parents):
+    folder = settings.cwd
+    while True:
         candidate = database_for(settings.home, folder)
-        if candidate.exists():
+        if os.path.exists(candidate):
             return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
     return database_for(settings.home, settings.project_dir)

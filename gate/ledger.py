@@ -14,31 +14,38 @@ write and its ledger updates commit together.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import datetime, timezone
 
 import apsw
 
+# This module is on the hooks' per-turn path: standard library modules that are cheap to
+# import only (no dataclasses, namedtuple, datetime or pathlib; see bench/hooks.py).
+
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    """UTC, to the second, ISO 8601 with a Z."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-@dataclass(frozen=True)
 class Turn:
-    id: int
-    session: str
-    prompt_id: str | None
-    prompt: str | None
-    searched: int
-    wrote: int
-    holds: int
-    outcome: str | None
+    """One row of `turns`."""
+
+    __slots__ = ("id", "session", "prompt_id", "prompt", "searched", "wrote", "holds", "outcome")
+
+    def __init__(self, id, session, prompt_id, prompt, searched, wrote, holds, outcome):
+        self.id, self.session, self.prompt_id, self.prompt = id, session, prompt_id, prompt
+        self.searched, self.wrote, self.holds, self.outcome = searched, wrote, holds, outcome
 
     @property
     def opened_by_hook(self) -> bool:
         return self.prompt_id is not None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Turn) and all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    def __repr__(self) -> str:
+        return "Turn(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
 
 _TURN_COLUMNS = "id, session, prompt_id, prompt, searched, wrote, holds, outcome"
@@ -190,3 +197,36 @@ def attribute(conn: apsw.Connection, *, tool_use_id: str | None, session: str) -
         if turn is not None:
             return turn
     return current_turn(conn, session)
+
+
+class Gate:
+    """What a turn owes memory before its answer may go out."""
+
+    __slots__ = ("turn", "searched", "wrote", "unanswered")
+
+    def __init__(self, turn: Turn, searched: bool, wrote: bool, unanswered: list[int]):
+        self.turn, self.searched, self.wrote, self.unanswered = turn, searched, wrote, unanswered
+
+    @property
+    def met(self) -> bool:
+        return self.searched and self.wrote and not self.unanswered
+
+
+def gate(conn: apsw.Connection, session: str, prompt_id: str) -> Gate | None:
+    """The gate of the turn of this prompt, or None when no hook opened such a turn."""
+    turn = _turn(conn, "session = ? AND prompt_id = ?", (session, prompt_id))
+    if turn is None:
+        return None
+    return Gate(turn, turn.searched > 0, turn.wrote > 0, unanswered(conn, turn.id))
+
+
+def hold(conn: apsw.Connection, turn_id: int) -> int:
+    """The turn's answer is held back once more; return how many times it has been."""
+    return conn.execute(
+        "UPDATE turns SET holds = holds + 1 WHERE id = ? RETURNING holds", (turn_id,)
+    ).fetchone()[0]
+
+
+def settle(conn: apsw.Connection, turn_id: int, outcome: str) -> None:
+    """Record how the turn's answer went out: 'met', or 'released' unmet."""
+    conn.execute("UPDATE turns SET outcome = ? WHERE id = ?", (outcome, turn_id))

@@ -118,7 +118,7 @@ class Memory:
         self._path: Path | None = None
 
     def connection(self, *, create: bool) -> apsw.Connection | None:
-        path = config.find_database(self.settings)
+        path = Path(config.find_database(self.settings))
         if self._conn is not None and path == self._path:
             return self._conn
         if not path.exists() and not create:

@@ -12,77 +12,77 @@ wait for each other's short write transactions instead of failing.
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass
-from pathlib import Path
 
 import apsw
 
 from gate import text
 
+# This module is on the hooks' per-turn path: cheap imports only (no pathlib, dataclasses, or
+# re until a schema upgrade needs it).
+
 # Long enough to outwait another session's write transaction, short enough that a wedged lock
 # costs a hook or a tool call seconds, not the owner's patience.
 BUSY_TIMEOUT_MS = 5000
 
-_SECTION = re.compile(r"^-- version (\d+): (.+)$", re.MULTILINE)
+_MARK = "-- version "
 
 
 class StoreError(Exception):
     """The database cannot be opened or used; the message says what to do about it."""
 
 
-@dataclass(frozen=True)
-class Step:
-    version: int
-    title: str
-    sql: str
-
-
-def schema_path() -> Path:
+def schema_path() -> str:
     """schema.sql ships inside the package in a wheel and sits at the repository root in a
     checkout; either way there is exactly one file."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "schema.sql", here.parent / "schema.sql"):
-        if candidate.is_file():
+    here = os.path.dirname(os.path.realpath(__file__))
+    for candidate in (os.path.join(here, "schema.sql"), os.path.join(os.path.dirname(here), "schema.sql")):
+        if os.path.isfile(candidate):
             return candidate
     raise StoreError(f"schema.sql is missing beside {here}: reinstall memory-gate")
 
 
-def schema_steps(source: str | None = None) -> list[Step]:
-    """The numbered sections of schema.sql, in order."""
-    sql = schema_path().read_text(encoding="utf-8") if source is None else source
-    marks = list(_SECTION.finditer(sql))
+def _schema_source() -> str:
+    with open(schema_path(), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def schema_steps(source: str | None = None) -> list[tuple[int, str, str]]:
+    """The numbered sections of schema.sql, in order: (version, title, sql)."""
+    import re
+
+    sql = _schema_source() if source is None else source
+    marks = list(re.finditer(r"^-- version (\d+): (.+)$", sql, re.MULTILINE))
     steps = []
     for index, mark in enumerate(marks):
         end = marks[index + 1].start() if index + 1 < len(marks) else len(sql)
-        steps.append(Step(int(mark.group(1)), mark.group(2).strip(), sql[mark.end() : end]))
-    versions = [step.version for step in steps]
+        steps.append((int(mark.group(1)), mark.group(2).strip(), sql[mark.end() : end]))
+    versions = [version for version, _, _ in steps]
     if versions != list(range(1, len(steps) + 1)):
         raise StoreError(f"schema.sql sections must be numbered 1, 2, 3...; found {versions}")
     return steps
 
 
 def latest_version() -> int:
-    return len(schema_steps())
+    """How many sections schema.sql has, counted without parsing it (checked on every open)."""
+    source = _schema_source()
+    return source.count("\n" + _MARK) + source.startswith(_MARK)
 
 
-def connect(path: Path | str, *, create: bool = True, busy_ms: int = BUSY_TIMEOUT_MS) -> apsw.Connection:
+def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int = BUSY_TIMEOUT_MS) -> apsw.Connection:
     """Open (and with `create`, make) the database at `path`, schema applied.
 
     ':memory:' gives a private in-memory database. A new file is created private to the user
     (0600, folders 0700) before SQLite touches it; SQLite gives its -wal and -shm files the
     same mode.
     """
-    memory = str(path) == ":memory:"
-    if not memory:
-        path = Path(path)
-        if not path.exists():
-            if not create:
-                raise StoreError(f"no memory database at {path}")
-            _create_private(path)
+    path = os.fspath(path)
+    if path != ":memory:" and not os.path.exists(path):
+        if not create:
+            raise StoreError(f"no memory database at {path}")
+        _create_private(path)
     flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     try:
-        conn = apsw.Connection(str(path), flags=flags)
+        conn = apsw.Connection(path, flags=flags)
         conn.set_busy_timeout(busy_ms)
         conn.create_scalar_function("gate_cjk", text.cjk_chars, 1, deterministic=True)
         conn.register_fts5_function("gate_phrases", _matched_phrases)
@@ -104,15 +104,15 @@ def _matched_phrases(api: apsw.FTS5ExtensionApi) -> bytes:
     return bytes(1 if api.phrase_columns(phrase) else 0 for phrase in range(api.phrase_count))
 
 
-def _create_private(path: Path) -> None:
+def _create_private(path: str) -> None:
     missing = []
-    for folder in (path.parent, *path.parent.parents):
-        if folder.exists():
-            break
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder):
         missing.append(folder)
+        folder = os.path.dirname(folder)
     for folder in reversed(missing):
         try:
-            folder.mkdir(mode=0o700)
+            os.mkdir(folder, 0o700)
         except FileExistsError:
             pass
     try:
@@ -127,15 +127,15 @@ def user_version(conn: apsw.Connection) -> int:
 
 def migrate(conn: apsw.Connection) -> int:
     """Apply the schema sections this database has not seen; return its version."""
-    current = user_version(conn)
-    steps = schema_steps()
-    if current == len(steps):
+    current, latest = user_version(conn), latest_version()
+    if current == latest:
         return current
-    if current > len(steps):
+    if current > latest:
         raise StoreError(
             f"this database has schema version {current}, newer than this memory-gate knows "
-            f"({len(steps)}): upgrade memory-gate"
+            f"({latest}): upgrade memory-gate"
         )
+    steps = schema_steps()
     if current == 0:
         # WAL is a property of the file and cannot be switched inside a transaction.
         conn.execute("PRAGMA journal_mode = WAL")
@@ -143,9 +143,9 @@ def migrate(conn: apsw.Connection) -> int:
     try:
         # Another process may have upgraded the file while this one waited for the lock.
         current = user_version(conn)
-        for step in steps[current:]:
-            conn.execute(step.sql)
-            conn.execute(f"PRAGMA user_version = {step.version}")
+        for version, _, sql in steps[current:]:
+            conn.execute(sql)
+            conn.execute(f"PRAGMA user_version = {version}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

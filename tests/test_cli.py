@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ from gate import audit, cli, config, ledger, store
 @pytest.fixture
 def memory(home):
     """The project database of the isolated home, with a few facts written by a turn."""
-    path = config.find_database(config.load())
+    path = Path(config.find_database(config.load()))
     conn = store.connect(path)
     ledger.open_turn(conn, "s-cli", "p-1", "remember how deploys work")
     writer = Writer(conn, audit.log_path(path), session="s-cli")

@@ -12,8 +12,8 @@ def test_project_key_is_claude_codes():
 
 def test_defaults(tmp_path):
     settings = config.load({}, cwd=tmp_path)
-    assert settings.home == Path.home() / ".claude"
-    assert settings.project_dir == tmp_path
+    assert settings.home == str(Path.home() / ".claude")
+    assert settings.project_dir == str(tmp_path)
     assert settings.embed_url is None and settings.embed_model == "bge-m3"
     assert settings.max_distance == 0.55 and settings.session_id is None
 
@@ -29,7 +29,7 @@ def test_environment(tmp_path):
         },
         cwd=tmp_path,
     )
-    assert settings.home == tmp_path / "h" and settings.project_dir == tmp_path / "p"
+    assert settings.home == str(tmp_path / "h") and settings.project_dir == str(tmp_path / "p")
     assert settings.session_id == "abc" and settings.max_distance == 0.15
     assert settings.embed_url == "http://127.0.0.1:1/v1/embeddings"
 
@@ -44,7 +44,7 @@ def test_new_project_database_goes_to_the_project_root(tmp_path):
     root = tmp_path / "repo"
     (root / "sub").mkdir(parents=True)
     settings = config.load({"MEMORY_GATE_HOME": str(tmp_path / "h"), "CLAUDE_PROJECT_DIR": str(root)}, cwd=root / "sub")
-    assert config.find_database(settings) == tmp_path / "h" / "projects" / config.project_key(root) / "memory" / "memory.db"
+    assert config.find_database(settings) == str(tmp_path / "h" / "projects" / config.project_key(root) / "memory" / "memory.db")
 
 
 def test_a_subfolder_uses_the_nearest_database_above(tmp_path):
@@ -59,4 +59,4 @@ def test_a_subfolder_uses_the_nearest_database_above(tmp_path):
 
 def test_explicit_database_wins(tmp_path):
     settings = config.load({"MEMORY_GATE_DB": str(tmp_path / "x.db")}, cwd=tmp_path)
-    assert config.find_database(settings) == tmp_path / "x.db"
+    assert config.find_database(settings) == str(tmp_path / "x.db")

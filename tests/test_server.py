@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import signal
 import subprocess
 import sys
@@ -42,7 +43,7 @@ def run_client(project, home, script, **env):
 
 
 def database(project, home):
-    return config.database_for(home, project)
+    return Path(config.database_for(home, project))
 
 
 def test_tool_listing_is_what_the_model_reads(project, tmp_path):
