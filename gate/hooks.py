@@ -1,0 +1,214 @@
+"""Claude Code hooks: open each turn, map tool calls to it, and hold an answer that owes memory.
+
+`memory-gate hook EVENT [--tools PREFIX]` with the hook's JSON on stdin, for the settings hooks
+UserPromptSubmit, PreToolUse, SessionStart and Stop, and for the mod's two questions: `Hold`,
+asked before a final answer goes out, and `Status`, when the model calls the mod's tool itself. PREFIX is how the memory tools are named in this install
+(`mcp__plugin_memory-gate_memory__` from the plugin), so that messages name the exact tool.
+
+This is the per-turn path: it imports the standard library and the SQLite binding only, and
+fails open. A missing, locked or corrupt database, input that is not what Claude Code sends, an
+unknown event, any bug: the hook exits 0 with one warning line for the owner and the turn goes
+on. Memory must never lock the owner out of their agent; a block is a decision, never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from gate import config, ledger, store
+
+# Times the mod may hold one turn's answer back before it lets the answer out unmet.
+MAX_HOLDS = 3
+# Hooks wait less for a locked database than the server does: Claude Code waits for them.
+BUSY_MS = 2000
+
+CONTRACT = (
+    "memory-gate: this project keeps memory. Before answering, call {search} with keywords of "
+    "the request; before your final answer, call {write} with what this turn changed, answering "
+    "for every fact the search returned (kept, updated or deleted)."
+)
+
+
+class Skip(Exception):
+    """The hook has nothing to do, or cannot do it: the turn goes on."""
+
+
+def _open(payload: dict, *, create: bool):
+    settings = config.load(cwd=payload.get("cwd") or None)
+    path = config.find_database(settings)
+    if not create and not os.path.exists(path):
+        raise Skip
+    return store.connect(path, busy_ms=BUSY_MS)
+
+
+def _text(payload: dict, key: str) -> str:
+    value = payload.get(key)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"hook input has no {key}")
+    return value
+
+
+def missing(state: ledger.Gate, prefix: str = "") -> str:
+    """What the turn still owes memory, and how to pay it, in one message."""
+    search, write = f"{prefix}memory_search", f"{prefix}memory_write"
+    if not state.searched:
+        return (
+            f"memory-gate: this turn has not searched memory. Call {search} with keywords of the "
+            f"request, then {write} with what the turn changed (ops [] and kept [] if nothing), "
+            "then answer the owner."
+        )
+    if state.unanswered:
+        ids = ", ".join(str(fact) for fact in state.unanswered)
+        noun = "Fact" if len(state.unanswered) == 1 else "Facts"
+        return (
+            f"memory-gate: {noun} {ids} read this turn {'is' if noun == 'Fact' else 'are'} not "
+            f"answered for. Call {write} with each in kept if it still holds, or updated or "
+            "deleted, then answer the owner."
+        )
+    return (
+        f"memory-gate: this turn searched memory but has not written. Call {write} with what the "
+        "turn changed (ops [] and kept [] if nothing), then answer the owner."
+    )
+
+
+# -- events -----------------------------------------------------------------------------------
+
+
+def user_prompt_submit(payload: dict, prefix: str) -> dict:
+    session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
+    prompt = payload.get("prompt") if isinstance(payload.get("prompt"), str) else None
+    conn = _open(payload, create=True)
+    with conn:
+        ledger.open_turn(conn, session, prompt_id, prompt)
+    context = CONTRACT.format(search=f"{prefix}memory_search", write=f"{prefix}memory_write")
+    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}}
+
+
+def pre_tool_use(payload: dict, prefix: str) -> dict | None:
+    session, tool_use_id = _text(payload, "session_id"), _text(payload, "tool_use_id")
+    tool = _text(payload, "tool_name")
+    if not tool.endswith(("__memory_search", "__memory_write")):
+        return None
+    prompt_id = payload.get("prompt_id") if isinstance(payload.get("prompt_id"), str) else None
+    conn = _open(payload, create=True)
+    with conn:
+        ledger.record_tool_call(conn, tool_use_id, session, prompt_id, tool)
+    # Plugins cannot ship permission rules: memory's own tools need no prompt.
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "memory-gate's own memory tool",
+        }
+    }
+
+
+def session_start(payload: dict, prefix: str) -> None:
+    if payload.get("source") not in ("compact", "clear"):
+        return None
+    session = _text(payload, "session_id")
+    conn = _open(payload, create=False)
+    with conn:
+        ledger.forget_shown(conn, session)
+    return None
+
+
+def stop(payload: dict, prefix: str) -> dict | None:
+    """The last resort where the mod does not run: block once, then let the answer out."""
+    session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
+    conn = _open(payload, create=False)
+    with conn:
+        state = ledger.gate(conn, session, prompt_id)
+        if state is None or state.turn.outcome == "released":
+            return None
+        if state.met:
+            ledger.settle(conn, state.turn.id, "met")
+            return None
+        if payload.get("stop_hook_active") is True:
+            ledger.settle(conn, state.turn.id, "released")
+            return {"systemMessage": "memory-gate: this answer went out without memory kept up to date."}
+        ledger.hold(conn, state.turn.id)
+        return {"decision": "block", "reason": missing(state, prefix)}
+
+
+def hold(payload: dict, prefix: str) -> dict:
+    """The mod's question before a final answer goes out: pass, hold (with what is missing),
+    or release, once the turn has been held MAX_HOLDS times."""
+    session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
+    conn = _open(payload, create=False)
+    with conn:
+        state = ledger.gate(conn, session, prompt_id)
+        if state is None or state.turn.outcome == "released":
+            return {"action": "pass"}
+        if state.met:
+            ledger.settle(conn, state.turn.id, "met")
+            return {"action": "pass"}
+        if state.turn.holds >= MAX_HOLDS:
+            ledger.settle(conn, state.turn.id, "released")
+            return {"action": "release", "reason": "memory-gate: answer released without memory kept up to date."}
+        ledger.hold(conn, state.turn.id)
+        return {"action": "hold", "reason": missing(state, prefix)}
+
+
+def status(payload: dict, prefix: str) -> dict:
+    """What the turn still owes, without holding anything (the mod's tool, called by the model)."""
+    session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
+    conn = _open(payload, create=False)
+    state = ledger.gate(conn, session, prompt_id)
+    if state is None or state.met:
+        return {"met": True, "reason": "memory-gate: nothing owed; this turn's memory is up to date."}
+    return {"met": False, "reason": missing(state, prefix)}
+
+
+EVENTS = {
+    "UserPromptSubmit": user_prompt_submit,
+    "PreToolUse": pre_tool_use,
+    "SessionStart": session_start,
+    "Stop": stop,
+    "Hold": hold,
+    "Status": status,
+}
+
+
+# -- entry point ------------------------------------------------------------------------------
+
+
+def _warn(message: str) -> int:
+    line = f"memory-gate: {message}"
+    print(json.dumps({"systemMessage": line}))
+    print(line, file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    prefix = ""
+    if "--tools" in args:
+        at = args.index("--tools")
+        prefix = args[at + 1] if at + 1 < len(args) else ""
+        del args[at : at + 2]
+    event = args[0] if args else ""
+    handler = EVENTS.get(event)
+    if handler is None:
+        return _warn(f"unknown hook event {event!r}; memory is off for this event (expected one of {', '.join(EVENTS)})")
+    try:
+        payload = json.loads(sys.stdin.read() or "null")
+    except (ValueError, UnicodeDecodeError):
+        return _warn(f"{event} hook input is not JSON; memory is off for this event")
+    if not isinstance(payload, dict):
+        return _warn(f"{event} hook input is not a JSON object; memory is off for this event")
+    try:
+        output = handler(payload, prefix)
+    except Skip:
+        output = None
+    except Exception as error:  # fail open, whatever went wrong
+        return _warn(f"{event} hook skipped ({type(error).__name__}: {error}); memory is off for this event")
+    if output:
+        print(json.dumps(output))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,149 @@
+// memory-gate's mod: a final answer that owes project memory is held back, and the model gets,
+// in its place, a call to the mod's own tool saying what is missing (a search, a write, facts
+// to answer for). The model does it and answers again; it never sees the held draft.
+//
+// The gate itself lives in Python (`memory-gate hook Hold|Status`, gate/hooks.py), which reads
+// the turn ledger the settings hooks and the MCP server keep; this file only follows its verdict.
+// Python also bounds the holds per turn (hooks.MAX_HOLDS), and every failure here lets the answer
+// out: memory must never lock the owner out of their agent. The settings Stop hook stays as the
+// last resort where this mod does not run.
+
+const MEMORY_TOOLS = "mcp__plugin_memory-gate_memory__";
+const MEMORY_TOOL_NAMES = [MEMORY_TOOLS + "memory_search", MEMORY_TOOLS + "memory_write"];
+const GATE_DESCRIPTION =
+  "memory-gate: says what this turn still owes project memory before the final answer " +
+  "(a search, a write, or facts read that are not answered for). It is called for you when an " +
+  "answer is held back; you may also call it yourself to check.";
+
+let gateTool = null; // the registered name, as Claude Code returns it
+const promptIds = new Map(); // turnId -> the hooks' prompt_id of that turn
+const reasons = new Map(); // tool_use_id of a swapped-in call -> what it says
+
+// Ask the Python gate. Resolves to its JSON answer, or null when it cannot answer (the answer
+// then goes out: fail open).
+async function askGate($, event, promptId) {
+  if (!promptId) return null;
+  const env = await $.process.hookEnv();
+  const stdin = JSON.stringify({
+    session_id: await $.session.id(),
+    prompt_id: promptId,
+    cwd: env.CLAUDE_PROJECT_DIR ?? (await $.session.cwd()),
+  });
+  const run = await $.process.run(["memory-gate", "hook", event, "--tools", MEMORY_TOOLS], {
+    env,
+    stdin,
+    timeoutMs: 10000,
+  });
+  if (run.exitCode !== 0) return null;
+  const lines = run.stdout.trim().split("\n");
+  const answer = JSON.parse(lines[lines.length - 1] || "null");
+  if (answer && answer.systemMessage) {
+    await $.ui.log(answer.systemMessage);
+    return null;
+  }
+  return answer;
+}
+
+async function rememberPrompt($, turnId) {
+  const info = await $.session.info();
+  if (info && info.promptId) promptIds.set(turnId, info.promptId);
+}
+
+async function answerGateTool($, e) {
+  const known = reasons.get(e.tool_use_id);
+  if (known) {
+    reasons.delete(e.tool_use_id);
+    return { result: known };
+  }
+  const promptId = await currentPrompt($);
+  const status = await askGate($, "Status", promptId).catch(() => null);
+  return { result: status?.reason ?? "memory-gate: nothing owed that it can see." };
+}
+
+async function currentPrompt($) {
+  const info = await $.session.info().catch(() => null);
+  return info?.promptId ?? null;
+}
+
+export function register(on) {
+  on("session.start", async ($, e, next) => {
+    const result = await next(e);
+    try {
+      const registered = await $.tool.register({
+        name: "gate",
+        description: GATE_DESCRIPTION,
+        inputSchema: { type: "object", properties: {} },
+        isDeferred: false,
+      });
+      gateTool = registered.tool;
+    } catch (error) {
+      await $.ui.log("memory-gate: could not register its tool; answers will not be held", { to: "debug" });
+    }
+    return result;
+  });
+
+  // Memory's tools in front (not behind ToolSearch), so the model can call them at once.
+  on("tool.describe", async ($, e, next) => {
+    const described = await next(e);
+    return MEMORY_TOOL_NAMES.includes(e.tool) ? { ...described, isDeferred: false } : described;
+  });
+
+  // Plugins cannot ship permission rules: the plugin's own memory tools need no prompt.
+  on("tool.check", async ($, e, next) =>
+    e.tool.startsWith(MEMORY_TOOLS) ? { decision: "allow", reason: "memory-gate's own memory tool" } : next(e),
+  );
+
+  on("tool.call", async ($, e, next) => {
+    if (gateTool === null || e.tool !== gateTool) return next(e);
+    return answerGateTool($, e).catch(() => ({ result: "memory-gate: could not read the gate." }));
+  });
+
+  on("turn.start", async ($, e, next) => {
+    const result = await next(e);
+    if (e.agentId === undefined) await rememberPrompt($, e.turnId).catch(() => undefined);
+    return result;
+  });
+
+  on("turn.step", async function* ($, e, next) {
+    const stream = next(e);
+    const held = [];
+    let passing = e.agentId !== undefined || gateTool === null; // subagents are never gated
+    for await (const chunk of stream) {
+      if (passing) {
+        yield chunk;
+        continue;
+      }
+      if (chunk.kind === "tool") {
+        // A tool call: not a final answer. Let everything through.
+        passing = true;
+        for (const early of held) yield early;
+        held.length = 0;
+        yield chunk;
+        continue;
+      }
+      held.push(chunk);
+    }
+    const result = await stream.result;
+    if (passing) return result;
+
+    let verdict = null;
+    const stop = held.find((chunk) => chunk.kind === "stop");
+    if (stop && stop.stopReason === "end_turn") {
+      try {
+        verdict = await askGate($, "Hold", promptIds.get(e.turnId));
+      } catch (error) {
+        verdict = null;
+      }
+    }
+    if (verdict && verdict.action === "hold" && typeof verdict.reason === "string") {
+      const id = "toolu_memgate_" + e.turnId.slice(0, 8) + "_" + e.index;
+      reasons.set(id, verdict.reason); // before yielding: the call starts before this resumes
+      yield { kind: "tool", index: 0, id, name: gateTool };
+      yield { kind: "input", index: 0, json: "{}" };
+      yield { kind: "stop", stopReason: "tool_use", usage: stop.usage };
+      return { ...result, answer: "", toolUses: [{ name: gateTool, input: {} }], stopReason: "tool_use" };
+    }
+    for (const chunk of held) yield chunk;
+    return result;
+  });
+}

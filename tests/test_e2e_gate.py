@@ -1,0 +1,216 @@
+"""The gate on real Claude Code 2.1.328, headless and offline against the scripted fake API.
+
+Each scenario runs with the plugin (mods/memory-gate: MCP server, settings hooks and the mod)
+and, where it makes sense, with settings hooks only (what `memory-gate install` sets up), where
+the Stop hook is the one that holds an answer. The model's steps are scripted; a step that must
+react to a tool result (the ids a search returned) is a function of the request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3  # the read-only checks below need no FTS functions
+import sys
+from pathlib import Path
+
+import pytest
+from claude_harness import Sandbox, needs_claude
+from fake_anthropic import last_tool_result_text, last_user_text, reply, tool_results, tool_use
+
+from gate import config
+
+pytestmark = needs_claude()
+
+REPO = Path(__file__).resolve().parent.parent
+PLUGIN = REPO / "mods" / "memory-gate"
+PLUGIN_TOOLS = "mcp__plugin_memory-gate_memory__"
+SETTINGS_TOOLS = "mcp__memory-gate__"
+GATE_TOOL = "mcp__memory-gate__gate"
+BIN = str(Path(sys.executable).parent)
+
+
+def settings_only(prefix: str = SETTINGS_TOOLS) -> dict:
+    """What a settings install gives Claude Code: the hooks and the memory tools allowed."""
+    hook = lambda event: [{"hooks": [{"type": "command", "command": f"memory-gate hook {event} --tools {prefix}", "timeout": 10}]}]  # noqa: E731
+    return {
+        "hooks": {
+            "UserPromptSubmit": hook("UserPromptSubmit"),
+            "PreToolUse": [{"matcher": f"{prefix}memory_(search|write)", "hooks": hook("PreToolUse")[0]["hooks"]}],
+            "SessionStart": [{"matcher": "compact|clear", "hooks": hook("SessionStart")[0]["hooks"]}],
+            "Stop": hook("Stop"),
+        },
+        "permissions": {"allow": [f"{prefix}memory_search", f"{prefix}memory_write"]},
+    }
+
+
+MCP_CONFIG = {"mcpServers": {"memory-gate": {"command": "memory-gate", "args": ["serve"]}}}
+
+
+class Gate:
+    """A sandbox running Claude Code with memory-gate one way or the other."""
+
+    def __init__(self, box: Sandbox, mode: str):
+        self.box, self.mode = box, mode
+        self.tools = PLUGIN_TOOLS if mode == "plugin" else SETTINGS_TOOLS
+
+    def options(self) -> dict:
+        if self.mode == "plugin":
+            return {"plugin_dirs": [PLUGIN]}
+        return {"settings": settings_only(), "mcp_config": MCP_CONFIG}
+
+    def env(self, **extra) -> dict:
+        return {"PATH": BIN + os.pathsep + os.environ.get("PATH", ""), **extra}
+
+    def run(self, prompt: str, **kw):
+        run = self.box.run(prompt, env=self.env(**kw.pop("env", {})), debug=True, **self.options(), **kw)
+        assert run.load_errors() == [], run.load_errors()
+        return run
+
+    def session(self, **kw):
+        return self.box.session(env=self.env(), debug=True, **self.options(), **kw)
+
+    # -- the model's moves --
+
+    def search(self, terms: str):
+        return reply(tool_use(self.tools + "memory_search", {"terms": terms}))
+
+    def write(self, ops=(), kept=()):
+        return reply(tool_use(self.tools + "memory_write", {"ops": list(ops), "kept": list(kept)}))
+
+    def keep_all(self, ops=()):
+        """A step writing `ops` and keeping every id the last search said to answer for."""
+        return lambda body: self.write(ops, must_answer(body))
+
+    # -- what happened --
+
+    def database(self) -> Path:
+        return Path(config.database_for(self.box.home / ".claude", self.box.project))
+
+    def turns(self) -> list[dict]:
+        with sqlite3.connect(self.database()) as conn:
+            conn.row_factory = sqlite3.Row
+            return [dict(row) for row in conn.execute("SELECT * FROM turns ORDER BY id")]
+
+    def facts(self) -> list[tuple]:
+        with sqlite3.connect(self.database()) as conn:
+            return list(conn.execute("SELECT id, topic, text FROM facts ORDER BY id"))
+
+
+def must_answer(body: dict) -> list[int]:
+    """The ids the last memory_search result said to answer for (Claude Code shows the model the
+    structured result as JSON)."""
+    return json.loads(last_tool_result_text(body))["must_answer"]
+
+
+def held_messages(run, gate: Gate) -> list[str]:
+    """What each hold told the model: the mod's tool results, or the Stop hook's feedback."""
+    if gate.mode == "plugin":
+        return [
+            text for body in run.requests for result in tool_results(body)
+            if (text := _result_text(result)).startswith("memory-gate:")
+        ]
+    return [
+        last_user_text(body).split("Stop hook feedback:\n", 1)[1].split("\n")[0]
+        for body in run.requests if "Stop hook feedback:\n" in last_user_text(body)
+    ]
+
+
+def _result_text(result: dict) -> str:
+    content = result.get("content")
+    if isinstance(content, list):
+        return "".join(block.get("text", "") for block in content)
+    return content or ""
+
+
+@pytest.fixture(params=["plugin", "settings"])
+def gate(request, tmp_path):
+    with Sandbox(tmp_path) as box:
+        yield Gate(box, request.param)
+        assert box.fake.errors == []
+
+
+@pytest.fixture
+def plugin_gate(tmp_path):
+    with Sandbox(tmp_path) as box:
+        yield Gate(box, "plugin")
+        assert box.fake.errors == []
+
+
+# -- 1. a compliant turn ---------------------------------------------------------------------
+
+
+def test_a_compliant_turn_is_not_held(gate):
+    gate.box.fake.add(
+        gate.search("deploy"),
+        gate.write([{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}]),
+        "Done: noted how deploys work.",
+    )
+    run = gate.run("Remember that deploys go through staging.")
+    assert run.returncode == 0, run.explain()
+    assert run.result_text == "Done: noted how deploys work."
+    assert len(run.requests) == 3 and held_messages(run, gate) == []
+    [turn] = gate.turns()
+    assert turn["prompt"] == "Remember that deploys go through staging."
+    assert (turn["searched"], turn["wrote"], turn["holds"], turn["outcome"]) == (1, 1, 0, "met")
+    assert gate.facts() == [(1, "deploy", "Deploys go through staging.")]
+
+
+# -- 2, 3. an answer that owes memory is held ----------------------------------------------------
+
+
+def test_an_answer_without_a_search_is_held_and_told_to_search(gate):
+    gate.box.fake.add("A draft that skipped memory.", gate.search("build"), gate.write(), "The real answer.")
+    run = gate.run("Why does the build fail?")
+    assert run.returncode == 0, run.explain()
+    [message] = held_messages(run, gate)
+    assert "has not searched memory" in message and f"{gate.tools}memory_search" in message
+    assert run.result_text == "The real answer."
+    [turn] = gate.turns()
+    assert (turn["holds"], turn["outcome"]) == (1, "met")
+
+
+def test_a_search_without_a_write_is_held(gate):
+    gate.box.fake.add(gate.search("build"), "An answer without writing.", gate.write(), "Answer after writing.")
+    run = gate.run("Why does the build fail?")
+    [message] = held_messages(run, gate)
+    assert "has not written" in message and f"{gate.tools}memory_write" in message
+    assert run.result_text == "Answer after writing."
+
+
+# -- 4. every fact read must be answered for ---------------------------------------------------
+
+
+def test_a_write_leaving_out_a_read_fact_is_refused_then_corrected(gate):
+    gate.box.fake.add(
+        gate.search("deploy"),
+        gate.write([{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}]),
+        "Noted.",
+    )
+    gate.run("Deploys go through staging.")
+    gate.box.fake.add(
+        gate.search("deploy"),
+        lambda body: gate.write([], []) if must_answer(body) == [1] else "search did not return fact 1",
+        gate.write([], [1]),
+        "Still true.",
+    )
+    run = gate.run("Do deploys still go through staging?")
+    refusal = last_tool_result_text(run.requests[2])
+    assert "fact 1 read this turn is not answered for" in refusal
+    assert run.result_text == "Still true."
+    assert held_messages(run, gate) == []
+    assert gate.turns()[-1]["outcome"] == "met"
+
+
+# -- 5. a model that never complies cannot wedge the turn -----------------------------------------
+
+
+def test_a_model_that_never_complies_still_ends_the_turn(gate):
+    gate.box.fake.add(*["I will not touch memory."] * 6)
+    run = gate.run("Hello?")
+    assert run.returncode == 0, run.explain()
+    assert run.result_text == "I will not touch memory."
+    holds = held_messages(run, gate)
+    assert len(holds) == (3 if gate.mode == "plugin" else 1)
+    [turn] = gate.turns()
+    assert turn["outcome"] == "released"
