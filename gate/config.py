@@ -14,9 +14,11 @@ strings handled with os.path (pathlib and dataclasses cost more to import than a
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Mapping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (this module is on the hooks' path)
+    from collections.abc import Mapping
 
 DEFAULT_EMBED_MODEL = "bge-m3"
 # bge-m3 puts texts on one subject closer than this cosine distance; other models need their own.
@@ -90,7 +92,7 @@ def _max_distance(raw: str | None) -> float:
     try:
         value = float(raw)
     except ValueError:
-        value = math.nan
+        value = float("nan")
     if not 0.0 < value <= 2.0:
         raise ConfigError(
             f"MEMORY_GATE_MAX_DISTANCE={raw!r} is not a cosine distance: "
@@ -124,3 +126,19 @@ def find_database(settings: Settings) -> str:
             break
         folder = parent
     return database_for(settings.home, settings.project_dir)
+
+
+def claude_dir(environ: Mapping[str, str] | None = None) -> str:
+    """Claude Code's own folder, where the user's settings.json lives: `$CLAUDE_CONFIG_DIR` when
+    set (Claude Code 2.1.328 then keeps settings.json and .claude.json there), else ~/.claude."""
+    env = os.environ if environ is None else environ
+    configured = env.get("CLAUDE_CONFIG_DIR")
+    return _absolute(configured) if configured else _absolute("~/.claude")
+
+
+def claude_state_file(environ: Mapping[str, str] | None = None) -> str:
+    """Claude Code's state file, which holds the user's and each project's local MCP servers:
+    `.claude.json` in `$CLAUDE_CONFIG_DIR` when set, else ~/.claude.json."""
+    env = os.environ if environ is None else environ
+    configured = env.get("CLAUDE_CONFIG_DIR")
+    return os.path.join(_absolute(configured), ".claude.json") if configured else _absolute("~/.claude.json")

@@ -5,19 +5,18 @@ UserPromptSubmit, PreToolUse, SessionStart and Stop, and for the mod's two quest
 asked before a final answer goes out, and `Status`, when the model calls the mod's tool itself. PREFIX is how the memory tools are named in this install
 (`mcp__plugin_memory-gate_memory__` from the plugin), so that messages name the exact tool.
 
-This is the per-turn path: it imports the standard library and the SQLite binding only, and
-fails open. A missing, locked or corrupt database, input that is not what Claude Code sends, an
-unknown event, any bug: the hook exits 0 with one warning line for the owner and the turn goes
-on. Memory must never lock the owner out of their agent; a block is a decision, never a crash.
+This is the per-turn path: it imports the standard library and the SQLite binding only (JSON
+through gate/jsonlite.py, cheaper to import than `json`), and fails open. A missing, locked or
+corrupt database, input that is not what Claude Code sends, an unknown event, any bug: the hook
+exits 0 with one warning line for the owner and the turn goes on. Memory must never lock the owner out of their agent; a block is a decision, never a crash.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
-from gate import config, ledger, store
+from gate import config, jsonlite, ledger, store
 
 # Times the mod may hold one turn's answer back before it lets the answer out unmet.
 MAX_HOLDS = 3
@@ -29,6 +28,15 @@ CONTRACT = (
     "the request; before your final answer, call {write} with what this turn changed, answering "
     "for every fact the search returned (kept, updated or deleted)."
 )
+
+
+# Claude Code feeds some events back as prompts of their own (a background subagent that
+# finished): not the owner's requests, so such turns are not gated.
+AUTOMATED = ("<task-notification>",)
+
+
+def automated(prompt: str | None) -> bool:
+    return isinstance(prompt, str) and prompt.lstrip().startswith(AUTOMATED)
 
 
 class Skip(Exception):
@@ -76,12 +84,14 @@ def missing(state: ledger.Gate, prefix: str = "") -> str:
 # -- events -----------------------------------------------------------------------------------
 
 
-def user_prompt_submit(payload: dict, prefix: str) -> dict:
+def user_prompt_submit(payload: dict, prefix: str) -> dict | None:
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
     prompt = payload.get("prompt") if isinstance(payload.get("prompt"), str) else None
     conn = _open(payload, create=True)
     with conn:
         ledger.open_turn(conn, session, prompt_id, prompt)
+    if automated(prompt):
+        return None
     context = CONTRACT.format(search=f"{prefix}memory_search", write=f"{prefix}memory_write")
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}}
 
@@ -121,7 +131,7 @@ def stop(payload: dict, prefix: str) -> dict | None:
     conn = _open(payload, create=False)
     with conn:
         state = ledger.gate(conn, session, prompt_id)
-        if state is None or state.turn.outcome == "released":
+        if state is None or state.turn.outcome == "released" or automated(state.turn.prompt):
             return None
         if state.met:
             ledger.settle(conn, state.turn.id, "met")
@@ -140,7 +150,7 @@ def hold(payload: dict, prefix: str) -> dict:
     conn = _open(payload, create=False)
     with conn:
         state = ledger.gate(conn, session, prompt_id)
-        if state is None or state.turn.outcome == "released":
+        if state is None or state.turn.outcome == "released" or automated(state.turn.prompt):
             return {"action": "pass"}
         if state.met:
             ledger.settle(conn, state.turn.id, "met")
@@ -177,7 +187,7 @@ EVENTS = {
 
 def _warn(message: str) -> int:
     line = f"memory-gate: {message}"
-    print(json.dumps({"systemMessage": line}))
+    print(jsonlite.dumps({"systemMessage": line}))
     print(line, file=sys.stderr)
     return 0
 
@@ -194,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     if handler is None:
         return _warn(f"unknown hook event {event!r}; memory is off for this event (expected one of {', '.join(EVENTS)})")
     try:
-        payload = json.loads(sys.stdin.read() or "null")
+        payload = jsonlite.loads(sys.stdin.read() or "null")
     except (ValueError, UnicodeDecodeError):
         return _warn(f"{event} hook input is not JSON; memory is off for this event")
     if not isinstance(payload, dict):
@@ -206,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # fail open, whatever went wrong
         return _warn(f"{event} hook skipped ({type(error).__name__}: {error}); memory is off for this event")
     if output:
-        print(json.dumps(output))
+        print(jsonlite.dumps(output))
     return 0
 
 

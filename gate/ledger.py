@@ -15,9 +15,12 @@ write and its ledger updates commit together.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 
 import apsw
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: collections.abc costs a hook more than its whole query
+    from collections.abc import Iterable
 
 # This module is on the hooks' per-turn path: standard library modules that are cheap to
 # import only (no dataclasses, namedtuple, datetime or pathlib; see bench/hooks.py).

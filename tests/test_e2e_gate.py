@@ -214,3 +214,96 @@ def test_a_model_that_never_complies_still_ends_the_turn(gate):
     assert len(holds) == (3 if gate.mode == "plugin" else 1)
     [turn] = gate.turns()
     assert turn["outcome"] == "released"
+
+
+# -- 6. a fact shown earlier comes back as its id only, in full again after /compact ---------------
+
+
+def facts_shown(body: dict) -> list[dict]:
+    return json.loads(last_tool_result_text(body))["facts"]
+
+
+def test_a_fact_shown_earlier_is_an_id_only_until_compaction(gate):
+    new = {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}
+    gate.box.fake.add(
+        gate.search("deploy"), gate.write([new]), "Noted.",  # turn 1: the fact is written
+        gate.search("deploy"), gate.keep_all(), "Still true.",  # turn 2: shown in full
+        gate.search("deploy staging"), gate.keep_all(), "Yes.",  # turn 3: the id only
+        gate.search("deploy"), gate.keep_all(), "After compaction.",  # turn 4: in full again
+    )
+    with gate.session() as session:
+        session.send("Deploys go through staging.")
+        second = session.send("How do deploys work?")
+        third = session.send("Is that still so?")
+        session.compact()
+        fourth = session.send("And now?")
+    assert facts_shown(second.requests[1]) == [{"id": 1, "kind": "state", "topic": "deploy",
+                                               "date": facts_shown(second.requests[1])[0]["date"],
+                                               "text": "Deploys go through staging."}]
+    assert facts_shown(third.requests[1]) == [{"id": 1, "shown_before": True}]
+    assert facts_shown(fourth.requests[1])[0]["text"] == "Deploys go through staging."
+    assert [turn["outcome"] for turn in gate.turns()] == ["met"] * 4
+    assert all(turn.result_text for turn in (second, third, fourth))
+
+
+# -- 7. a resumed or continued session: each prompt is a turn of its own ---------------------------
+
+
+@pytest.mark.parametrize("how", ["resume", "continue"])
+def test_a_second_turn_answers_for_itself(gate, how):
+    gate.box.fake.add(gate.search("deploy"), gate.write(), "First answer.")
+    first = gate.run("First question.")
+    gate.box.fake.add("An answer that skipped memory.", gate.search("deploy"), gate.write(), "Second answer.")
+    option = {"resume": first.session_id} if how == "resume" else {"continue_": True}
+    second = gate.run("Second question.", **option)
+    assert second.returncode == 0, second.explain()
+    assert len(held_messages(second, gate)) == 1 and second.result_text == "Second answer."
+    turns = gate.turns()
+    assert len(turns) == 2 and turns[0]["session"] == turns[1]["session"] == first.session_id
+    assert [t["prompt"] for t in turns] == ["First question.", "Second question."]
+    # The server of the second process may carry another session id (--continue): the hooks'
+    # tool-call ids still put its search and write on the right turn.
+    assert [(t["searched"], t["wrote"], t["outcome"]) for t in turns] == [(1, 1, "met"), (1, 1, "met")]
+
+
+# -- 8. memory calls in a subagent count toward the parent's turn ----------------------------------
+
+
+def test_a_subagent_searches_and_writes_for_the_turn(gate):
+    task = {"description": "Record the deploy fact", "subagent_type": "general-purpose", "run_in_background": False,
+            "prompt": "Search memory for deploy and record that deploys go through staging."}
+    new = {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}
+    gate.box.fake.add(
+        reply(tool_use("Agent", task)),  # the main loop starts a subagent
+        gate.search("deploy"), gate.write([new]), "Recorded it.",  # the subagent's own steps
+        "The subagent recorded it.",  # the main loop's answer
+    )
+    run = gate.run("Have a subagent record how deploys work.")
+    assert run.returncode == 0, run.explain()
+    assert run.result_text == "The subagent recorded it."
+    assert held_messages(run, gate) == []
+    [turn] = gate.turns()
+    assert (turn["searched"], turn["wrote"], turn["outcome"]) == (1, 1, "met")
+    assert gate.facts() == [(1, "deploy", "Deploys go through staging.")]
+
+
+# -- 9. broken memory never locks the owner out ----------------------------------------------------
+
+
+def test_a_corrupt_database_lets_the_turn_end_with_a_warning(gate):
+    gate.database().parent.mkdir(parents=True)
+    gate.database().write_bytes(b"this is not a database" * 100)
+    gate.box.fake.add(gate.search("deploy"), "Answered anyway.")
+    run = gate.run("Hello?")
+    assert run.returncode == 0, run.explain()
+    assert run.result_text == "Answered anyway."
+    assert "memory is unavailable" in last_tool_result_text(run.requests[1])
+    assert "memory-gate:" in run.stdout + run.debug_log()  # the hooks' one-line warnings
+    assert gate.database().read_bytes().startswith(b"this is not a database")  # untouched
+
+
+def test_memory_gate_missing_from_path_lets_the_turn_end(gate):
+    gate.box.fake.add("Answered without memory.")
+    run = gate.run("Hello?", env={"PATH": "/usr/bin:/bin"})
+    assert run.returncode == 0, run.explain()
+    assert run.result_text == "Answered without memory."

@@ -1,0 +1,219 @@
+"""The hooks as Claude Code runs them: a process, JSON on stdin, JSON (or nothing) on stdout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import child_env
+
+from gate import config, hooks, ledger, store, tools
+
+PREFIX = "mcp__plugin_memory-gate_memory__"
+
+
+@pytest.fixture
+def project(tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def home(tmp_path):
+    return tmp_path / "home"
+
+
+def database(home, project) -> Path:
+    return Path(config.database_for(home, project))
+
+
+def hook(home, project, event, payload, *extra, raw=None, timeout=15):
+    """Run `memory-gate hook EVENT` as Claude Code does; return (exit code, parsed stdout, stderr)."""
+    data = raw if raw is not None else json.dumps({"cwd": str(project), **payload})
+    result = subprocess.run(
+        [sys.executable, "-m", "gate", "hook", event, *extra], input=data, text=True,
+        capture_output=True, cwd=project, env=child_env(home, CLAUDE_PROJECT_DIR=str(project)), timeout=timeout,
+    )
+    out = result.stdout.strip()
+    return result.returncode, (json.loads(out) if out else None), result.stderr
+
+
+def prompt(home, project, prompt_id="p1", text="fix the deploy script", session="s1"):
+    return hook(home, project, "UserPromptSubmit", {"session_id": session, "prompt_id": prompt_id, "prompt": text},
+                "--tools", PREFIX)
+
+
+def stop(home, project, prompt_id="p1", active=False, session="s1"):
+    return hook(home, project, "Stop", {"session_id": session, "prompt_id": prompt_id, "stop_hook_active": active},
+                "--tools", PREFIX)
+
+
+def turn(home, project, prompt_id="p1"):
+    conn = store.connect(database(home, project))
+    row = conn.execute("SELECT searched, wrote, holds, outcome, prompt FROM turns WHERE prompt_id = ?", (prompt_id,)).fetchone()
+    conn.close()
+    return row
+
+
+def test_user_prompt_submit_opens_the_turn_and_states_the_contract(home, project):
+    code, out, _ = prompt(home, project)
+    assert code == 0
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert f"{PREFIX}memory_search" in context and f"{PREFIX}memory_write" in context
+    assert turn(home, project) == (0, 0, 0, None, "fix the deploy script")
+
+
+def test_pre_tool_use_maps_the_call_to_the_turn_and_allows_it(home, project):
+    prompt(home, project)
+    code, out, _ = hook(home, project, "PreToolUse", {
+        "session_id": "s1", "prompt_id": "p1", "tool_use_id": "toolu_1", "tool_name": PREFIX + "memory_search",
+        "tool_input": {"terms": "deploy"}})
+    assert code == 0 and out["hookSpecificOutput"]["permissionDecision"] == "allow"
+    conn = store.connect(database(home, project))
+    assert ledger.turn_of_tool_call(conn, "toolu_1").prompt_id == "p1"
+
+
+def test_pre_tool_use_ignores_other_tools(home, project):
+    code, out, _ = hook(home, project, "PreToolUse", {
+        "session_id": "s1", "prompt_id": "p1", "tool_use_id": "toolu_2", "tool_name": "Bash", "tool_input": {}})
+    assert code == 0 and out is None
+
+
+def test_stop_blocks_once_with_what_is_missing_then_releases(home, project):
+    prompt(home, project)
+    code, out, _ = stop(home, project)
+    assert code == 0 and out["decision"] == "block"
+    assert "has not searched memory" in out["reason"] and f"{PREFIX}memory_search" in out["reason"]
+    code, out, _ = stop(home, project, active=True)
+    assert code == 0 and out == {"systemMessage": "memory-gate: this answer went out without memory kept up to date."}
+    assert turn(home, project)[2:4] == (1, "released")
+
+
+def _search_and_write(home, project, *, write=True):
+    conn = store.connect(database(home, project))
+    caller = tools.Caller("s1")
+    tools.memory_write(conn, [{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}], [], caller, log=None)
+    tools.memory_search(conn, "deploy", caller)
+    if write:
+        tools.memory_write(conn, [], [1], caller, log=None)
+    conn.close()
+
+
+def test_stop_names_unanswered_facts(home, project):
+    prompt(home, project)
+    _search_and_write(home, project, write=False)
+    _, out, _ = stop(home, project)
+    assert out["decision"] == "block" and "Fact 1 read this turn is not answered for" in out["reason"]
+
+
+def test_stop_lets_a_met_turn_through(home, project):
+    prompt(home, project)
+    _search_and_write(home, project)
+    code, out, _ = stop(home, project)
+    assert code == 0 and out is None
+    assert turn(home, project)[3] == "met"
+
+
+def test_hold_holds_at_most_three_times_then_releases(home, project):
+    prompt(home, project)
+    payload = {"session_id": "s1", "prompt_id": "p1"}
+    actions = [hook(home, project, "Hold", payload, "--tools", PREFIX)[1]["action"] for _ in range(5)]
+    assert actions == ["hold", "hold", "hold", "release", "pass"]
+    assert turn(home, project)[2:4] == (3, "released")
+    # The Stop hook then lets the released answer out.
+    assert stop(home, project)[1] is None
+
+
+def test_status_reports_without_holding(home, project):
+    prompt(home, project)
+    _, out, _ = hook(home, project, "Status", {"session_id": "s1", "prompt_id": "p1"})
+    assert out["met"] is False and "has not searched memory" in out["reason"]
+    assert turn(home, project)[2] == 0
+
+
+def test_compaction_resets_what_the_session_was_shown(home, project):
+    prompt(home, project)
+    _search_and_write(home, project)
+    conn = store.connect(database(home, project))
+    assert ledger.shown_revisions(conn, "s1", [1]) == {1: 1}
+    code, out, _ = hook(home, project, "SessionStart", {"session_id": "s1", "source": "compact"})
+    assert code == 0 and out is None
+    assert ledger.shown_revisions(conn, "s1", [1]) == {}
+
+
+def test_a_task_notification_is_not_gated(home, project):
+    code, out, _ = prompt(home, project, text="<task-notification>\n<task-id>a1</task-id>\n</task-notification>")
+    assert code == 0 and out is None
+    assert stop(home, project)[1] is None
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("not json", "input is not JSON"),
+    ("[1, 2]", "not a JSON object"),
+    ("{}", "has no session_id"),
+    ('{"session_id": 5, "prompt_id": "p"}', "has no session_id"),
+    ("", "not a JSON object"),
+])
+def test_malformed_input_fails_open_with_one_warning(home, project, raw, expected):
+    code, out, stderr = hook(home, project, "Stop", {}, raw=raw)
+    assert code == 0
+    assert expected in out["systemMessage"] and out["systemMessage"].startswith("memory-gate:")
+    assert len(stderr.strip().splitlines()) == 1
+
+
+def test_unknown_event_fails_open(home, project):
+    code, out, _ = hook(home, project, "PostToolUse", {"session_id": "s1"})
+    assert code == 0 and "unknown hook event" in out["systemMessage"]
+
+
+def test_no_database_yet_lets_stop_through_silently(home, project):
+    code, out, _ = stop(home, project)
+    assert code == 0 and out is None
+    assert not database(home, project).exists()
+
+
+def test_a_corrupt_database_fails_open_and_stays_as_it_was(home, project):
+    path = database(home, project)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"garbage" * 1000)
+    for code, out, _ in (prompt(home, project), stop(home, project)):
+        assert code == 0 and "memory is off" in out["systemMessage"]
+    assert path.read_bytes() == b"garbage" * 1000
+
+
+def test_a_locked_database_fails_open_within_the_hook_timeout(home, project):
+    prompt(home, project)
+    holder = store.connect(database(home, project))
+    holder.execute("BEGIN EXCLUSIVE")
+    started = time.monotonic()
+    code, out, _ = prompt(home, project, prompt_id="p2")
+    elapsed = time.monotonic() - started
+    holder.execute("ROLLBACK")
+    assert code == 0 and "BusyError" in out["systemMessage"]
+    assert elapsed < hooks.BUSY_MS / 1000 + 5  # well inside the hooks' 10 s timeout
+
+
+def test_the_hook_path_imports_the_standard_library_and_apsw_only(home, project):
+    script = (
+        "import sys, io, json\n"
+        "sys.stdin = io.StringIO(json.dumps({'session_id': 's', 'prompt_id': 'p', 'prompt': 'x', 'cwd': sys.argv[1]}))\n"
+        "sys.argv = ['memory-gate', 'hook', 'UserPromptSubmit']\n"
+        "from gate.entry import main\n"
+        "main()\n"
+        "loaded = {name.split('.')[0] for name in sys.modules}\n"
+        "print(json.dumps(sorted(loaded - set(sys.stdlib_module_names))), file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script, str(project)], capture_output=True, text=True,
+                            env=child_env(home))
+    outside = {
+        name for name in json.loads(result.stderr.strip().splitlines()[-1])
+        if name != "__main__" and "editable" not in name and "distutils" not in name  # install machinery
+    }
+    assert outside == {"apsw", "gate"}
+    assert not outside & {"mcp", "pydantic", "httpx", "numpy", "anyio", "sqlite_vec"}
