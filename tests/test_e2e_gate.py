@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3  # the read-only checks below need no FTS functions
+import sqlite3
+import subprocess  # the read-only checks below need no FTS functions
 import sys
 from pathlib import Path
 
@@ -307,3 +308,29 @@ def test_memory_gate_missing_from_path_lets_the_turn_end(gate):
     run = gate.run("Hello?", env={"PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.explain()
     assert run.result_text == "Answered without memory."
+
+
+# -- packaging: the marketplace at the repository root installs a working plugin --------------------
+
+
+def test_the_plugin_and_marketplace_validate(tmp_path):
+    with Sandbox(tmp_path) as box:
+        result = subprocess.run([box.claude, "plugin", "validate", str(REPO)], env=box.env(), capture_output=True,
+                                text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Validation passed" in result.stdout and "failed to load" not in result.stdout
+
+
+def test_installed_from_the_marketplace_the_plugin_gates_turns(tmp_path):
+    with Sandbox(tmp_path) as box:
+        gate = Gate(box, "plugin")
+        for argv in (["plugin", "marketplace", "add", str(REPO)], ["plugin", "install", "memory-gate@memory-gate"]):
+            result = subprocess.run([box.claude, *argv], env=box.env(gate.env()), capture_output=True, text=True,
+                                    cwd=box.project, timeout=60)
+            assert result.returncode == 0, result.stdout + result.stderr
+        box.fake.add("A draft.", gate.search("deploy"), gate.write(), "The answer.")
+        run = box.run("Hello?", env=gate.env(), debug=True)  # no --plugin-dir: the installed plugin
+        assert run.returncode == 0 and run.load_errors() == [], run.explain()
+        assert run.result_text == "The answer."
+        [message] = held_messages(run, gate)
+        assert "has not searched memory" in message

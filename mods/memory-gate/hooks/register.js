@@ -91,12 +91,14 @@ export function register(on) {
   // Plugins cannot ship permission rules: the plugin's own memory tools need no prompt.
   on("tool.check", async ($, e, next) =>
     e.tool.startsWith(MEMORY_TOOLS) ? { decision: "allow", reason: "memory-gate's own memory tool" } : next(e),
-  );
+  ).catch(($, e, next) => next(e)); // failing, the session's own verdict stands
 
   on("tool.call", async ($, e, next) => {
     if (gateTool === null || e.tool !== gateTool) return next(e);
-    return answerGateTool($, e).catch(() => ({ result: "memory-gate: could not read the gate." }));
-  });
+    return answerGateTool($, e);
+  }).catch(($, e, next) =>
+    e.tool === gateTool ? { result: "memory-gate: could not read the gate; answer the owner." } : next(e),
+  );
 
   on("turn.start", async ($, e, next) => {
     const result = await next(e);
