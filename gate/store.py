@@ -48,18 +48,37 @@ def _schema_source() -> str:
 
 def schema_steps(source: str | None = None) -> list[tuple[int, str, str]]:
     """The numbered sections of schema.sql, in order: (version, title, sql)."""
-    import re
-
-    sql = _schema_source() if source is None else source
-    marks = list(re.finditer(r"^-- version (\d+): (.+)$", sql, re.MULTILINE))
-    steps = []
-    for index, mark in enumerate(marks):
-        end = marks[index + 1].start() if index + 1 < len(marks) else len(sql)
-        steps.append((int(mark.group(1)), mark.group(2).strip(), sql[mark.end() : end]))
+    steps = [
+        (int(number), title, sql)
+        for kind, number, title, sql in _sections(_schema_source() if source is None else source)
+        if kind == "version"
+    ]
     versions = [version for version, _, _ in steps]
     if versions != list(range(1, len(steps) + 1)):
         raise StoreError(f"schema.sql sections must be numbered 1, 2, 3...; found {versions}")
     return steps
+
+
+def _sections(sql: str) -> list[tuple[str, str, str, str]]:
+    """Every "-- version N: title" and "-- template NAME: title" section: (kind, N or NAME,
+    title, sql up to the next section)."""
+    import re
+
+    marks = list(re.finditer(r"^-- (version|template) (\w+): (.+)$", sql, re.MULTILINE))
+    return [
+        (mark.group(1), mark.group(2), mark.group(3).strip(),
+         sql[mark.end() : marks[index + 1].start() if index + 1 < len(marks) else len(sql)])
+        for index, mark in enumerate(marks)
+    ]
+
+
+def schema_template(name: str, **values: object) -> str:
+    """The SQL of schema.sql's "-- template NAME" section, its {placeholders} filled in: for a
+    table whose shape is only known later (the vector index needs the embedding dimension)."""
+    for kind, found, _, sql in _sections(_schema_source()):
+        if kind == "template" and found == name:
+            return sql.strip().format(**values)
+    raise StoreError(f"schema.sql has no template {name!r}: reinstall memory-gate")
 
 
 def latest_version() -> int:
@@ -121,6 +140,28 @@ def _create_private(path: str) -> None:
         pass
 
 
+class writing:
+    """`with store.writing(conn):` one write transaction, taken with BEGIN IMMEDIATE.
+
+    A deferred transaction (apsw's `with conn:`) that reads first and writes later cannot wait
+    for another writer: when it tries to upgrade, SQLite answers busy at once, whatever the busy
+    timeout, because waiting could deadlock. Taking the write lock up front lets parallel
+    sessions queue for it instead of failing.
+    """
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: apsw.Connection):
+        self.conn = conn
+
+    def __enter__(self) -> apsw.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, kind, error, trace) -> None:
+        self.conn.execute("ROLLBACK" if kind is not None else "COMMIT")
+
+
 def user_version(conn: apsw.Connection) -> int:
     return conn.execute("PRAGMA user_version").fetchone()[0]
 
@@ -161,3 +202,49 @@ def check_integrity(conn: apsw.Connection) -> list[str]:
     except apsw.Error as error:
         problems.append(f"word index: {error}")
     return problems
+
+
+# -- sqlite-vec -------------------------------------------------------------------------------
+
+
+def vectors_extension() -> str:
+    """Where the installed `sqlite-vec` package keeps its loadable extension (SQLite adds the
+    platform's suffix). Found without importing the package, which would import numpy."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.origin:
+        raise StoreError("sqlite-vec is not installed: pip install sqlite-vec (memory-gate depends on it)")
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
+def vectors_loaded(conn: apsw.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM pragma_module_list WHERE name = 'vec0'").fetchone() is not None
+
+
+def require_vectors(conn: apsw.Connection) -> None:
+    """Load sqlite-vec into this connection (once), or raise StoreError saying why it cannot."""
+    if vectors_loaded(conn):
+        return
+    path = vectors_extension()
+    try:
+        conn.enable_load_extension(True)
+        try:
+            conn.load_extension(path)
+        finally:
+            conn.enable_load_extension(False)
+    except (apsw.Error, AttributeError) as error:
+        raise StoreError(
+            f"sqlite-vec cannot be loaded from {path}: {error}. Reinstall it (pip install "
+            "--force-reinstall sqlite-vec); until then search runs on words only"
+        ) from error
+
+
+def load_vectors(conn: apsw.Connection) -> bool:
+    """Load sqlite-vec if it can be; False means search runs on words only (`memory-gate doctor`
+    says why)."""
+    try:
+        require_vectors(conn)
+    except StoreError:
+        return False
+    return True
