@@ -29,6 +29,9 @@ from typing import NamedTuple
 from gate import stopwords, text
 
 MAX_TERMS = 12
+# A query is a few keywords: only this much of what the agent typed is read, so that a pasted
+# megabyte costs a search no more than a sentence.
+MAX_INPUT = 2000
 # The loose tier combines at most this many terms (20 groups of 3): the query's most telling.
 MAX_LOOSE = 6
 _MIN_STEM = 4
@@ -201,7 +204,7 @@ def _term(word: str) -> Term:
 def parse(typed: str, *, max_terms: int = MAX_TERMS) -> Query:
     """The query for the agent's text: never raises, may be empty (nothing to search for)."""
     words: list[tuple[str, bool]] = []
-    for token in text.tokens(typed):
+    for token in text.tokens(typed[:MAX_INPUT]):
         words.extend((part if cjk else text.fold(part), cjk) for part, cjk in text.segments(token))
     unique: list[tuple[str, bool]] = []
     for word in words:
