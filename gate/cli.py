@@ -21,6 +21,10 @@ EXAMPLES = {
     "search": 'memory-gate search deploy staging\n  memory-gate search --json "K8s ingress"',
     "log": "memory-gate log --fact 12\n  memory-gate log --since 2026-11-01 --json",
     "doctor": "memory-gate doctor\n  memory-gate --db ./memory.db doctor --json",
+    "install": "memory-gate install               # every project: ~/.claude/settings.json, ~/.claude.json\n"
+    "  memory-gate install --project .   # this project only, in your personal files\n"
+    "  memory-gate install --dry-run",
+    "uninstall": "memory-gate uninstall\n  memory-gate uninstall --project .",
 }
 
 
@@ -201,6 +205,37 @@ def _print_report(report: dict, indent: str = "") -> None:
             print(f"{indent}{key}: {value}")
 
 
+# -- install, uninstall ----------------------------------------------------------------------
+
+
+def _install_run(args: argparse.Namespace, verb: str) -> int:
+    from gate import install, settingsfile
+
+    record = Path(config.load().home) / install.RECORD_NAME
+    try:
+        if args.project is not None:
+            scope = install.project_scope(args.project, config.claude_state_file())
+        else:
+            scope = install.user_scope(config.claude_dir(), config.claude_state_file())
+        if verb == "install":
+            exe = args.exe or install.executable(sys.argv[0], sys.executable)
+            report = install.install(scope, exe, record=record, dry_run=args.dry_run)
+        else:
+            report = install.uninstall(scope, record=record, dry_run=args.dry_run)
+    except (install.InstallError, settingsfile.FileError) as error:
+        raise UserError(str(error)) from error
+    print("\n".join(report.lines()))
+    return 0
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    return _install_run(args, "install")
+
+
+def cmd_uninstall(args: argparse.Namespace) -> int:
+    return _install_run(args, "uninstall")
+
+
 # -- parser ---------------------------------------------------------------------------------
 
 COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
@@ -208,6 +243,8 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
     "search": ("search memory by words, as memory_search ranks it (records nothing)", cmd_search),
     "log": ("show write.log: every change, what it replaced, who and why", cmd_log),
     "doctor": ("check the database, the index and write.log; print versions and counts", cmd_doctor),
+    "install": ("put memory-gate's hooks, MCP server and tool permissions into Claude Code's settings (no plugin needed)", cmd_install),
+    "uninstall": ("take out of Claude Code's settings exactly what install put in", cmd_uninstall),
 }
 
 
@@ -243,6 +280,14 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("--json", action="store_true", help="print a JSON list of log entries")
     sub = add("doctor")
     sub.add_argument("--json", action="store_true", help="print the report as JSON")
+    for name in ("install", "uninstall"):
+        sub = add(name)
+        where = sub.add_mutually_exclusive_group()
+        where.add_argument("--user", action="store_true", help="for every project (the default): ~/.claude/settings.json and ~/.claude.json")
+        where.add_argument("--project", metavar="DIR", help="for the project at DIR only (its git root): DIR/.claude/settings.local.json and DIR's local entry in ~/.claude.json, both yours alone")
+        sub.add_argument("--dry-run", action="store_true", help="print what would change and write nothing")
+        if name == "install":
+            sub.add_argument("--command", dest="exe", metavar="CMD", help="the memory-gate command hooks and server run (default: the absolute path of this one, so Claude Code finds it without PATH)")
     return top
 
 
