@@ -7,9 +7,12 @@
 -- section; never edit one that has been released.
 --
 -- What is canonical: the rows of `facts`. The word index (facts_fts) and the vector index
--- (facts_vec, created by gate/vectors.py once the embedding dimension is known) are derived from
--- them and `memory-gate reindex` rebuilds both. The ledger tables hold the gate's state: which
--- turn searched, wrote and read what.
+-- (facts_vec, made from the "template vectors" section at the end once the embedding dimension
+-- is known) are derived from them and `memory-gate reindex` rebuilds both. The ledger tables
+-- hold the gate's state: which turn searched, wrote and read what.
+--
+-- A "-- template NAME: ..." section is not applied on open: gate/store.py hands it out with its
+-- {placeholders} filled in, for a table whose shape depends on something only known later.
 --
 -- Connections must register gate_cjk() (gate/store.py does): the word index spells Chinese and
 -- Japanese out one character per token in its `cjk` column, because unicode61 would otherwise
@@ -144,3 +147,53 @@ CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) WITHOUT ROWID;
+
+-- version 2: facts waiting for a vector
+
+-- Every fact whose vector is missing or out of date: a new fact, or one whose topic or text
+-- changed. gate/vectors.py stores a vector and takes the id off this list in the transaction
+-- that changed the fact, when the embeddings endpoint answered in time; otherwise a later write
+-- or `memory-gate reindex` does. The triggers keep the list true on any connection, including
+-- ones that never load sqlite-vec, so a vector the list names is never trusted by search.
+CREATE TABLE facts_to_embed (
+    id INTEGER PRIMARY KEY
+);
+
+CREATE TRIGGER facts_to_embed_insert AFTER INSERT ON facts BEGIN
+    INSERT OR IGNORE INTO facts_to_embed (id) VALUES (new.id);
+END;
+
+CREATE TRIGGER facts_to_embed_update AFTER UPDATE OF topic, text ON facts
+WHEN old.topic IS NOT new.topic OR old.text IS NOT new.text BEGIN
+    INSERT OR IGNORE INTO facts_to_embed (id) VALUES (new.id);
+END;
+
+CREATE TRIGGER facts_to_embed_delete AFTER DELETE ON facts BEGIN
+    DELETE FROM facts_to_embed WHERE id = old.id;
+END;
+
+INSERT INTO facts_to_embed (id) SELECT id FROM facts;
+
+-- template vectors: the vector index (sqlite-vec), {bits} = the dimension rounded up to bytes
+
+-- One row per fact, rowid = fact id. `embedding` is the fact's unit-length float32 vector,
+-- little-endian: cosine distance to it is the meaning distance. `bits` holds one bit per
+-- dimension, set where the vector lies above the memory's center (meta `vector_center`; zero until
+-- the index outgrows exact search, gate/vectors.py).
+--
+-- Why two columns: exact cosine over every vector costs about 13 ms at 10k facts of 1024
+-- dimensions and 130 ms at 100k. Search ranks by Hamming distance over the bits first (vec0
+-- scans 128 bytes per fact) and computes the exact cosine for the best candidates only, reading
+-- `embedding` from vec0's plain auxiliary table. Kept as a float[N] column instead, each vector
+-- would be read out of a chunk blob, several times slower. Centering the bits matters: models
+-- such as e5 put every text in one narrow cone, where raw signs are nearly all alike.
+--
+-- chunk_size counts rows. The float vectors are not in the chunks, only the bits: a chunk of
+-- 1024 rows of 1024 bits is 128 KB (256 float vectors of 1024 dimensions would be 1 MB), and
+-- fewer, larger chunks make the Hamming scan faster (measured at 100k facts, 100 candidates:
+-- 15 ms against 23 ms with 256 rows per chunk).
+CREATE VIRTUAL TABLE facts_vec USING vec0(
+    bits bit[{bits}],
+    +embedding blob,
+    chunk_size = 1024
+);

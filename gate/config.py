@@ -80,10 +80,30 @@ def load(environ: Mapping[str, str] | None = None, cwd: str | os.PathLike | None
         cwd=here,
         session_id=env.get("CLAUDE_CODE_SESSION_ID") or None,
         database=_absolute(database) if database else None,
-        embed_url=(env.get("MEMORY_GATE_EMBED_URL") or "").strip() or None,
+        embed_url=_embed_url(env.get("MEMORY_GATE_EMBED_URL")),
         embed_model=(env.get("MEMORY_GATE_EMBED_MODEL") or "").strip() or DEFAULT_EMBED_MODEL,
         max_distance=_max_distance(env.get("MEMORY_GATE_MAX_DISTANCE")),
     )
+
+
+def _embed_url(raw: str | None) -> str | None:
+    """The endpoint's full URL. A bare server address, or one ending in /v1, gets the OpenAI
+    path added, since every server this works with serves /v1/embeddings. Plain string work:
+    urllib.parse would cost the per-turn hooks 8 ms to import."""
+    url = (raw or "").strip()
+    if not url:
+        return None
+    scheme, _, rest = url.partition("://")
+    server, _, path = rest.partition("/")
+    port = server.rpartition("]")[2].partition(":")[2]  # after an IPv6 literal's brackets
+    if scheme.lower() not in ("http", "https") or not server.strip("[]:") or (port and not port.isdigit()):
+        raise ConfigError(
+            f"MEMORY_GATE_EMBED_URL={raw!r} is not an http(s) URL: set the embeddings endpoint, "
+            "e.g. http://127.0.0.1:8080/v1/embeddings, or unset it to search by words only"
+        )
+    if path.rstrip("/") in ("", "v1"):
+        url = f"{scheme}://{server}/v1/embeddings"
+    return url
 
 
 def _max_distance(raw: str | None) -> float:
