@@ -26,7 +26,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, WithJsonSchema
 
-from gate import audit, config, store, tools, write
+from gate import audit, config, embeddings, store, tools, write
 
 TOOL_USE_ID = "claudecode/toolUseId"
 
@@ -113,6 +113,7 @@ class Memory:
     def __init__(self, settings: config.Settings):
         self.settings = settings
         self.session = settings.session_id or f"mcp-{uuid.uuid4().hex[:12]}"
+        self.endpoint = embeddings.Endpoint.from_settings(settings)
         self.lock = threading.Lock()
         self._conn: apsw.Connection | None = None
         self._path: Path | None = None
@@ -125,6 +126,8 @@ class Memory:
             return None
         self.close()
         self._conn, self._path = store.connect(path), path
+        # Without sqlite-vec, search says so and runs on words.
+        store.load_vectors(self._conn)
         return self._conn
 
     @property
@@ -177,7 +180,7 @@ def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
         with memory.lock:
             try:
                 conn = memory.connection(create=False)
-                answer = tools.memory_search(conn, terms, _caller(memory, ctx))
+                answer = tools.memory_search(conn, terms, _caller(memory, ctx), endpoint=memory.endpoint)
             except (apsw.Error, store.StoreError) as error:
                 raise _unavailable(error) from error
         return CallToolResult(
@@ -197,7 +200,8 @@ def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
             try:
                 conn = memory.connection(create=True)
                 answer = tools.memory_write(
-                    conn, _decode(ops), _decode(kept), _caller(memory, ctx), log=memory.log
+                    conn, _decode(ops), _decode(kept), _caller(memory, ctx), log=memory.log,
+                    endpoint=memory.endpoint,
                 )
             except write.Refused as refused:
                 raise ToolError(str(refused)) from refused

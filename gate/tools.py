@@ -1,5 +1,8 @@
 """The two tools as the agent meets them, apart from any transport: a search that records what
-it showed the turn, and a write checked against it. gate/server.py puts these behind MCP."""
+it showed the turn, and a write checked against it. gate/server.py puts these behind MCP.
+
+With an embeddings endpoint, a search embeds its query before its transaction and ranks by words
+and meaning; when meaning fails, it ranks by words and says why in one line of the answer."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from typing import Any
 
 import apsw
 
-from gate import ledger, render, search, write
+from gate import embeddings, ledger, render, search, store, write
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,12 @@ class SearchAnswer:
 
 
 def memory_search(
-    conn: apsw.Connection | None, terms: str, caller: Caller, *, limit: int = search.RESULTS
+    conn: apsw.Connection | None,
+    terms: str,
+    caller: Caller,
+    *,
+    limit: int = search.RESULTS,
+    endpoint: embeddings.Endpoint | None = None,
 ) -> SearchAnswer:
     """Search for the caller's turn; every fact returned becomes a read the turn must answer
     for. With no database yet (`conn` None) memory is empty and nothing is recorded."""
@@ -47,10 +55,17 @@ def memory_search(
         raise TypeError("terms must be a string")
     if conn is None:
         return SearchAnswer(terms, [], None)
+    notes: list[str] = []
+    query = _embed_query(conn, terms, endpoint, notes)
     conn.execute("BEGIN IMMEDIATE")
     try:
         turn = caller.attribute(conn)
-        ranked = search.by_words(conn, terms)[:limit]
+        try:
+            cut = endpoint.max_distance if endpoint else 0.0
+            ranked = search.hybrid(conn, terms, query, max_distance=cut, limit=limit)
+        except embeddings.VectorError as error:
+            notes.append(f"words only: {error}")
+            ranked = search.by_words(conn, terms)[:limit]
         facts = search.load(conn, ranked)
         ordered = [facts[rowid] for rowid in ranked if rowid in facts]
         seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered])
@@ -60,7 +75,24 @@ def memory_search(
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    return SearchAnswer(terms, results, turn.prompt)
+    return SearchAnswer(terms, results, turn.prompt, notes)
+
+
+def _embed_query(
+    conn: apsw.Connection, terms: str, endpoint: embeddings.Endpoint | None, notes: list[str]
+) -> embeddings.Vectors | None:
+    """The query's vector, or None with the reason in `notes` (nothing said when no endpoint is
+    configured: words only is then the owner's choice, not a failure)."""
+    if endpoint is None or not terms.strip():
+        return None
+    if not store.vectors_loaded(conn):
+        notes.append("words only: sqlite-vec cannot be loaded (memory-gate doctor says why)")
+        return None
+    try:
+        return endpoint.embed([terms], role=embeddings.QUERY, timeout=endpoint.search_timeout)
+    except embeddings.VectorError as error:
+        notes.append(f"words only: {error}")
+        return None
 
 
 @dataclass
@@ -78,10 +110,17 @@ class WriteAnswer:
 
 
 def memory_write(
-    conn: apsw.Connection, ops: Any, kept: Any, caller: Caller, *, log: Path | None
+    conn: apsw.Connection,
+    ops: Any,
+    kept: Any,
+    caller: Caller,
+    *,
+    log: Path | None,
+    endpoint: embeddings.Endpoint | None = None,
 ) -> WriteAnswer:
     """Apply the write for the caller's turn, or raise write.Refused naming every problem."""
     outcome = write.apply(
-        conn, ops, kept, attribute=caller.attribute, log=log, tool_use_id=caller.tool_use_id
+        conn, ops, kept, attribute=caller.attribute, log=log, tool_use_id=caller.tool_use_id,
+        endpoint=endpoint,
     )
     return WriteAnswer(outcome)

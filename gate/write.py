@@ -6,9 +6,10 @@ refused while any fact read this turn is left out of kept, update and delete: th
 contract, a turn answers for everything memory showed it.
 
 An accepted write inserts, updates and deletes facts, confirms the kept and updated ones, marks
-the turn's reads answered, and puts one line per change in write.log before it commits (see
-gate/audit.py for why in that order). The same write delivered twice, a retried call, is
-recognised and not applied again.
+the turn's reads answered, brings the vectors of the facts it touched up to date (asked for
+before the transaction, stored in it: gate/vectors.py), and puts one line per change in
+write.log before it commits (see gate/audit.py for why in that order). The same write delivered
+twice, a retried call, is recognised and not applied again.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 import apsw
 
-from gate import audit, ledger
+from gate import audit, embeddings, ledger, store, vectors
 
 KINDS = ("state", "event", "decision", "trap")
 KIND_MEANING = {
@@ -284,14 +285,17 @@ def apply(
     log: Path | None,
     tool_use_id: str | None = None,
     today: str | None = None,
+    endpoint: embeddings.Endpoint | None = None,
 ) -> Outcome:
     """Check and apply one memory_write; raise Refused with every problem, nothing applied.
 
     `attribute` names the turn inside the transaction (gate/ledger.py's attribution rules).
-    `log` is write.log; None only for in-memory databases.
+    `log` is write.log; None only for in-memory databases. With an `endpoint`, new and changed
+    facts get their vectors when it answers in time, else they wait for a later write.
     """
     parsed, kept_ids, problems = parse(ops, kept)
     key = digest(parsed, kept_ids)
+    ahead = _embed_ahead(conn, endpoint, parsed) if endpoint is not None and not problems else None
     conn.execute("BEGIN IMMEDIATE")
     try:
         turn = attribute(conn)
@@ -303,6 +307,7 @@ def apply(
         if problems:
             raise Refused(problems)
         outcome, entries = _apply(conn, turn, parsed, kept_ids, today or Date.today().isoformat())
+        vectors.sync(conn, [item["id"] for item in outcome.done], ahead)
         seq = ledger.record_write(conn, turn)
         conn.execute(
             "INSERT INTO writes (id, session, turn, seq, tool_use_id, digest, changes, answer, at)"
@@ -319,6 +324,30 @@ def apply(
         conn.execute("ROLLBACK")
         raise
     return outcome
+
+
+def _embed_ahead(conn: apsw.Connection, endpoint: embeddings.Endpoint, ops: list[Op]) -> vectors.Prepared | None:
+    """Embed, in one request and before the transaction (never under the write lock), the
+    texts this write will store and a few facts still waiting for a vector."""
+    if not store.vectors_loaded(conn):
+        return None
+    changed = [op.id for op in ops if op.op == "update" and (op.topic is not None or op.text is not None)
+               and -(1 << 63) <= op.id < 1 << 63]
+    current: dict[int, tuple[str, str]] = {}
+    if changed:
+        marks = ",".join("?" * len(changed))
+        sql = f"SELECT id, topic, text FROM facts WHERE id IN ({marks})"
+        current = {row[0]: (row[1], row[2]) for row in conn.execute(sql, changed)}
+    texts = []
+    for op in ops:
+        if op.op == "insert":
+            texts.append(vectors.fact_text(op.topic, op.text))
+        elif op.op == "update" and op.id in current:
+            topic, text = current[op.id]
+            texts.append(vectors.fact_text(op.topic or topic, op.text or text))
+    touched = {op.id for op in ops}
+    waiting = [(fact, text) for fact, text in vectors.waiting(conn) if fact not in touched]
+    return vectors.prepare(endpoint, texts + [text for _, text in waiting], [fact for fact, _ in waiting])
 
 
 def _replay(conn: apsw.Connection, turn: ledger.Turn, key: str, tool_use_id: str | None) -> Outcome | None:
