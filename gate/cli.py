@@ -14,13 +14,14 @@ from pathlib import Path
 
 import apsw
 
-from gate import audit, config, query, search, store
+from gate import audit, config, embeddings, query, search, store, vectors
 
 EXAMPLES = {
     "serve": "memory-gate serve          # Claude Code starts this through the plugin or .mcp.json",
     "search": 'memory-gate search deploy staging\n  memory-gate search --json "K8s ingress"',
     "log": "memory-gate log --fact 12\n  memory-gate log --since 2026-11-01 --json",
     "doctor": "memory-gate doctor\n  memory-gate --db ./memory.db doctor --json",
+    "reindex": "memory-gate reindex\n  MEMORY_GATE_EMBED_URL=http://127.0.0.1:8080/v1/embeddings memory-gate reindex",
     "install": "memory-gate install               # every project: ~/.claude/settings.json, ~/.claude.json\n"
     "  memory-gate install --project .   # this project only, in your personal files\n"
     "  memory-gate install --dry-run",
@@ -176,6 +177,8 @@ def doctor_report(settings: config.Settings) -> tuple[dict, list[str]]:
         report["write_log"]["advice"] = advice
     if not check.ok:
         problems += [note for note in advice if "lack log lines" in note]
+    report["meaning"], found = vectors.status(conn, embeddings.Endpoint.from_settings(settings))
+    problems += found
     return report, problems
 
 
@@ -236,6 +239,68 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
     return _install_run(args, "uninstall")
 
 
+# -- reindex --------------------------------------------------------------------------------
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    _, conn = _open_existing(settings)
+    with store.writing(conn):
+        search.rebuild_words(conn)
+    count = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
+    print(f"word index: rebuilt from {count} facts")
+    if not settings.embed_url:
+        print("vectors: MEMORY_GATE_EMBED_URL is unset, so search runs on words only; nothing to embed")
+        return 0
+    try:
+        store.require_vectors(conn)
+    except store.StoreError as error:
+        raise UserError(str(error)) from error
+    # Patient, unlike a turn: a slow batch is waited for, not skipped.
+    endpoint = embeddings.Endpoint(settings.embed_url, settings.embed_model, quiet_after_timeout=0.0)
+    show = _Progress(sys.stdout)
+    try:
+        rebuilt = vectors.rebuild(conn, endpoint, progress=show)
+    except embeddings.VectorError as error:
+        raise UserError(
+            f"{error}; memory's vectors are left as they were. Start the endpoint at "
+            f"{settings.embed_url} (MEMORY_GATE_EMBED_URL) and run reindex again."
+        ) from error
+    show.done()
+    made = rebuilt.space
+    where = f" by {made.model} ({made.dimension} dimensions)" if made else ""
+    print(f"vectors: {rebuilt.embedded} of {count} facts embedded{where}")
+    if rebuilt.failed:
+        listed = ", ".join(str(fact) for fact in rebuilt.failed[:20]) + (" ..." if len(rebuilt.failed) > 20 else "")
+        print(
+            f"memory-gate: {len(rebuilt.failed)} facts could not be embedded ({listed}); they keep "
+            "waiting for a vector: run reindex again, or the next writes embed them", file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+class _Progress:
+    """A bar on a terminal, a plain line every tenth of the way otherwise (logs, pipes)."""
+
+    def __init__(self, stream):
+        self.stream, self.tty, self.shown = stream, stream.isatty(), -1
+
+    def __call__(self, done: int, total: int) -> None:
+        step = 10 * done // max(total, 1)
+        if self.tty:
+            filled = 30 * done // max(total, 1)
+            self.stream.write(f"\rvectors [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
+            self.stream.flush()
+        elif step > self.shown:
+            print(f"vectors: {done}/{total} facts", file=self.stream, flush=True)
+        self.shown = step
+
+    def done(self) -> None:
+        if self.tty and self.shown >= 0:
+            self.stream.write("\n")
+
+
 # -- parser ---------------------------------------------------------------------------------
 
 COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
@@ -243,6 +308,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
     "search": ("search memory by words, as memory_search ranks it (records nothing)", cmd_search),
     "log": ("show write.log: every change, what it replaced, who and why", cmd_log),
     "doctor": ("check the database, the index and write.log; print versions and counts", cmd_doctor),
+    "reindex": ("rebuild the word index and the vectors from the facts (with an embeddings endpoint)", cmd_reindex),
     "install": ("put memory-gate's hooks, MCP server and tool permissions into Claude Code's settings (no plugin needed)", cmd_install),
     "uninstall": ("take out of Claude Code's settings exactly what install put in", cmd_uninstall),
 }
@@ -280,6 +346,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("--json", action="store_true", help="print a JSON list of log entries")
     sub = add("doctor")
     sub.add_argument("--json", action="store_true", help="print the report as JSON")
+    add("reindex")
     for name in ("install", "uninstall"):
         sub = add(name)
         where = sub.add_mutually_exclusive_group()
