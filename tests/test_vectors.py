@@ -1,0 +1,211 @@
+"""The vector index: made from schema.sql's template, kept true to the facts in their own
+transaction, exact while small, a centred bit prefilter with exact rescoring when large."""
+
+import math
+import random
+
+import pytest
+
+from gate import embeddings, store, vectors
+from gate.embeddings import Endpoint, VectorError, Vectors
+
+
+@pytest.fixture
+def vconn(conn):
+    if not store.load_vectors(conn):
+        pytest.skip("sqlite-vec cannot be loaded here")
+    return conn
+
+
+def unit(values):
+    norm = math.sqrt(sum(v * v for v in values))
+    return tuple(v / norm for v in values)
+
+
+def add(conn, text, vector, model="m"):
+    """A fact inserted and given `vector`, as a write does."""
+    fact = conn.execute(
+        "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
+        " VALUES ('t', 'state', ?, '2026-01-01', '', '', '') RETURNING id", (text,)
+    ).fetchone()[0]
+    prepared = vectors.Prepared(Vectors(model, [unit(vector)]), {vectors.fact_text("t", text): unit(vector)}, [])
+    with store.writing(conn):
+        vectors.sync(conn, [fact], prepared)
+    return fact
+
+
+def query(vector, model="m"):
+    return Vectors(model, [unit(vector)])
+
+
+def test_the_table_comes_from_the_schema_template(vconn):
+    assert not vectors.has_table(vconn)  # applying schema.sql does not make it
+    sql = store.schema_template("vectors", bits=16)
+    assert "bit[16]" in sql and "{" not in sql
+    vconn.execute(sql)
+    assert vectors.has_table(vconn)
+
+
+@pytest.mark.parametrize("dimension", [8, 24, 384])
+def test_bits_are_packed_as_sqlite_vec_packs_them(vconn, dimension):
+    rng = random.Random(dimension)
+    vector = [rng.uniform(-1, 1) for _ in range(dimension)]
+    ours = vectors.bits(vector)
+    theirs = vconn.execute("SELECT vec_quantize_binary(?)", (vectors._pack(vector),)).fetchone()[0]
+    assert ours == theirs
+
+
+def test_bits_of_an_odd_dimension_are_padded():
+    assert vectors.bits([1.0] * 12) == bytes([0xFF, 0x0F])
+    assert vectors.bits([0.2, 0.1], center=[0.15, 0.15]) == bytes([0x01])
+
+
+def test_first_vectors_make_the_index_and_record_their_kind(vconn):
+    fact = add(vconn, "deploys go through staging", [1, 0, 0, 0, 0, 0, 0, 0])
+    assert vectors.space(vconn) == vectors.Space("m", 8, None)
+    assert vectors.missing(vconn) == 0
+    assert vectors.nearest(vconn, query([1, 0.1, 0, 0, 0, 0, 0, 0]), max_distance=0.5, limit=30) == [fact]
+
+
+def test_the_cut_off_keeps_what_is_far_out(vconn):
+    add(vconn, "a", [1, 0, 0, 0, 0, 0, 0, 0])
+    assert vectors.nearest(vconn, query([0, 1, 0, 0, 0, 0, 0, 0]), max_distance=0.5, limit=30) == []
+
+
+def test_vectors_of_another_kind_are_refused_with_the_mend(vconn):
+    add(vconn, "a", [1, 0, 0, 0, 0, 0, 0, 0])
+    with pytest.raises(VectorError, match="have 4 dimensions, memory's 8: run `memory-gate reindex`"):
+        vectors.nearest(vconn, query([1, 0, 0, 0]), max_distance=0.5, limit=30)
+    with pytest.raises(VectorError, match="model is e5, memory's vectors are m's: run `memory-gate reindex`"):
+        vectors.nearest(vconn, query([1, 0, 0, 0, 0, 0, 0, 0], model="e5"), max_distance=0.5, limit=30)
+    fact = add(vconn, "b", [1, 0, 0, 0], model="m")  # stored nowhere: it waits
+    assert vectors.missing(vconn) == 1 and fact not in vectors.nearest(
+        vconn, query([1, 0, 0, 0, 0, 0, 0, 0]), max_distance=2, limit=30)
+
+
+def test_a_fact_changed_where_sqlite_vec_is_missing_is_not_found_by_its_old_vector(vconn, db_path):
+    conn = store.connect(db_path)
+    store.load_vectors(conn)
+    fact = add(conn, "deploys go through staging", [1, 0, 0, 0, 0, 0, 0, 0])
+    plain = store.connect(db_path)  # no sqlite-vec: the schema's triggers still keep track
+    assert not store.vectors_loaded(plain)
+    plain.execute("UPDATE facts SET text = 'the office cat sleeps on the printer' WHERE id = ?", (fact,))
+    assert vectors.waiting(conn) == [(fact, "t\nthe office cat sleeps on the printer")]
+    assert vectors.nearest(conn, query([1, 0, 0, 0, 0, 0, 0, 0]), max_distance=0.5, limit=30) == []
+    gone = add(conn, "another", [0, 1, 0, 0, 0, 0, 0, 0])
+    plain.execute("DELETE FROM facts WHERE id = ?", (gone,))
+    assert vectors.nearest(conn, query([0, 1, 0, 0, 0, 0, 0, 0]), max_distance=0.5, limit=30) == []
+
+
+def test_sync_drops_the_vector_of_a_deleted_or_changed_fact(vconn):
+    fact = add(vconn, "a", [1, 0, 0, 0, 0, 0, 0, 0])
+    vconn.execute("UPDATE facts SET text = 'b' WHERE id = ?", (fact,))
+    with store.writing(vconn):
+        vectors.sync(vconn, [fact], None)
+    assert vconn.execute("SELECT count(*) FROM facts_vec").fetchone()[0] == 0
+    assert vectors.missing(vconn) == 1
+
+
+def test_a_vector_of_an_older_text_is_not_stored(vconn):
+    """Embedded before the transaction; another session changed the fact in between."""
+    fact = add(vconn, "a", [1, 0, 0, 0, 0, 0, 0, 0])
+    vconn.execute("UPDATE facts SET text = 'c' WHERE id = ?", (fact,))
+    stale = vectors.Prepared(Vectors("m", [unit([0, 1, 0, 0, 0, 0, 0, 0])]), {"t\nb": unit([0, 1, 0, 0, 0, 0, 0, 0])}, [])
+    with store.writing(vconn):
+        assert vectors.sync(vconn, [fact], stale) == 0
+    assert vectors.missing(vconn) == 1
+
+
+def clustered(rng, count, dimension, offset):
+    """Vectors the way embedding models spread them: in clusters, all inside one cone."""
+    centers = [[rng.gauss(0, 1) for _ in range(dimension)] for _ in range(count // 20)]
+    rows = []
+    for _ in range(count):
+        center = rng.choice(centers)
+        rows.append(unit([o + c + rng.gauss(0, 1) for o, c in zip(offset, center)]))
+    return rows
+
+
+def exact(rows, vector, k):
+    return sorted(range(len(rows)), key=lambda i: 1 - sum(a * b for a, b in zip(rows[i], vector)))[:k]
+
+
+def test_past_the_exact_limit_the_centred_prefilter_keeps_recall(vconn, monkeypatch):
+    monkeypatch.setattr(vectors, "EXACT_LIMIT", 60)
+    monkeypatch.setattr(vectors, "POOL", 60)
+    rng = random.Random(5)
+    dimension = 128
+    offset = [6.0 * rng.gauss(0, 1) for _ in range(dimension)]  # a narrow cone, like e5's
+    rows = clustered(rng, 400, dimension, offset)
+    ids = [add(vconn, f"fact {i}", row) for i, row in enumerate(rows)]
+    center = vectors.space(vconn).center
+    assert center is not None  # set once the index outgrew exact search
+    found, raw = 0, 0
+    for _ in range(20):
+        target = rows[rng.randrange(len(rows))]
+        near = unit([t + 0.01 * rng.gauss(0, 1) for t in target])  # a rewording of one fact
+        truth = {ids[i] for i in exact(rows, near, 10)}
+        found += len(truth & set(vectors.nearest(vconn, query(near), max_distance=2.0, limit=10)))
+        # The same prefilter on signs taken against zero, as vec_quantize_binary takes them.
+        signs = [int.from_bytes(vectors.bits(row), "little") for row in rows]
+        mine = int.from_bytes(vectors.bits(near), "little")
+        pool = sorted(range(len(rows)), key=lambda i: (signs[i] ^ mine).bit_count())[:60]
+        raw += len(truth & {ids[i] for i in pool})
+    assert found / 200 >= 0.95 and raw / 200 < 0.8
+
+
+def test_rebuild_embeds_every_fact_again(vconn, fake_embeddings, monkeypatch):
+    monkeypatch.setattr(vectors, "EXACT_LIMIT", 5)
+    texts = [f"note {i} about deploys and staging {i % 3}" for i in range(12)]
+    for text in texts:
+        vconn.execute(
+            "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
+            " VALUES ('deploy', 'state', ?, '2026-01-01', '', '', '')", (text,))
+    seen = []
+    rebuilt = vectors.rebuild(vconn, Endpoint(fake_embeddings.url, "m"), batch=5, progress=lambda done, total: seen.append((done, total)))
+    assert rebuilt.embedded == 12 and rebuilt.failed == [] and seen[-1] == (12, 12)
+    assert vectors.missing(vconn) == 0 and rebuilt.space.center is not None
+    assert [len(r["input"]) for r in fake_embeddings.requests] == [5, 5, 2]
+
+
+def test_rebuild_retries_a_refused_batch_one_fact_at_a_time(vconn, fake_embeddings):
+    for text in ("a", "b", "c"):
+        vconn.execute("INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
+                      " VALUES ('t', 'state', ?, '2026-01-01', '', '', '')", (text,))
+    endpoint = Endpoint(fake_embeddings.url, "m")
+    original = endpoint.embed
+    calls = []
+
+    def refuse_b(texts, **kwargs):
+        calls.append(list(texts))
+        if "t\nc" in texts:
+            raise VectorError("embeddings endpoint answered HTTP 500")
+        return original(texts, **kwargs)
+
+    endpoint.embed = refuse_b
+    vconn.execute("INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
+                  " VALUES ('t', 'state', 'd', '2026-01-01', '', '', '')")
+    rebuilt = vectors.rebuild(vconn, endpoint, batch=2)
+    assert rebuilt.embedded == 3 and rebuilt.failed == [3]
+    assert calls == [["t\na", "t\nb"], ["t\nc", "t\nd"], ["t\nc"], ["t\nd"]]
+    assert [fact for fact, _ in vectors.waiting(vconn)] == [3]
+
+
+def test_rebuild_keeps_the_old_vectors_when_the_endpoint_is_down(vconn, down_url):
+    add(vconn, "a", [1, 0, 0, 0, 0, 0, 0, 0])
+    with pytest.raises(VectorError, match="unreachable"):
+        vectors.rebuild(vconn, Endpoint(down_url, "m"))
+    assert vectors.space(vconn) is not None and vectors.missing(vconn) == 0
+
+
+def test_waiting_is_newest_first_and_bounded(vconn):
+    for i in range(20):
+        vconn.execute("INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
+                      " VALUES ('t', 'state', ?, '2026-01-01', '', '', '')", ("x" * 500 + str(i),))
+    found = vectors.waiting(vconn)
+    assert [fact for fact, _ in found] == [20, 19, 18, 17, 16] and len(found) <= vectors.WAITING_BATCH
+    assert [fact for fact, _ in vectors.waiting(vconn, limit=3, after=4)] == [5, 6, 7]
+
+
+def test_embeddings_module_stays_off_the_database():
+    assert not hasattr(embeddings, "apsw")
