@@ -26,7 +26,7 @@ from typing import Any
 
 import apsw
 
-from gate import audit, embeddings, ledger, store, vectors
+from gate import audit, embeddings, ledger, secrets, store, vectors
 
 KINDS = ("state", "event", "decision", "trap")
 KIND_MEANING = {
@@ -126,7 +126,7 @@ def parse(ops: Any, kept: Any) -> tuple[list[Op], list[int], list[str]]:
         problems.append(f"kept must be a list of fact ids (got {_type(kept)}): e.g. [12, 15], or [].")
         kept = []
     for index, value in enumerate(kept):
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not _is_id(value):
             problems.append(f"kept[{index}] is {_show(value)}, not a fact id: give the integer id, e.g. 12.")
         elif value not in ids:
             ids.append(value)
@@ -172,7 +172,7 @@ def _parse_op(index: int, raw: Any) -> tuple[Op | None, list[str]]:
     values: dict[str, Any] = {}
     if "id" in allowed:
         fact_id = raw.get("id")
-        if isinstance(fact_id, bool) or not isinstance(fact_id, int):
+        if not _is_id(fact_id):
             problems.append(f"{where}: {name} needs the id of the fact, an integer (got {_show(fact_id)}).")
         else:
             values["id"] = fact_id
@@ -239,6 +239,14 @@ def _check_field(key: str, value: Any) -> tuple[str | None, str | None]:
             f"text is {len(value)} characters; at most {MAX_TEXT} fit. One subject per fact: "
             "split it into several facts, or say it shorter."
         )
+    found = secrets.find(value)
+    if found:
+        # The secret itself is never repeated: the refusal is shown and logged too.
+        return None, (
+            f"{key} holds what looks like {found}. Memory is plain text, kept in write.log and "
+            "shown to every later session: never store a credential. Say where it is kept "
+            "instead (e.g. \"the deploy token is in the team vault\")."
+        )
     return value, None
 
 
@@ -257,11 +265,17 @@ def _type(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
+    """A short rendering of what the agent sent, for a refusal; whatever it is."""
     try:
         shown = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        shown = repr(value)
+    except (TypeError, ValueError, RecursionError):
+        shown = f"a {type(value).__name__}" if isinstance(value, (list, dict)) else type(value).__name__
     return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def _is_id(value: Any) -> bool:
+    """A fact id: a positive integer SQLite can hold (not a bool, not a float)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 63
 
 
 def digest(ops: list[Op], kept: list[int]) -> str:

@@ -265,3 +265,19 @@ def test_write_log_example_has_the_shape_the_code_writes(file_conn, file_writer,
         for side in ("before", "after"):
             if side in line:
                 assert list(line[side]) == list(written[op][side])
+
+
+@pytest.mark.parametrize("field", ["text", "topic"])
+def test_a_credential_is_refused_by_kind_and_never_repeated(writer, field):
+    token = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+    op = ins(**{field: f"bot token {token}"})
+    message = refused(writer, [op])
+    assert f"ops[0]: {field} holds what looks like a GitHub token" in message
+    assert token not in message and "ghp_" not in message
+    assert "Say where it is kept instead" in message
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1 << 63, 10**30])
+def test_ids_out_of_range_are_not_fact_ids(writer, bad):
+    assert "not a fact id" in refused(writer, [], [bad])
+    assert "needs the id of the fact" in refused(writer, [{"op": "delete", "id": bad}])
