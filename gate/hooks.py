@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import sys
 
+import apsw
+
 from gate import config, jsonlite, ledger, store
 
 # Times the mod may hold one turn's answer back before it lets the answer out unmet.
@@ -214,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         output = handler(payload, prefix)
     except Skip:
         output = None
+    except (apsw.Error, store.StoreError, OSError) as error:
+        return _warn(f"{event} hook skipped: {store.explain(error)}; memory is off for this event")
     except Exception as error:  # fail open, whatever went wrong
         return _warn(f"{event} hook skipped ({type(error).__name__}: {error}); memory is off for this event")
     if output:

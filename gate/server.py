@@ -147,12 +147,7 @@ def _caller(memory: Memory, ctx: Context) -> tools.Caller:
 
 
 def _unavailable(error: Exception) -> ToolError:
-    if isinstance(error, apsw.BusyError):
-        return ToolError(
-            "memory is busy: another session held the database for over "
-            f"{store.BUSY_TIMEOUT_MS // 1000} s. Call again in a moment."
-        )
-    return ToolError(f"memory is unavailable: {error}. The owner can run `memory-gate doctor` to see why.")
+    return ToolError(store.explain(error))
 
 
 def _decode(value: Any) -> Any:

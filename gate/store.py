@@ -104,13 +104,15 @@ def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int = BUSY
         conn = apsw.Connection(path, flags=flags)
         conn.set_busy_timeout(busy_ms)
         conn.create_scalar_function("gate_cjk", text.cjk_chars, 1, deterministic=True)
-        conn.register_fts5_function("gate_phrases", _matched_phrases)
         conn.execute("PRAGMA foreign_keys = ON")
         # In WAL mode NORMAL syncs at checkpoints, not at every commit: a killed process loses
         # nothing, a power cut may lose the last commits. write.log is fsynced before each write
         # commits, so after a power cut the log still tells what the database lost.
         conn.execute("PRAGMA synchronous = NORMAL")
         migrate(conn)
+        # After the first read: on a file that is not a database, this would fail first, with a
+        # message about FTS5 instead of the truth.
+        conn.register_fts5_function("gate_phrases", _matched_phrases)
     except apsw.Error as error:
         raise StoreError(f"cannot open {path}: {error}") from error
     return conn
@@ -159,7 +161,47 @@ class writing:
         return self.conn
 
     def __exit__(self, kind, error, trace) -> None:
-        self.conn.execute("ROLLBACK" if kind is not None else "COMMIT")
+        if kind is not None:
+            rollback(self.conn)
+        else:
+            self.conn.execute("COMMIT")
+
+
+def rollback(conn: apsw.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already: a COMMIT that fails on a full
+    disk rolls back by itself, and a second ROLLBACK would hide that error behind its own."""
+    if not conn.get_autocommit():
+        conn.execute("ROLLBACK")
+
+
+def explain(error: BaseException) -> str:
+    """What went wrong with the database or its disk, in one line with the mend, for the agent
+    and the owner alike."""
+    cause = error.__cause__ if isinstance(error, StoreError) and error.__cause__ else error
+    if isinstance(cause, apsw.BusyError):
+        return (
+            f"memory is busy: another session held the database for over {BUSY_TIMEOUT_MS // 1000} s; "
+            "call again in a moment"
+        )
+    if isinstance(cause, apsw.ReadOnlyError):
+        return "memory is read-only: the database file or its folder cannot be written; check their permissions"
+    if isinstance(cause, apsw.FullError) or getattr(cause, "errno", None) == 28:  # ENOSPC
+        return "the disk is full: nothing was saved; free some space and call again"
+    if isinstance(cause, apsw.IOError):
+        return (
+            "the disk refused a read or write (full, or failing): nothing was saved; free some space "
+            "or check the disk, and call again"
+        )
+    if isinstance(cause, (apsw.CorruptError, apsw.NotADBError)):
+        return (
+            "the memory database is damaged; nothing was changed. `memory-gate doctor` says what is wrong; "
+            "restore the file from a backup (write.log beside it holds every change)"
+        )
+    if isinstance(cause, apsw.CantOpenError):
+        return "the memory database cannot be opened: check that its folder exists and can be read and written"
+    if isinstance(error, StoreError):
+        return str(error)
+    return f"memory is unavailable ({type(cause).__name__}: {cause}); `memory-gate doctor` says why"
 
 
 def user_version(conn: apsw.Connection) -> int:
@@ -189,7 +231,7 @@ def migrate(conn: apsw.Connection) -> int:
             conn.execute(f"PRAGMA user_version = {version}")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         raise
     return len(steps)
 

@@ -57,25 +57,43 @@ def memory_search(
         return SearchAnswer(terms, [], None)
     notes: list[str] = []
     query = _embed_query(conn, terms, endpoint, notes)
-    conn.execute("BEGIN IMMEDIATE")
     try:
-        turn = caller.attribute(conn)
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            cut = endpoint.max_distance if endpoint else 0.0
-            ranked = search.hybrid(conn, terms, query, max_distance=cut, limit=limit)
-        except embeddings.VectorError as error:
-            notes.append(f"words only: {error}")
-            ranked = search.by_words(conn, terms)[:limit]
-        facts = search.load(conn, ranked)
-        ordered = [facts[rowid] for rowid in ranked if rowid in facts]
-        seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered])
-        results = [render.Result(fact, full=seen.get(fact.id) != fact.rev) for fact in ordered]
-        ledger.record_search(conn, turn, [(fact.id, fact.rev) for fact in ordered])
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+            turn = caller.attribute(conn)
+            ordered = _ranked(conn, terms, query, endpoint, notes, limit)
+            seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered])
+            results = [render.Result(fact, full=seen.get(fact.id) != fact.rev) for fact in ordered]
+            ledger.record_search(conn, turn, [(fact.id, fact.rev) for fact in ordered])
+            conn.execute("COMMIT")
+        except BaseException:
+            store.rollback(conn)
+            raise
+    except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError) as error:
+        # Memory can still be read: answer, and say the turn's reads were not recorded.
+        notes.append(f"this search was not recorded: {store.explain(error)}")
+        ordered = _ranked(conn, terms, query, endpoint, notes, limit)
+        return SearchAnswer(terms, [render.Result(fact, full=True) for fact in ordered], None, notes)
     return SearchAnswer(terms, results, turn.prompt, notes)
+
+
+def _ranked(
+    conn: apsw.Connection,
+    terms: str,
+    query: embeddings.Vectors | None,
+    endpoint: embeddings.Endpoint | None,
+    notes: list[str],
+    limit: int,
+) -> list[search.Fact]:
+    """The facts to return, best first, by words and meaning (or words alone, saying why)."""
+    try:
+        cut = endpoint.max_distance if endpoint else 0.0
+        ranked = search.hybrid(conn, terms, query, max_distance=cut, limit=limit)
+    except embeddings.VectorError as error:
+        notes.append(f"words only: {error}")
+        ranked = search.by_words(conn, terms)[:limit]
+    facts = search.load(conn, ranked)
+    return [facts[rowid] for rowid in ranked if rowid in facts]
 
 
 def _embed_query(

@@ -335,7 +335,7 @@ def apply(
             audit.append(log, entries)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        store.rollback(conn)
         raise
     return outcome
 
