@@ -57,6 +57,8 @@ class FakeEmbeddings:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        # A client that gave up (a timed-out search, a killed writer) is not the fake's error.
+        self.server.handle_error = lambda request, address: None
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True)
         self.thread.start()
 

@@ -4,6 +4,7 @@ write.log line, nor a damaged database or index. bench/crash.py does the same 20
 from __future__ import annotations
 
 import json
+import math
 import random
 import signal
 import subprocess
@@ -16,27 +17,51 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 from _crash import WRITER, verify  # noqa: E402
+from fake_embeddings import FakeEmbeddings  # noqa: E402
+from fake_embeddings import vector as fake_vector  # noqa: E402
 
 from gate import store  # noqa: E402
 
 ROUNDS = 40
 
 
+def unit(values):
+    norm = math.sqrt(sum(v * v for v in values))
+    return [v / norm for v in values]
+
+
+@pytest.fixture(params=["words", "vectors"])
+def endpoint(request):
+    """No embeddings endpoint, or the fake one: then vectors must match facts after every kill."""
+    if request.param == "words":
+        yield None
+        return
+    fake = FakeEmbeddings(dimension=32)
+    yield fake
+    fake.close()
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
-def test_sigkill_at_random_points_loses_no_log_line(tmp_path):
+def test_sigkill_at_random_points_loses_no_log_line(tmp_path, endpoint):
     path = tmp_path / "memory" / "memory.db"
     store.connect(path).close()
+    extra = [endpoint.url] if endpoint else []
+    embed = (lambda text: unit(fake_vector(text, endpoint.dimension))) if endpoint else None
     rng = random.Random(20261129)
     for round_ in range(ROUNDS):
         writer = subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(path), str(round_)], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", WRITER, str(path), str(round_), *extra], stdout=subprocess.PIPE, text=True
         )
         assert writer.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.0, 0.15))
         writer.send_signal(signal.SIGKILL)
         writer.wait()
         writer.stdout.close()
-        verify(path)
-    writes, uncommitted, torn = verify(path)
+        verify(path, embed)
+    writes, uncommitted, torn = verify(path, embed)
     assert writes > ROUNDS  # the writers did get work done between kills
+    if endpoint:
+        conn = store.connect(path)
+        store.load_vectors(conn)
+        assert conn.execute("SELECT count(*) FROM facts_vec").fetchone()[0] > ROUNDS  # vectors were checked
     print(json.dumps({"writes": writes, "uncommitted_lines": uncommitted, "torn_lines": torn}))
