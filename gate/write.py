@@ -158,7 +158,7 @@ def _parse_op(index: int, raw: Any) -> tuple[Op | None, list[str]]:
             '{"op": "update", "id": 12, "text": "..."}.'
         ]
     name = raw.get("op")
-    if name not in _FIELDS:
+    if not isinstance(name, str) or name not in _FIELDS:
         return None, [f'{where}: "op" is {_show(name)}: use "insert", "update" or "delete".']
     allowed = _FIELDS[name]
     problems = []

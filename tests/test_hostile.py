@@ -27,7 +27,7 @@ JSON = st.recursive(
     max_leaves=12,
 )
 OP = st.fixed_dictionaries(
-    {"op": st.sampled_from(["insert", "update", "delete", "upsert", None, 3])},
+    {"op": st.one_of(st.sampled_from(["insert", "update", "delete", "upsert", None, 3]), JSON)},
     optional={
         "id": st.one_of(st.integers(-5, 50), ANY_TEXT, st.none(), st.booleans()),
         "topic": st.one_of(ANY_TEXT, st.integers(), st.none()),

@@ -182,3 +182,31 @@ def test_sigint_stops_the_server_cleanly(project, tmp_path):
     _, stderr = process.communicate(timeout=10)
     assert process.returncode == 0, stderr.decode()
     assert b"Traceback" not in stderr
+
+
+HOSTILE = [
+    ("memory_search", {"terms": 42}),
+    ("memory_search", {"terms": None}),
+    ("memory_search", {}),
+    ("memory_search", {"terms": "x" * 1_000_000}),
+    ("memory_search", {"terms": "\x00\x07 ' OR 1=1 -- NEAR( * ^"}),
+    ("memory_write", {"ops": [{"op": "insert", "topic": "t", "kind": "state", "text": "y" * 1_000_000}], "kept": []}),
+    ("memory_write", {"ops": [[[[[[[[[[[]]]]]]]]]]], "kept": [[[[]]]]}),
+    ("memory_write", {"ops": [{"op": "delete", "id": 10**30}], "kept": [-1]}),
+    ("memory_write", {"ops": None, "kept": None}),
+    ("memory_write", {"kept": []}),
+]
+
+
+def test_hostile_calls_get_an_answer_or_a_message_never_a_traceback(project, tmp_path):
+    async def script(client):
+        return [await client.call_tool(name, arguments) for name, arguments in HOSTILE]
+
+    results = run_client(project, tmp_path / "home", script)
+    for (name, arguments), result in zip(HOSTILE, results):
+        text = result.content[0].text
+        assert "Traceback" not in text and 'File "' not in text, (name, text[:300])
+        if result.is_error:
+            assert len(text) < 4000 and ("memory_write refused" in text or "Input should be" in text
+                                         or "Field required" in text), (name, text[:300])
+    assert not results[3].is_error  # a megabyte of search terms is just a long query

@@ -281,3 +281,8 @@ def test_a_credential_is_refused_by_kind_and_never_repeated(writer, field):
 def test_ids_out_of_range_are_not_fact_ids(writer, bad):
     assert "not a fact id" in refused(writer, [], [bad])
     assert "needs the id of the fact" in refused(writer, [{"op": "delete", "id": bad}])
+
+
+@pytest.mark.parametrize("name", [{"a": 1}, ["insert"], 3, None])
+def test_an_op_name_that_is_not_a_string_is_refused(writer, name):
+    assert '"op" is' in refused(writer, [{"op": name}])
