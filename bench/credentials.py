@@ -1,12 +1,13 @@
 """The credential check on real prose: how often it refuses what it should and nothing else.
 
-    python bench/secrets.py
+    python bench/credentials.py
 
 Negatives: the 200 observations of the public claude-mem-lite benchmark (developer prose full of
 "token", "password reset", "API key rotation", connection strings without passwords) and the
 negative samples of tests/test_secrets.py. Positives: the positive samples there (made-up
 credentials in the shapes providers issue). Prints the false refusals (which must be none) and
-the share of credentials caught, and the check's cost per fact.
+the share of credentials caught, and the check's cost per fact. (Not named secrets.py: tests put
+bench/ on sys.path, where that name would hide the standard library's secrets module.)
 """
 
 from __future__ import annotations
