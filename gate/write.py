@@ -8,7 +8,8 @@ contract, a turn answers for everything memory showed it.
 An accepted write inserts, updates and deletes facts, confirms the kept and updated ones, marks
 the turn's reads answered, brings the vectors of the facts it touched up to date (asked for
 before the transaction, stored in it: gate/vectors.py), and puts one line per change in
-write.log before it commits (see gate/audit.py for why in that order). The same write delivered
+write.log before it commits (see gate/audit.py for why in that order): the changes themselves go
+through gate/changeset.py, the one path every change to facts takes. The same write delivered
 twice, a retried call, is recognised and not applied again.
 """
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date as Date
@@ -26,7 +26,7 @@ from typing import Any
 
 import apsw
 
-from gate import audit, embeddings, ledger, secrets, store, vectors
+from gate import changeset, embeddings, ledger, secrets, store, vectors
 
 KINDS = ("state", "event", "decision", "trap")
 KIND_MEANING = {
@@ -126,8 +126,8 @@ def parse(ops: Any, kept: Any) -> tuple[list[Op], list[int], list[str]]:
         problems.append(f"kept must be a list of fact ids (got {_type(kept)}): e.g. [12, 15], or [].")
         kept = []
     for index, value in enumerate(kept):
-        if not _is_id(value):
-            problems.append(f"kept[{index}] is {_show(value)}, not a fact id: give the integer id, e.g. 12.")
+        if not is_id(value):
+            problems.append(f"kept[{index}] is {brief(value)}, not a fact id: give the integer id, e.g. 12.")
         elif value not in ids:
             ids.append(value)
 
@@ -154,12 +154,12 @@ def _parse_op(index: int, raw: Any) -> tuple[Op | None, list[str]]:
     where = f"ops[{index}]"
     if not isinstance(raw, dict):
         return None, [
-            f"{where} is {_show(raw)}, not a change: give an object such as "
+            f"{where} is {brief(raw)}, not a change: give an object such as "
             '{"op": "update", "id": 12, "text": "..."}.'
         ]
     name = raw.get("op")
     if not isinstance(name, str) or name not in _FIELDS:
-        return None, [f'{where}: "op" is {_show(name)}: use "insert", "update" or "delete".']
+        return None, [f'{where}: "op" is {brief(name)}: use "insert", "update" or "delete".']
     allowed = _FIELDS[name]
     problems = []
     unknown = [key for key in raw if key != "op" and key not in allowed]
@@ -172,8 +172,8 @@ def _parse_op(index: int, raw: Any) -> tuple[Op | None, list[str]]:
     values: dict[str, Any] = {}
     if "id" in allowed:
         fact_id = raw.get("id")
-        if not _is_id(fact_id):
-            problems.append(f"{where}: {name} needs the id of the fact, an integer (got {_show(fact_id)}).")
+        if not is_id(fact_id):
+            problems.append(f"{where}: {name} needs the id of the fact, an integer (got {brief(fact_id)}).")
         else:
             values["id"] = fact_id
     for key in ("topic", "kind", "text", "date"):
@@ -181,9 +181,9 @@ def _parse_op(index: int, raw: Any) -> tuple[Op | None, list[str]]:
             continue
         if key not in raw:
             if name == "insert" and key != "date":
-                problems.append(f"{where}: insert needs {key}{_hint(key)}.")
+                problems.append(f"{where}: insert needs {key}{hint(key)}.")
             continue
-        value, problem = _check_field(key, raw[key])
+        value, problem = check_field(key, raw[key])
         if problem:
             problems.append(f"{where}: {problem}")
         else:
@@ -199,7 +199,7 @@ def _parse_op(index: int, raw: Any) -> tuple[Op | None, list[str]]:
     return Op(index, name, **values), []
 
 
-def _hint(key: str) -> str:
+def hint(key: str) -> str:
     return {
         "topic": ' (a short subject, e.g. "deploy")',
         "kind": " (" + ", ".join(KINDS) + ")",
@@ -207,9 +207,11 @@ def _hint(key: str) -> str:
     }.get(key, "")
 
 
-def _check_field(key: str, value: Any) -> tuple[str | None, str | None]:
+def check_field(key: str, value: Any) -> tuple[str | None, str | None]:
+    """The value of topic, kind, text or date, trimmed, or the problem with it and its mend: the
+    checks every fact passes, by memory_write or `memory-gate import`."""
     if not isinstance(value, str):
-        return None, f"{key} must be a string (got {_show(value)})."
+        return None, f"{key} must be a string (got {brief(value)})."
     bad = _bad_character(value)
     if bad:
         return None, f"{key} holds {bad}: remove it."
@@ -217,7 +219,7 @@ def _check_field(key: str, value: Any) -> tuple[str | None, str | None]:
     if key == "kind":
         if value not in KINDS:
             choices = "; ".join(f"{kind} ({meaning})" for kind, meaning in KIND_MEANING.items())
-            return None, f"kind {_show(value)} is not one of the four: {choices}."
+            return None, f"kind {brief(value)} is not one of the four: {choices}."
         return value, None
     if key == "date":
         try:
@@ -225,10 +227,10 @@ def _check_field(key: str, value: Any) -> tuple[str | None, str | None]:
             if len(value) != 10:
                 raise ValueError
         except ValueError:
-            return None, f"date {_show(value)} is not a day: write YYYY-MM-DD, e.g. {Date.today().isoformat()}."
+            return None, f"date {brief(value)} is not a day: write YYYY-MM-DD, e.g. {Date.today().isoformat()}."
         return value, None
     if not value:
-        return None, f"{key} is empty: {_hint(key).strip(' ()')}."
+        return None, f"{key} is empty: {hint(key).strip(' ()')}."
     if key == "topic":
         if "\n" in value or "\r" in value:
             return None, "topic must be one line: put details in the text."
@@ -264,7 +266,7 @@ def _type(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _show(value: Any) -> str:
+def brief(value: Any) -> str:
     """A short rendering of what the agent sent, for a refusal; whatever it is."""
     try:
         shown = json.dumps(value, ensure_ascii=False)
@@ -273,7 +275,7 @@ def _show(value: Any) -> str:
     return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
-def _is_id(value: Any) -> bool:
+def is_id(value: Any) -> bool:
     """A fact id: a positive integer SQLite can hold (not a bool, not a float)."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 63
 
@@ -320,19 +322,13 @@ def apply(
         problems += _check_against_memory(conn, turn, parsed, kept_ids)
         if problems:
             raise Refused(problems)
-        outcome, entries = _apply(conn, turn, parsed, kept_ids, today or Date.today().isoformat())
-        vectors.sync(conn, [item["id"] for item in outcome.done], ahead)
-        seq = ledger.record_write(conn, turn)
-        conn.execute(
-            "INSERT INTO writes (id, session, turn, seq, tool_use_id, digest, changes, answer, at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                outcome.write_id, turn.session, turn.id, seq, tool_use_id, key,
-                len(entries), json.dumps(outcome.to_json()), ledger.now(),
-            ),
+        changes = changeset.ChangeSet(conn, changeset.author(turn), log)
+        outcome = _apply(changes, parsed, kept_ids, today or Date.today().isoformat())
+        # An update that changed nothing is in `done` too: its fact may still be owed a vector.
+        changes.finish(
+            turn, digest=key, answer=json.dumps(outcome.to_json()), ahead=ahead,
+            sync=[item["id"] for item in outcome.done], tool_use_id=tool_use_id,
         )
-        if log is not None:
-            audit.append(log, entries)
         conn.execute("COMMIT")
     except BaseException:
         store.rollback(conn)
@@ -359,9 +355,7 @@ def _embed_ahead(conn: apsw.Connection, endpoint: embeddings.Endpoint, ops: list
         elif op.op == "update" and op.id in current:
             topic, text = current[op.id]
             texts.append(vectors.fact_text(op.topic or topic, op.text or text))
-    touched = {op.id for op in ops}
-    waiting = [(fact, text) for fact, text in vectors.waiting(conn) if fact not in touched]
-    return vectors.prepare(endpoint, texts + [text for _, text in waiting], [fact for fact, _ in waiting])
+    return changeset.embed_ahead(conn, endpoint, texts, {op.id for op in ops})
 
 
 def _replay(conn: apsw.Connection, turn: ledger.Turn, key: str, tool_use_id: str | None) -> Outcome | None:
@@ -426,69 +420,32 @@ def _existing(conn: apsw.Connection, ids: list[int]) -> set[int]:
     return {row[0] for row in conn.execute(f"SELECT id FROM facts WHERE id IN ({marks})", tuple(ids))}
 
 
-_SNAPSHOT = "SELECT topic, kind, text, date FROM facts WHERE id = ?"
-
-
-def _snapshot(conn: apsw.Connection, fact_id: int) -> dict[str, str]:
-    topic, kind, text, day = conn.execute(_SNAPSHOT, (fact_id,)).fetchone()
-    return {"topic": topic, "kind": kind, "text": text, "date": day}
-
-
-def _apply(
-    conn: apsw.Connection, turn: ledger.Turn, ops: list[Op], kept: list[int], today: str
-) -> tuple[Outcome, list[dict]]:
-    stamp = ledger.now()
-    outcome = Outcome(write_id=uuid.uuid4().hex)
-    entries: list[dict] = []
-
-    def log(op: str, fact_id: int, before: dict | None, after: dict | None) -> None:
-        current = after or before or {}
-        entry = {
-            "time": stamp, "write": outcome.write_id, "op": op, "id": fact_id,
-            "topic": current.get("topic"), "kind": current.get("kind"),
-        }
-        if before is not None:
-            entry["before"] = before
-        if after is not None:
-            entry["after"] = after
-        entry |= {"session": turn.session, "turn": turn.prompt_id or f"server:{turn.id}", "words": turn.prompt}
-        entries.append(entry)
-
+def _apply(changes: changeset.ChangeSet, ops: list[Op], kept: list[int], today: str) -> Outcome:
+    conn = changes.conn
+    outcome = Outcome(write_id=changes.write_id)
     for op in ops:
         if op.op == "insert":
             after = {"topic": op.topic, "kind": op.kind, "text": op.text, "date": op.date or today}
-            fact_id = conn.execute(
-                "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (after["topic"], after["kind"], after["text"], after["date"], stamp, stamp, stamp),
-            ).fetchone()[0]
+            fact_id = changes.insert(after)
             outcome.done.append({"op": "insert", "id": fact_id, "topic": after["topic"]})
-            log("insert", fact_id, None, after)
         elif op.op == "update":
-            before = _snapshot(conn, op.id)
+            before = changes.snapshot(op.id)
             after = before | op.changes()
             if after == before:
-                conn.execute("UPDATE facts SET confirmed = ? WHERE id = ?", (stamp, op.id))
+                changes.confirm(op.id)
                 outcome.done.append({"op": "unchanged", "id": op.id})
                 continue
-            conn.execute(
-                "UPDATE facts SET topic = ?, kind = ?, text = ?, date = ?, updated = ?,"
-                " confirmed = ?, rev = rev + 1 WHERE id = ?",
-                (after["topic"], after["kind"], after["text"], after["date"], stamp, stamp, op.id),
-            )
+            changes.update(op.id, before, after)
             outcome.done.append({"op": "update", "id": op.id})
-            log("update", op.id, before, after)
         else:
-            before = _snapshot(conn, op.id)
-            conn.execute("DELETE FROM facts WHERE id = ?", (op.id,))
+            changes.delete(op.id, changes.snapshot(op.id))
             outcome.done.append({"op": "delete", "id": op.id})
-            log("delete", op.id, before, None)
 
     existing = _existing(conn, kept)
     for fact in kept:
         if fact in existing:
-            conn.execute("UPDATE facts SET confirmed = ? WHERE id = ?", (stamp, fact))
+            changes.confirm(fact)
             outcome.kept.append(fact)
         else:
             outcome.notes.append(f"fact {fact} was deleted by another session after this turn read it.")
-    return outcome, entries
+    return outcome
