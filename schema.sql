@@ -210,6 +210,26 @@ CREATE TABLE context_vectors (
     PRIMARY KEY (model, text)
 ) WITHOUT ROWID;
 
+-- version 4: what each search cost the agent's context; facts by last change and confirmation
+
+-- One row per recorded memory_search, written in the search's own transaction: how many facts it
+-- returned, how many in full (the others as their id only), and the characters of the answer the
+-- model reads (the structured JSON, which Claude Code shows the model in place of the text).
+-- `memory-gate stats` averages them.
+CREATE TABLE searches (
+    id    INTEGER PRIMARY KEY,
+    turn  INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+    at    TEXT NOT NULL,
+    facts INTEGER NOT NULL,
+    full  INTEGER NOT NULL,
+    chars INTEGER NOT NULL
+);
+
+-- `memory-gate show` lists facts newest change first and `memory-gate review` the longest
+-- unconfirmed first: read in index order, a large memory streams without a sort.
+CREATE INDEX facts_by_updated ON facts (updated);
+CREATE INDEX facts_by_confirmed ON facts (confirmed);
+
 -- template vectors: the vector index (sqlite-vec), {bits} = the dimension rounded up to bytes
 
 -- One row per fact, rowid = fact id. `embedding` is the fact's unit-length float32 vector,

@@ -1,5 +1,6 @@
 """The two tools as the agent meets them, apart from any transport: a search that records what
-it showed the turn, and a write checked against it. gate/server.py puts these behind MCP.
+it showed the turn (and what its answer cost the context: gate/stats.py), and a write checked
+against it. gate/server.py puts these behind MCP.
 
 With an embeddings endpoint, a search embeds its query before its transaction and ranks by words
 and meaning; when meaning fails, it ranks by words and says why in one line of the answer."""
@@ -12,7 +13,7 @@ from typing import Any
 
 import apsw
 
-from gate import embeddings, ledger, render, search, store, write
+from gate import embeddings, ledger, render, search, stats, store, write
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,11 @@ def memory_search(
             seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered])
             results = [render.Result(fact, full=seen.get(fact.id) != fact.rev) for fact in ordered]
             ledger.record_search(conn, turn, [(fact.id, fact.rev) for fact in ordered])
+            answer = SearchAnswer(terms, results, turn.prompt, notes)
+            stats.record_search(
+                conn, turn.id, facts=len(results), full=sum(result.full for result in results),
+                chars=stats.answer_chars(answer.structured()), at=ledger.now(),
+            )
             conn.execute("COMMIT")
         except BaseException:
             store.rollback(conn)
@@ -74,7 +80,7 @@ def memory_search(
         notes.append(f"this search was not recorded: {store.explain(error)}")
         ordered = _ranked(conn, terms, query, endpoint, notes, limit)
         return SearchAnswer(terms, [render.Result(fact, full=True) for fact in ordered], None, notes)
-    return SearchAnswer(terms, results, turn.prompt, notes)
+    return answer
 
 
 def _ranked(

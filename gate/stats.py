@@ -1,0 +1,105 @@
+"""What memory holds and what it costs: the figures of `memory-gate stats`.
+
+The turn figures come from the ledger. A turn is *gated* when a hook opened it for an owner's
+prompt and the gate ruled on its answer (`turns.outcome` is set). It *complied* when the answer
+went out with memory kept up to date ('met'): either at once, never held, or after the gate held
+it back and the model did what was missing; it was *released unmet* when the gate let it out after
+holding it as often as it may ('released'). Hook turns with no outcome are *unsettled*: still
+running, stopped before the Stop hook, or a prompt Claude Code made up itself (a subagent's
+notification), which is not gated. Turns of a client without hooks are counted apart: nothing
+holds their answers. The command line's own turns (`memory-gate undo`, `import`) are left out.
+
+What a search costs the context is recorded by each search in its own transaction (table
+`searches`): the characters of the answer the model reads. Tokens are estimated at CHARS_PER_TOKEN
+characters each, about right for English prose and JSON; code, and text in other scripts, take
+more tokens per character, so read the estimate as a floor.
+"""
+
+from __future__ import annotations
+
+import json
+
+import apsw
+
+from gate.changeset import CLI_SESSION
+from gate.write import KINDS
+
+CHARS_PER_TOKEN = 4
+
+
+def answer_chars(structured: dict) -> int:
+    """The size of a tool answer as the model reads it: its structured JSON, compact."""
+    return len(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
+
+
+def record_search(conn: apsw.Connection, turn_id: int, *, facts: int, full: int, chars: int, at: str) -> None:
+    """Inside the search's transaction: what it returned and what that cost."""
+    conn.execute(
+        "INSERT INTO searches (turn, at, facts, full, chars) VALUES (?, ?, ?, ?, ?)",
+        (turn_id, at, facts, full, chars),
+    )
+
+
+def tokens(chars: float) -> int:
+    return round(chars / CHARS_PER_TOKEN)
+
+
+def report(conn: apsw.Connection) -> dict:
+    """Every figure, as plain values (counts, and averages rounded to one decimal)."""
+    kinds = dict(conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
+    facts = {kind: kinds.get(kind, 0) for kind in KINDS}
+    facts["total"] = sum(facts.values())
+
+    hook, at_once, after_hold, released, unsettled, without_hooks = conn.execute(
+        "SELECT count(prompt_id),"
+        " count(CASE WHEN outcome = 'met' AND holds = 0 THEN 1 END),"
+        " count(CASE WHEN outcome = 'met' AND holds > 0 THEN 1 END),"
+        " count(CASE WHEN outcome = 'released' THEN 1 END),"
+        " count(CASE WHEN prompt_id IS NOT NULL AND outcome IS NULL THEN 1 END),"
+        " count(CASE WHEN prompt_id IS NULL THEN 1 END)"
+        " FROM turns WHERE session != ?",
+        (CLI_SESSION,),
+    ).fetchone()
+    gated = at_once + after_hold + released
+    turns = {
+        "gated": gated,
+        "complied": at_once + after_hold,
+        "complied_at_once": at_once,
+        "complied_after_hold": after_hold,
+        "released_unmet": released,
+        "complied_share": _share(at_once + after_hold, gated),
+        "unsettled": unsettled,
+        "without_hooks": without_hooks,
+    }
+
+    searched, read = conn.execute(
+        "SELECT count(*), coalesce(sum((SELECT count(*) FROM reads WHERE reads.turn = turns.id)), 0)"
+        " FROM turns WHERE searched > 0 AND session != ?",
+        (CLI_SESSION,),
+    ).fetchone()
+    reads = {"turns_that_searched": searched, "facts_read": read, "per_turn": _mean(read, searched)}
+
+    total = conn.execute("SELECT coalesce(sum(searched), 0) FROM turns WHERE session != ?", (CLI_SESSION,)).fetchone()[0]
+    count, facts_sum, full_sum, chars_sum = conn.execute(
+        "SELECT count(*), coalesce(sum(facts), 0), coalesce(sum(full), 0), coalesce(sum(chars), 0) FROM searches"
+    ).fetchone()
+    per_search = chars_sum / count if count else 0.0
+    searches = {
+        # Searches made before their cost was recorded (older databases) count in `total` only.
+        "total": total,
+        "recorded": count,
+        "facts_per_search": _mean(facts_sum, count),
+        "in_full_per_search": _mean(full_sum, count),
+        "chars_per_search": round(per_search, 1),
+        "tokens_per_search": tokens(per_search),
+    }
+    return {"facts": facts, "turns": turns, "reads": reads, "searches": searches}
+
+
+def _mean(total: float, count: int) -> float:
+    return round(total / count, 1) if count else 0.0
+
+
+def _share(part: int, whole: int) -> float | None:
+    """A percentage, or None when there is nothing to divide."""
+    return round(100 * part / whole, 1) if whole else None
