@@ -9,12 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import deque
 from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 
 import apsw
 
-from gate import audit, config, embeddings, query, search, store, vectors
+from gate import audit, commands, config, embeddings, history, query, search, store, terminal, vectors
+from gate.terminal import UserError
+from gate.write import KINDS
 
 EXAMPLES = {
     "serve": "memory-gate serve          # Claude Code starts this through the plugin or .mcp.json",
@@ -26,31 +30,20 @@ EXAMPLES = {
     "  memory-gate install --project .   # this project only, in your personal files\n"
     "  memory-gate install --dry-run",
     "uninstall": "memory-gate uninstall\n  memory-gate uninstall --project .",
+    "show": "memory-gate show --kind trap\n  memory-gate show --topic deploy --since 2026-11-01 --json",
+    "history": "memory-gate history 12\n  memory-gate history 12 --json",
+    "undo": "memory-gate log --fact 12          # each change starts with its ENTRY, e.g. 3b8747aa:12\n"
+    "  memory-gate undo 3b8747aa:12",
+    "review": "memory-gate review\n  memory-gate review --days 90 --json",
+    "stats": "memory-gate stats\n  memory-gate stats --json",
+    "export": "memory-gate export --output memory.jsonl\n  memory-gate export > memory.jsonl",
+    "import": "memory-gate import memory.jsonl\n  memory-gate import --new-ids --dry-run other-project.jsonl",
 }
 
 
-class UserError(Exception):
-    """Something the user can put right; the message says how."""
-
-
-def _settings(args: argparse.Namespace) -> config.Settings:
-    settings = config.load()
-    if args.db is not None:
-        settings = settings.replace(database=str(Path(args.db).absolute()))
-    return settings
-
-
-def _open_existing(settings: config.Settings) -> tuple[Path, apsw.Connection]:
-    path = Path(config.find_database(settings))
-    if not path.exists():
-        raise UserError(
-            f"no memory yet for {settings.cwd} (looked for {path}). It is created by the first "
-            "memory_write; use --db PATH or MEMORY_GATE_DB to point at another database."
-        )
-    try:
-        return path, store.connect(path, create=False)
-    except store.StoreError as error:
-        raise UserError(str(error)) from error
+# Shared by every command (gate/commands.py too), so they live in gate/terminal.py.
+_settings = terminal.settings
+_open_existing = terminal.open_existing
 
 
 # -- serve ----------------------------------------------------------------------------------
@@ -95,26 +88,36 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_log(args: argparse.Namespace) -> int:
     path, conn = _open_existing(_settings(args))
-    committed = set(audit.committed_writes(conn))
-    shown = list(audit.entries(audit.log_path(path), fact=args.fact, session=args.session, since=args.since))
+    found = audit.entries(audit.log_path(path), fact=args.fact, session=args.session, since=args.since)
     if args.limit:
-        shown = shown[-args.limit :]
-    for entry in shown:
-        entry["committed"] = entry.get("write") in committed
+        found = deque(found, maxlen=args.limit)  # the last N, without holding the rest
+    committed = history.Committed(conn)
+    shown = (_marked(entry, committed) for entry in found)
     if args.json:
-        print(json.dumps(shown, ensure_ascii=False, indent=2))
+        terminal.json_list(shown, sys.stdout)
         return 0
-    if not shown:
-        print("no changes logged" + (" that match" if args.fact or args.session or args.since else ""))
+    count = 0
     for entry in shown:
         _print_entry(entry)
+        count += 1
+    if not count:
+        print("no changes logged" + (" that match" if args.fact or args.session or args.since else ""))
     return 0
+
+
+def _marked(entry: dict, committed: history.Committed) -> dict:
+    """The entry with whether it committed, and its name for `undo` and `history`."""
+    entry["committed"] = committed(entry.get("write"))
+    if isinstance(entry.get("write"), str) and isinstance(entry.get("id"), int):
+        entry["entry"] = history.entry_name(entry["write"], entry["id"])
+    return entry
 
 
 def _print_entry(entry: dict) -> None:
     when = str(entry.get("time", "?")).replace("T", " ").rstrip("Z")
     flag = "" if entry["committed"] else "  (never committed)"
-    print(f"{when}  {entry.get('op')} [{entry.get('id')}] {entry.get('topic')} ({entry.get('kind')}){flag}")
+    name = entry.get("entry", "?")
+    print(f"{name}  {when}  {entry.get('op')} [{entry.get('id')}] {entry.get('topic')} ({entry.get('kind')}){flag}")
     print(f"    session {entry.get('session')}  turn {entry.get('turn')}")
     before, after = entry.get("before"), entry.get("after")
     if before and after:
@@ -183,7 +186,12 @@ def doctor_report(settings: config.Settings) -> tuple[dict, list[str]]:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    report, problems = doctor_report(_settings(args))
+    from gate.context import report as injected_context
+
+    settings = _settings(args)
+    report, problems = doctor_report(settings)
+    report["injected_context"], found = injected_context.doctor(settings)
+    problems = problems + found
     if args.json:
         print(json.dumps({**report, "problems": problems}, indent=2))
     else:
@@ -258,7 +266,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         raise UserError(str(error)) from error
     # Patient, unlike a turn: a slow batch is waited for, not skipped.
     endpoint = embeddings.Endpoint(settings.embed_url, settings.embed_model, quiet_after_timeout=0.0)
-    show = _Progress(sys.stdout)
+    show = terminal.Progress(sys.stdout)
     try:
         rebuilt = vectors.rebuild(conn, endpoint, progress=show)
     except embeddings.VectorError as error:
@@ -280,38 +288,72 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Progress:
-    """A bar on a terminal, a plain line every tenth of the way otherwise (logs, pipes)."""
-
-    def __init__(self, stream):
-        self.stream, self.tty, self.shown = stream, stream.isatty(), -1
-
-    def __call__(self, done: int, total: int) -> None:
-        step = 10 * done // max(total, 1)
-        if self.tty:
-            filled = 30 * done // max(total, 1)
-            self.stream.write(f"\rvectors [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
-            self.stream.flush()
-        elif step > self.shown:
-            print(f"vectors: {done}/{total} facts", file=self.stream, flush=True)
-        self.shown = step
-
-    def done(self) -> None:
-        if self.tty and self.shown >= 0:
-            self.stream.write("\n")
-
-
 # -- parser ---------------------------------------------------------------------------------
 
 COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
     "serve": ("run the MCP server on stdio (memory_search, memory_write)", cmd_serve),
     "search": ("search memory by words, as memory_search ranks it (records nothing)", cmd_search),
     "log": ("show write.log: every change, what it replaced, who and why", cmd_log),
+    "show": ("list the facts, the most recently changed first", commands.cmd_show),
+    "history": ("every version of one fact from write.log, oldest first: who, when and why", commands.cmd_history),
+    "undo": ("revert one logged change (itself logged as a change)", commands.cmd_undo),
+    "review": ("facts no turn has kept or updated in N days, the longest first: what may be stale", commands.cmd_review),
+    "stats": ("facts by kind, how turns complied with the gate, and what a search costs the context", commands.cmd_stats),
+    "export": ("write every fact as JSON lines, ids and bookkeeping included (memory is unchanged)", commands.cmd_export),
+    "import": ("add the facts of a JSON lines file, all or none, each logged; duplicates are skipped", commands.cmd_import),
     "doctor": ("check the database, the index and write.log; print versions and counts", cmd_doctor),
     "reindex": ("rebuild the word index and the vectors from the facts (with an embeddings endpoint)", cmd_reindex),
     "install": ("put memory-gate's hooks, MCP server and tool permissions into Claude Code's settings (no plugin needed)", cmd_install),
     "uninstall": ("take out of Claude Code's settings exactly what install put in", cmd_uninstall),
 }
+
+
+def _day(text: str) -> str:
+    """argparse type: a day, YYYY-MM-DD."""
+    try:
+        if len(text) == 10 and date.fromisoformat(text):
+            return text
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"{text!r} is not a day: write YYYY-MM-DD, e.g. 2026-11-01")
+
+
+def _count(text: str) -> int:
+    """argparse type: a positive whole number."""
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+
+
+def _people(add: Callable[[str], argparse.ArgumentParser]) -> None:
+    """The arguments of the owner's everyday commands (gate/commands.py)."""
+    sub = add("show")
+    sub.add_argument("--topic", metavar="T", help="only facts whose topic holds T (any case)")
+    sub.add_argument("--kind", choices=KINDS, help="only facts of this kind")
+    sub.add_argument("--since", metavar="DATE", type=_day, help="only facts changed on or after this day (YYYY-MM-DD)")
+    sub.add_argument("--limit", type=_count, metavar="N", help="at most N facts")
+    sub.add_argument("--json", action="store_true", help="print a JSON list of facts, bookkeeping included")
+    sub = add("history")
+    sub.add_argument("id", type=_count, metavar="ID", help="the fact's id")
+    sub.add_argument("--json", action="store_true", help="print a JSON list of its changes")
+    sub = add("undo")
+    sub.add_argument("entry", type=commands.entry_argument, metavar="ENTRY",
+                     help="the change, WRITE:FACT as `memory-gate log` and `history` print it (e.g. 3b8747aa:12)")
+    sub.add_argument("--json", action="store_true", help="print what was undone as JSON")
+    sub = add("review")
+    sub.add_argument("--days", type=_count, default=commands.REVIEW_DAYS, metavar="N",
+                     help=f"not confirmed in this many days (default {commands.REVIEW_DAYS})")
+    sub.add_argument("--limit", type=_count, metavar="N", help="at most N facts")
+    sub.add_argument("--json", action="store_true", help="print a JSON list of facts")
+    sub = add("stats")
+    sub.add_argument("--json", action="store_true", help="print the figures as JSON")
+    sub = add("export")
+    sub.add_argument("--output", "-o", metavar="FILE", help="write to FILE (made private, replaced whole) instead of standard output")
+    sub = add("import")
+    sub.add_argument("file", metavar="FILE", help="JSON lines, one fact a line, as export writes them; - reads standard input")
+    sub.add_argument("--new-ids", action="store_true", help="give every fact a new id (facts from another project's memory)")
+    sub.add_argument("--dry-run", action="store_true", help="check the file and say what would happen; change nothing")
+    sub.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -342,8 +384,9 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("--fact", type=int, metavar="ID", help="only changes to this fact")
     sub.add_argument("--session", metavar="ID", help="only changes made by this session")
     sub.add_argument("--since", metavar="DATE", help="only changes on or after this day (YYYY-MM-DD) or time")
-    sub.add_argument("--limit", type=int, metavar="N", help="only the last N changes")
+    sub.add_argument("--limit", type=_count, metavar="N", help="only the last N changes")
     sub.add_argument("--json", action="store_true", help="print a JSON list of log entries")
+    _people(add)
     sub = add("doctor")
     sub.add_argument("--json", action="store_true", help="print the report as JSON")
     add("reindex")
@@ -360,6 +403,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.handler(args)
     except (UserError, config.ConfigError) as error:
