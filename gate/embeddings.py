@@ -10,8 +10,8 @@ by list order), numbers or base64 float32 (`encoding_format: "float"` is always 
 OpenAI's SDKs and some servers answer base64 anyway), all one length, finite, not zero; then
 scaled to unit length, so that cosine is all that matters downstream.
 
-A deadline bounds each request as a whole, not each socket read, so a server that trickles its
-answer cannot hold a turn either; after a time-out the endpoint is left alone for a while, so
+A deadline bounds each request as a whole (gate/post.py), so a server that trickles its answer
+cannot hold a turn either; after a time-out the endpoint is left alone for a while, so
 the rest of the session's turns do not each wait for it again. The standard library only:
 http.client is imported on first use, and numpy (86 ms to import) is not needed.
 """
@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gate import config
+from gate import config, post
 
 QUERY, DOCUMENT = "query", "document"
 
@@ -86,70 +86,17 @@ class Endpoint:
         body = json.dumps(
             {"input": list(texts), "model": self.model, "encoding_format": "float", "input_type": role}
         ).encode()
-        import http.client
-
         try:
-            status, payload = _post(self.url, body, started + timeout)
-        except TimeoutError:
+            status, payload = post.post_json(self.url, body, started + timeout, limit=MAX_ANSWER_BYTES)
+        except post.Unanswered as error:
+            if not error.timed_out:
+                raise VectorError(f"embeddings endpoint {error}") from None
             self._quiet_reason = f"embeddings endpoint did not answer within {timeout:g} s"
             self._quiet_until = time.monotonic() + self.quiet_after_timeout
             raise VectorError(self._quiet_reason) from None
-        except http.client.HTTPException as error:
-            raise VectorError(f"embeddings endpoint broke off its answer ({type(error).__name__})") from None
-        except OSError as error:
-            reason = (error.strerror or type(error).__name__).lower()
-            raise VectorError(f"embeddings endpoint unreachable ({reason})") from None
         if status != 200:
-            raise VectorError(f"embeddings endpoint answered HTTP {status}{_server_says(payload)}")
+            raise VectorError(f"embeddings endpoint answered HTTP {status}{post.server_says(payload)}")
         return parse_answer(payload, len(texts), self.model)
-
-
-def _post(url: str, body: bytes, deadline: float) -> tuple[int, bytes]:
-    """POST `body` as JSON; the status and the whole answer, all before `deadline` (a
-    time.monotonic() value) or TimeoutError. Socket time-outs alone would let a server that
-    trickles its answer byte by byte hold a turn indefinitely."""
-    import http.client
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    connection = kind(parts.hostname, parts.port, timeout=_left(deadline))
-    try:
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        connection.request("POST", path, body, headers)
-        sock = connection.sock  # getresponse() may hand the socket over to the response
-        sock.settimeout(_left(deadline))
-        response = connection.getresponse()
-        chunks, size = [], 0
-        while True:
-            sock.settimeout(_left(deadline))
-            chunk = response.read1(1 << 16)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > MAX_ANSWER_BYTES:
-                raise http.client.HTTPException("answer too large")
-            chunks.append(chunk)
-        return response.status, b"".join(chunks)
-    finally:
-        connection.close()
-
-
-def _left(deadline: float) -> float:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError
-    return left
-
-
-def _server_says(payload: bytes) -> str:
-    try:
-        message = json.loads(payload)["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        return ""
-    message = " ".join(str(message).split())
-    return f": {message[:80]}" if message else ""
 
 
 def parse_answer(payload: bytes, count: int, model: str) -> Vectors:

@@ -15,7 +15,8 @@ that trickles its answer cannot hold the prompt. The standard library only, impo
 from __future__ import annotations
 
 import math
-import time
+
+from gate import post
 
 MAX_ANSWER_BYTES = 1 << 20
 YES, NO = ("yes", "sim"), ("no", "não", "nao")
@@ -46,11 +47,14 @@ def ask(url: str, model: str | None, system: str, question: str, *, deadline: fl
 
     for logprobs in (True, False):
         body = json.dumps(request_body(model, system, question, logprobs=logprobs)).encode()
-        status, payload = _post(url, body, deadline)
+        try:
+            status, payload = post.post_json(url, body, deadline, limit=MAX_ANSWER_BYTES)
+        except post.Unanswered as error:
+            raise ChatError(f"chat endpoint {error}") from None
         if status == 400 and logprobs:
             continue  # a server that will not give log-probabilities: ask for the word alone
         if status != 200:
-            raise ChatError(f"chat endpoint answered HTTP {status}{_server_says(payload)}")
+            raise ChatError(f"chat endpoint answered HTTP {status}{post.server_says(payload)}")
         return parse_answer(payload)
     raise ChatError("chat endpoint refused the question (HTTP 400)")  # pragma: no cover
 
@@ -116,61 +120,3 @@ def _word(text: str) -> str:
         if word:
             return word
     return ""
-
-
-# -- HTTP -------------------------------------------------------------------------------------
-
-
-def _post(url: str, body: bytes, deadline: float) -> tuple[int, bytes]:
-    """POST JSON; the status and whole answer before `deadline`, or ChatError."""
-    import http.client
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    try:
-        connection = kind(parts.hostname, parts.port, timeout=_left(deadline))
-        try:
-            path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-            connection.request("POST", path, body, {"Content-Type": "application/json", "Accept": "application/json"})
-            sock = connection.sock
-            sock.settimeout(_left(deadline))
-            response = connection.getresponse()
-            chunks, size = [], 0
-            while True:
-                sock.settimeout(_left(deadline))
-                chunk = response.read1(1 << 16)
-                if not chunk:
-                    break
-                size += len(chunk)
-                if size > MAX_ANSWER_BYTES:
-                    raise ChatError("chat endpoint answered more than 1 MiB")
-                chunks.append(chunk)
-            return response.status, b"".join(chunks)
-        finally:
-            connection.close()
-    except TimeoutError:
-        raise ChatError("chat endpoint did not answer in time") from None
-    except http.client.HTTPException as error:
-        raise ChatError(f"chat endpoint broke off its answer ({type(error).__name__})") from None
-    except OSError as error:
-        reason = (error.strerror or type(error).__name__).lower()
-        raise ChatError(f"chat endpoint unreachable ({reason})") from None
-
-
-def _left(deadline: float) -> float:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError
-    return left
-
-
-def _server_says(payload: bytes) -> str:
-    import json
-
-    try:
-        message = json.loads(payload)["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        return ""
-    message = " ".join(str(message).split())
-    return f": {message[:80]}" if message else ""
