@@ -2,13 +2,15 @@
 
 `memory-gate hook EVENT [--tools PREFIX]` with the hook's JSON on stdin, for the settings hooks
 UserPromptSubmit, PreToolUse, SessionStart and Stop, and for the mod's two questions: `Hold`,
-asked before a final answer goes out, and `Status`, when the model calls the mod's tool itself. PREFIX is how the memory tools are named in this install
-(`mcp__plugin_memory-gate_memory__` from the plugin), so that messages name the exact tool.
+asked before a final answer goes out, and `Status`, when the model calls the mod's tool itself.
+PREFIX is how the memory tools are named in this install (`mcp__plugin_memory-gate_memory__`
+from the plugin), so that messages name the exact tool.
 
 This is the per-turn path: it imports the standard library and the SQLite binding only (JSON
-through gate/jsonlite.py, cheaper to import than `json`), and fails open. A missing, locked or
-corrupt database, input that is not what Claude Code sends, an unknown event, any bug: the hook
-exits 0 with one warning line for the owner and the turn goes on. Memory must never lock the owner out of their agent; a block is a decision, never a crash.
+through gate/jsonlite.py, cheaper to import than `json`), and fails open (gate/hookio.py): a
+missing, locked or corrupt database, input that is not what Claude Code sends, an unknown event,
+any bug, and the hook exits 0 with one warning line for the owner while the turn goes on. Memory
+must never lock the owner out of their agent; a block is a decision, never a crash.
 """
 
 from __future__ import annotations
@@ -16,9 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-import apsw
-
-from gate import config, jsonlite, ledger, store
+from gate import config, hookio, ledger, store
 
 # Times the mod may hold one turn's answer back before it lets the answer out unmet.
 MAX_HOLDS = 3
@@ -42,15 +42,11 @@ def automated(prompt: str | None) -> bool:
     return isinstance(prompt, str) and prompt.lstrip().startswith(AUTOMATED)
 
 
-class Skip(Exception):
-    """The hook has nothing to do, or cannot do it: the turn goes on."""
-
-
 def _open(payload: dict, *, create: bool):
     settings = config.load(cwd=payload.get("cwd") or None)
     path = config.find_database(settings)
     if not create and not os.path.exists(path):
-        raise Skip
+        raise hookio.Skip
     return store.connect(path, busy_ms=BUSY_MS)
 
 
@@ -188,13 +184,6 @@ EVENTS = {
 # -- entry point ------------------------------------------------------------------------------
 
 
-def _warn(message: str) -> int:
-    line = f"memory-gate: {message}"
-    print(jsonlite.dumps({"systemMessage": line}))
-    print(line, file=sys.stderr)
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     prefix = ""
@@ -204,25 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         del args[at : at + 2]
     event = args[0] if args else ""
     handler = EVENTS.get(event)
-    if handler is None:
-        return _warn(f"unknown hook event {event!r}; memory is off for this event (expected one of {', '.join(EVENTS)})")
-    try:
-        payload = jsonlite.loads(sys.stdin.read() or "null")
-    except (ValueError, UnicodeDecodeError):
-        return _warn(f"{event} hook input is not JSON; memory is off for this event")
-    if not isinstance(payload, dict):
-        return _warn(f"{event} hook input is not a JSON object; memory is off for this event")
-    try:
-        output = handler(payload, prefix)
-    except Skip:
-        output = None
-    except (apsw.Error, store.StoreError, OSError) as error:
-        return _warn(f"{event} hook skipped: {store.explain(error)}; memory is off for this event")
-    except Exception as error:  # fail open, whatever went wrong
-        return _warn(f"{event} hook skipped ({type(error).__name__}: {error}); memory is off for this event")
-    if output:
-        print(jsonlite.dumps(output))
-    return 0
+    run = (lambda payload: handler(payload, prefix)) if handler else None
+    return hookio.serve(event, run, known=EVENTS, name="memory-gate", off="memory is off for this event")
 
 
 if __name__ == "__main__":

@@ -235,8 +235,8 @@ def test_answers_for_files_that_are_not_rules_are_ignored(project, tmp_path):
         ("UserPromptSubmit", '{"prompt": "x"}', "no session_id"),
         ("UserPromptSubmit", '{"session_id": "s", "prompt": 3}', "no prompt"),
         ("Answered", '{"session_id": "s", "labels": []}', "no labels"),
-        ("Bogus", "{}", "unknown event"),
-        ("", "{}", "unknown event"),
+        ("Bogus", "{}", "unknown hook event"),
+        ("", "{}", "unknown hook event"),
     ],
 )
 def test_malformed_input_fails_open_with_one_warning(project, event, stdin, says):

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import sys
 
-from gate import config, jsonlite
+from gate import config, hookio
 
-PREFIX = "injected-context: "
+NAME = "injected-context"
 
 
 def _text(payload: dict, key: str) -> str:
@@ -89,32 +89,10 @@ EVENTS = {
 }
 
 
-def _warn(message: str) -> int:
-    line = PREFIX + message
-    print(jsonlite.dumps({"systemMessage": line}))
-    print(line, file=sys.stderr)
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     event = args[0] if args else ""
-    handler = EVENTS.get(event)
-    if handler is None:
-        return _warn(f"unknown event {event!r}; no rules injected (expected one of {', '.join(EVENTS)})")
-    try:
-        payload = jsonlite.loads(sys.stdin.read() or "null")
-    except (ValueError, UnicodeDecodeError):
-        return _warn(f"{event} input is not JSON; no rules injected for this prompt")
-    if not isinstance(payload, dict):
-        return _warn(f"{event} input is not a JSON object; no rules injected for this prompt")
-    try:
-        output = handler(payload)
-    except Exception as error:  # fail open, whatever went wrong
-        return _warn(f"{event} skipped ({type(error).__name__}: {error}); no rules injected for this prompt")
-    if output:
-        print(jsonlite.dumps(output))
-    return 0
+    return hookio.serve(event, EVENTS.get(event), known=EVENTS, name=NAME, off="no rules injected for this prompt")
 
 
 if __name__ == "__main__":

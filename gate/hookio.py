@@ -1,0 +1,61 @@
+"""The part every hook process shares: read Claude Code's JSON, answer in JSON, fail open.
+
+A hook must never lock the owner out of their agent. Whatever goes wrong (input that is not a
+JSON object, an unknown event, a database that is missing, locked or damaged, a bug), the process
+exits 0 with one warning line for the owner (`systemMessage`, and the same on stderr) and the turn
+goes on without the hook. Exit 2 is never used: on UserPromptSubmit it would erase the prompt.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import apsw
+
+from gate import jsonlite, store
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the hooks' import path stays light
+    from collections.abc import Callable, Iterable
+
+
+class Skip(Exception):
+    """The hook has nothing to do, or cannot do it: the turn goes on, nothing said."""
+
+
+def warn(line: str) -> int:
+    print(jsonlite.dumps({"systemMessage": line}))
+    print(line, file=sys.stderr)
+    return 0
+
+
+def serve(
+    event: str,
+    handler: Callable[[dict], dict | None] | None,
+    *,
+    known: Iterable[str],
+    name: str,
+    off: str,
+) -> int:
+    """Run one hook: `handler` gets the input object and returns the answer object (or None).
+    `name` starts every warning ("memory-gate"), `off` says what the owner loses ("memory is off
+    for this event")."""
+    if handler is None:
+        return warn(f"{name}: unknown hook event {event!r}; {off} (expected one of {', '.join(known)})")
+    try:
+        payload = jsonlite.loads(sys.stdin.read() or "null")
+    except (ValueError, UnicodeDecodeError):
+        return warn(f"{name}: {event} hook input is not JSON; {off}")
+    if not isinstance(payload, dict):
+        return warn(f"{name}: {event} hook input is not a JSON object; {off}")
+    try:
+        output = handler(payload)
+    except Skip:
+        output = None
+    except (apsw.Error, store.StoreError, OSError) as error:
+        return warn(f"{name}: {event} hook skipped: {store.explain(error)}; {off}")
+    except Exception as error:  # fail open, whatever went wrong
+        return warn(f"{name}: {event} hook skipped ({type(error).__name__}: {error}); {off}")
+    if output:
+        print(jsonlite.dumps(output))
+    return 0
