@@ -75,7 +75,8 @@ def load(environ: Mapping[str, str] | None = None, cwd: str | os.PathLike | None
     project = env.get("CLAUDE_PROJECT_DIR")
     database = env.get("MEMORY_GATE_DB")
     return Settings(
-        home=_absolute(env.get("MEMORY_GATE_HOME") or os.path.join(os.path.expanduser("~"), ".claude")),
+        # Beside Claude Code's own files, wherever CLAUDE_CONFIG_DIR puts them.
+        home=_absolute(env.get("MEMORY_GATE_HOME") or claude_dir(env)),
         project_dir=_absolute(project) if project else here,
         cwd=here,
         session_id=env.get("CLAUDE_CODE_SESSION_ID") or None,

@@ -80,3 +80,10 @@ def test_embeddings_url_gets_the_openai_path_when_bare(raw, url):
 def test_a_bad_embeddings_url_names_the_variable(raw):
     with pytest.raises(config.ConfigError, match="MEMORY_GATE_EMBED_URL"):
         config.load({"MEMORY_GATE_EMBED_URL": raw})
+
+
+def test_home_follows_claude_config_dir(tmp_path):
+    settings = config.load({"CLAUDE_CONFIG_DIR": str(tmp_path / "cc")}, cwd=tmp_path)
+    assert settings.home == str(tmp_path / "cc")
+    assert config.load({"CLAUDE_CONFIG_DIR": str(tmp_path / "cc"), "MEMORY_GATE_HOME": str(tmp_path / "m")},
+                       cwd=tmp_path).home == str(tmp_path / "m")
