@@ -15,7 +15,6 @@ import os
 
 import apsw
 
-from gate import text
 
 # This module is on the hooks' per-turn path: cheap imports only (no pathlib, dataclasses, or
 # re until a schema upgrade needs it).
@@ -103,7 +102,7 @@ def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int = BUSY
     try:
         conn = apsw.Connection(path, flags=flags)
         conn.set_busy_timeout(busy_ms)
-        conn.create_scalar_function("gate_cjk", text.cjk_chars, 1, deterministic=True)
+        conn.create_scalar_function("gate_cjk", _cjk_chars, 1, deterministic=True)
         conn.execute("PRAGMA foreign_keys = ON")
         # In WAL mode NORMAL syncs at checkpoints, not at every commit: a killed process loses
         # nothing, a power cut may lose the last commits. write.log is fsynced before each write
@@ -116,6 +115,14 @@ def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int = BUSY
     except apsw.Error as error:
         raise StoreError(f"cannot open {path}: {error}") from error
     return conn
+
+
+def _cjk_chars(value: str | None) -> str:
+    """gate_cjk() for the FTS triggers (gate/text.py), imported when a fact is first written:
+    the hooks, which never write one, do not pay for unicodedata."""
+    from gate import text
+
+    return text.cjk_chars(value)
 
 
 def _matched_phrases(api: apsw.FTS5ExtensionApi) -> bytes:
