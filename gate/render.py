@@ -68,7 +68,19 @@ def search_data(results: Sequence[Result], owner_words: str | None, notes: Seque
     return data
 
 
-def write_data(done: Sequence[dict], kept: Sequence[int], notes: Sequence[str], replayed: bool) -> dict:
+CLEAR = "Nothing owed for this turn: answer the owner."
+OWES_SEARCH = (
+    "This turn has not searched memory yet: call memory_search with keywords of the request, "
+    "and answer for what it returns in another memory_write, before you answer."
+)
+
+
+def write_data(
+    done: Sequence[dict], kept: Sequence[int], notes: Sequence[str], replayed: bool, owes_search: bool = False
+) -> dict:
+    """The structured write answer. `next` says whether the turn still owes memory a search: the
+    write itself has answered for everything read (it is refused otherwise), so that is all that
+    can be left. The mod reads it too, to let a clear turn's answer out without asking again."""
     data: dict = {
         "done": [{"op": item["op"], "id": item["id"]} for item in done],
         "new_ids": [item["id"] for item in done if item["op"] == "insert"],
@@ -77,6 +89,7 @@ def write_data(done: Sequence[dict], kept: Sequence[int], notes: Sequence[str], 
     }
     if notes:
         data["notes"] = list(notes)
+    data["next"] = OWES_SEARCH if owes_search else CLEAR
     return data
 
 
@@ -113,7 +126,9 @@ def search_text(
     return "\n".join(lines)
 
 
-def write_text(done: Sequence[dict], kept: Sequence[int], notes: Sequence[str], replayed: bool) -> str:
+def write_text(
+    done: Sequence[dict], kept: Sequence[int], notes: Sequence[str], replayed: bool, owes_search: bool = False
+) -> str:
     parts = []
     for item in done:
         if item["op"] == "insert":
@@ -131,4 +146,5 @@ def write_text(done: Sequence[dict], kept: Sequence[int], notes: Sequence[str], 
         lines.append("This write was already applied (the same call arrived again); nothing changed now.")
     lines.append("memory_write accepted: " + ("; ".join(parts) if parts else "nothing to change") + ".")
     lines += [f"Note: {note}" for note in notes]
+    lines.append(OWES_SEARCH if owes_search else CLEAR)
     return "\n".join(lines)

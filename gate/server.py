@@ -67,6 +67,7 @@ class WriteOut(BaseModel):
     kept: list[int]
     replayed: bool = Field(description="true: the same write had already been applied; nothing changed now")
     notes: list[str] | None = None
+    next: str = Field(description="what the turn still owes memory, if anything")
 
 
 # The model reads these in every session: when to call, and the contract, in a few lines.

@@ -126,11 +126,11 @@ class WriteAnswer:
     @property
     def text(self) -> str:
         o = self.outcome
-        return render.write_text(o.done, o.kept, o.notes, o.replayed)
+        return render.write_text(o.done, o.kept, o.notes, o.replayed, o.owes_search)
 
     def structured(self) -> dict[str, Any]:
         o = self.outcome
-        return render.write_data(o.done, o.kept, o.notes, o.replayed)
+        return render.write_data(o.done, o.kept, o.notes, o.replayed, o.owes_search)
 
 
 def memory_write(

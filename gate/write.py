@@ -85,6 +85,9 @@ class Outcome:
     kept: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     replayed: bool = False
+    # The write's turn is gated (a hook opened it) and has not searched: the gate still wants a
+    # search, whose results the turn must then answer for.
+    owes_search: bool = False
 
     @property
     def new_ids(self) -> list[int]:
@@ -315,9 +318,11 @@ def apply(
     conn.execute("BEGIN IMMEDIATE")
     try:
         turn = attribute(conn)
+        owes_search = turn.opened_by_hook and turn.searched == 0
         replay = _replay(conn, turn, key, tool_use_id)
         if replay is not None:
             conn.execute("COMMIT")
+            replay.owes_search = owes_search
             return replay
         problems += _check_against_memory(conn, turn, parsed, kept_ids)
         if problems:
@@ -333,6 +338,7 @@ def apply(
     except BaseException:
         store.rollback(conn)
         raise
+    outcome.owes_search = owes_search
     return outcome
 
 

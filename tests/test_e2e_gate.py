@@ -154,6 +154,8 @@ def test_a_compliant_turn_is_not_held(gate):
     [turn] = gate.turns()
     assert turn["prompt"] == "Remember that deploys go through staging."
     assert (turn["searched"], turn["wrote"], turn["holds"], turn["outcome"]) == (1, 1, 0, "met")
+    if gate.mode == "plugin":  # the write's own "nothing owed" let the answer out: no gate process
+        assert "the server said nothing is owed" in run.debug_log()
     assert gate.facts() == [(1, "deploy", "Deploys go through staging.")]
 
 

@@ -64,3 +64,20 @@ def test_at_most_eight_results(conn, writer):
 def test_no_database_yet_answers_empty():
     answer = tools.memory_search(None, "deploy", tools.Caller("s"))
     assert answer.results == [] and "Memory holds nothing" in answer.text
+
+
+def test_a_write_says_whether_the_gated_turn_still_owes_a_search(conn):
+    ledger.open_turn(conn, "s1", "p1", "remember the deploy branch")
+    caller = tools.Caller("s1")
+    first = tools.memory_write(conn, [{"op": "insert", "topic": "deploy", "kind": "state", "text": "Staging."}], [],
+                               caller, log=None)
+    assert first.structured()["next"].startswith("This turn has not searched memory yet")
+    tools.memory_search(conn, "deploy", caller)
+    second = tools.memory_write(conn, [], [1], caller, log=None)
+    assert second.structured()["next"] == "Nothing owed for this turn: answer the owner."
+    assert second.text.endswith("Nothing owed for this turn: answer the owner.")
+
+
+def test_without_hooks_a_write_owes_nothing(conn, writer):
+    answer = writer.write([{"op": "insert", "topic": "t", "kind": "state", "text": "x"}])
+    assert answer.structured()["next"].startswith("Nothing owed")

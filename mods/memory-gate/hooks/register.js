@@ -3,7 +3,8 @@
 // to answer for). The model does it and answers again; it never sees the held draft.
 //
 // The gate itself lives in Python (`memory-gate hook Hold|Status`, gate/hooks.py), which reads
-// the turn ledger the settings hooks and the MCP server keep; this file only follows its verdict.
+// the turn ledger the settings hooks and the MCP server keep; this file only follows its verdict,
+// or the server's (a write answered "nothing owed"), so that a compliant turn costs no extra process.
 // Python also bounds the holds per turn (hooks.MAX_HOLDS), and every failure here lets the answer
 // out: memory must never lock the owner out of their agent. The settings Stop hook stays as the
 // last resort where this mod does not run.
@@ -15,9 +16,14 @@ const GATE_DESCRIPTION =
   "(a search, a write, or facts read that are not answered for). It is called for you when an " +
   "answer is held back; you may also call it yourself to check.";
 
+const CLEAR = "Nothing owed for this turn: answer the owner."
+
 let gateTool = null; // the registered name, as Claude Code returns it
 const promptIds = new Map(); // turnId -> the hooks' prompt_id of that turn
 const reasons = new Map(); // tool_use_id of a swapped-in call -> what it says
+// prompt_ids whose last memory call was a write the server (Python) answered with "nothing owed":
+// their final answer goes out without asking the gate again. A search after it clears the mark.
+const clear = new Set();
 
 // Ask the Python gate. Resolves to its JSON answer, or null when it cannot answer (the answer
 // then goes out: fail open).
@@ -60,6 +66,25 @@ async function answerGateTool($, e) {
   return { result: status?.reason ?? "memory-gate: nothing owed that it can see." };
 }
 
+// Keep the server's own verdict from a memory tool's answer: a write answered "nothing owed"
+// marks the turn clear, any other memory call unmarks it (a search brings new facts to answer for).
+async function noteVerdict($, e, answer) {
+  const promptId = await currentPrompt($);
+  if (!promptId) return;
+  let verdict = null;
+  if (e.tool.endsWith("__memory_write") && answer && typeof answer.text === "string") {
+    // The JSON answer's `next`, or the text answer's last line: the same words either way.
+    try {
+      verdict = JSON.parse(answer.text).next;
+    } catch (error) {
+      const lines = answer.text.trim().split("\n");
+      verdict = lines[lines.length - 1];
+    }
+  }
+  if (verdict === CLEAR) clear.add(promptId);
+  else clear.delete(promptId);
+}
+
 async function currentPrompt($) {
   const info = await $.session.info().catch(() => null);
   return info?.promptId ?? null;
@@ -94,6 +119,11 @@ export function register(on) {
   ).catch(($, e, next) => next(e)); // failing, the session's own verdict stands
 
   on("tool.call", async ($, e, next) => {
+    if (MEMORY_TOOL_NAMES.includes(e.tool)) {
+      const answer = await next(e);
+      await noteVerdict($, e, answer).catch(() => undefined);
+      return answer;
+    }
     if (gateTool === null || e.tool !== gateTool) return next(e);
     return answerGateTool($, e);
   }).catch(($, e, next) =>
@@ -130,11 +160,16 @@ export function register(on) {
 
     let verdict = null;
     const stop = held.find((chunk) => chunk.kind === "stop");
+    const promptId = promptIds.get(e.turnId);
     if (stop && stop.stopReason === "end_turn") {
-      try {
-        verdict = await askGate($, "Hold", promptIds.get(e.turnId));
-      } catch (error) {
-        verdict = null;
+      if (clear.has(promptId)) {
+        await $.ui.log("memory-gate: the server said nothing is owed; the answer goes out", { to: "debug" });
+      } else {
+        try {
+          verdict = await askGate($, "Hold", promptId);
+        } catch (error) {
+          verdict = null;
+        }
       }
     }
     if (verdict && verdict.action === "hold" && typeof verdict.reason === "string") {
