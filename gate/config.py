@@ -88,22 +88,26 @@ def load(environ: Mapping[str, str] | None = None, cwd: str | os.PathLike | None
 
 
 def _embed_url(raw: str | None) -> str | None:
-    """The endpoint's full URL. A bare server address, or one ending in /v1, gets the OpenAI
-    path added, since every server this works with serves /v1/embeddings. Plain string work:
+    return _endpoint_url(raw, "MEMORY_GATE_EMBED_URL", "/v1/embeddings", "or unset it to search by words only")
+
+
+def _endpoint_url(raw: str | None, variable: str, path: str, otherwise: str = "") -> str | None:
+    """An OpenAI-style endpoint's full URL. A bare server address, or one ending in /v1, gets
+    `path` added, since every server this works with serves the OpenAI paths. Plain string work:
     urllib.parse would cost the per-turn hooks 8 ms to import."""
     url = (raw or "").strip()
     if not url:
         return None
     scheme, _, rest = url.partition("://")
-    server, _, path = rest.partition("/")
+    server, _, given = rest.partition("/")
     port = server.rpartition("]")[2].partition(":")[2]  # after an IPv6 literal's brackets
     if scheme.lower() not in ("http", "https") or not server.strip("[]:") or (port and not port.isdigit()):
         raise ConfigError(
-            f"MEMORY_GATE_EMBED_URL={raw!r} is not an http(s) URL: set the embeddings endpoint, "
-            "e.g. http://127.0.0.1:8080/v1/embeddings, or unset it to search by words only"
+            f"{variable}={raw!r} is not an http(s) URL: set the endpoint, e.g. http://127.0.0.1:8080{path}"
+            + (f", {otherwise}" if otherwise else "")
         )
-    if path.rstrip("/") in ("", "v1"):
-        url = f"{scheme}://{server}/v1/embeddings"
+    if given.rstrip("/") in ("", "v1"):
+        url = f"{scheme}://{server}{path}"
     return url
 
 
@@ -244,19 +248,4 @@ def _context_number(name: str, env: Mapping[str, str], default: float, low: floa
 
 
 def _chat_url(raw: str | None) -> str | None:
-    """The chat-completions endpoint's full URL; a bare server address, or one ending in /v1,
-    gets the OpenAI path added. Plain string work, as for the embeddings URL."""
-    url = (raw or "").strip()
-    if not url:
-        return None
-    scheme, _, rest = url.partition("://")
-    server, _, path = rest.partition("/")
-    port = server.rpartition("]")[2].partition(":")[2]
-    if scheme.lower() not in ("http", "https") or not server.strip("[]:") or (port and not port.isdigit()):
-        raise ConfigError(
-            f"MEMORY_GATE_CONTEXT_CHAT_URL={raw!r} is not an http(s) URL: set the chat-completions "
-            "endpoint, e.g. http://127.0.0.1:8080/v1/chat/completions"
-        )
-    if path.rstrip("/") in ("", "v1"):
-        url = f"{scheme}://{server}/v1/chat/completions"
-    return url
+    return _endpoint_url(raw, "MEMORY_GATE_CONTEXT_CHAT_URL", "/v1/chat/completions")
