@@ -17,51 +17,25 @@ message and, when `logprobs` was asked, `logprobs.content[]` with each token's `
 
 from __future__ import annotations
 
-import json
 import math
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Callable
 
+from loopback import LoopbackEndpoint
+
 MODES = ("logprobs", "words", "refuse-logprobs", "garbage", "rambling", "error", "slow")
-
-
-class _Server(ThreadingHTTPServer):
-    # The classifier asks up to 8 questions at once; the default listen backlog of 5 would drop
-    # connections and cost a TCP retransmit (1 s) that no real server makes them wait.
-    request_queue_size = 64
 
 
 def _token(text: str, logprob: float) -> dict:
     return {"token": text, "logprob": logprob, "bytes": list(text.encode())}
 
 
-class FakeChat:
+class FakeChat(LoopbackEndpoint):
+    path = "/v1/chat/completions"
+
     def __init__(self, p_yes: float | Callable[[str], float] = 1.0, mode: str = "logprobs"):
         self.p_yes, self.mode = p_yes, mode
-        self.requests: list[dict] = []
-        self.released = threading.Event()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append(body)
-                fake.answer(self, body)
-
-        self.server = _Server(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1/chat/completions"
+        super().__init__()
 
     def questions(self) -> list[str]:
         return [body["messages"][-1]["content"] for body in self.requests]
@@ -75,12 +49,12 @@ class FakeChat:
             self.released.wait(30)
             return
         if mode == "error":
-            return self._send(handler, 500, {"error": {"message": "model crashed", "type": "server_error"}})
+            return self.send(handler, 500, {"error": {"message": "model crashed", "type": "server_error"}})
         if mode == "garbage":
-            return self._send(handler, 200, b"<html>It works!</html>")
+            return self.send(handler, 200, b"<html>It works!</html>")
         asked = bool(body.get("logprobs"))
         if mode == "refuse-logprobs" and asked:
-            return self._send(handler, 400, {"error": {"message": "logprobs is not supported", "type": "invalid_request_error"}})
+            return self.send(handler, 400, {"error": {"message": "logprobs is not supported", "type": "invalid_request_error"}})
         p = min(max(self.probability(body["messages"][-1]["content"]), 1e-6), 1 - 1e-6)
         word = "Yes" if p >= 0.5 else "No"
         if mode == "rambling":
@@ -96,24 +70,10 @@ class FakeChat:
             alternatives.sort(key=lambda item: -item["logprob"])
             first = dict(alternatives[0])
             logprobs = {"content": [{**first, "top_logprobs": alternatives[: body.get("top_logprobs") or 1]}]}
-        self._send(handler, 200, {
+        self.send(handler, 200, {
             "id": "chatcmpl-fake", "object": "chat.completion", "created": 1764400000,
             "model": body.get("model") or "fake-chat",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": word}, "logprobs": logprobs,
                          "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 50, "completion_tokens": 1, "total_tokens": 51},
         })
-
-    @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, payload) -> None:
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
-
-    def close(self) -> None:
-        self.released.set()
-        self.server.shutdown()
-        self.server.server_close()

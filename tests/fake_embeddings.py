@@ -22,9 +22,10 @@ import base64
 import json
 import re
 import struct
-import threading
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from loopback import LoopbackEndpoint
 
 MODES = ("ok", "base64", "error", "slow", "trickle", "garbage", "nan", "dimension", "model")
 
@@ -37,34 +38,12 @@ def vector(text: str, dimension: int) -> list[float]:
     return values
 
 
-class FakeEmbeddings:
+class FakeEmbeddings(LoopbackEndpoint):
+    path = "/v1/embeddings"
+
     def __init__(self, dimension: int = 64, model: str = "fake-embed"):
         self.dimension, self.model, self.mode = dimension, model, "ok"
-        self.requests: list[dict] = []
-        self.released = threading.Event()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append(body)
-                fake.answer(self, body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        # A client that gave up (a timed-out search, a killed writer) is not the fake's error.
-        self.server.handle_error = lambda request, address: None
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1/embeddings"
+        super().__init__()
 
     def answer(self, handler: BaseHTTPRequestHandler, body: dict) -> None:
         mode = self.mode
@@ -72,9 +51,9 @@ class FakeEmbeddings:
             self.released.wait(30)
             return
         if mode == "error":
-            return self._send(handler, 500, json.dumps({"error": {"message": "model crashed", "type": "server_error"}}).encode())
+            return self.send(handler, 500, json.dumps({"error": {"message": "model crashed", "type": "server_error"}}).encode())
         if mode == "garbage":
-            return self._send(handler, 200, b"<html>It works!</html>")
+            return self.send(handler, 200, b"<html>It works!</html>")
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         size = self.dimension + 16 if mode == "dimension" else self.dimension
         rows = [vector(text, size) for text in texts]
@@ -102,17 +81,4 @@ class FakeEmbeddings:
                 handler.wfile.write(bytes([byte]))
                 handler.wfile.flush()
             return
-        self._send(handler, 200, payload)
-
-    @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, payload: bytes) -> None:
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(payload)))
-        handler.end_headers()
-        handler.wfile.write(payload)
-
-    def close(self) -> None:
-        self.released.set()
-        self.server.shutdown()
-        self.server.server_close()
+        self.send(handler, 200, payload)
