@@ -19,6 +19,15 @@ if TYPE_CHECKING:  # annotations only: the hooks' import path stays light
     from collections.abc import Callable, Iterable
 
 
+# Claude Code feeds some events back as prompts of their own (a background subagent that
+# finished): not the owner's requests, so neither the gate nor injected-context acts on them.
+AUTOMATED = ("<task-notification>",)
+
+
+def automated(prompt: str | None) -> bool:
+    return isinstance(prompt, str) and prompt.lstrip().startswith(AUTOMATED)
+
+
 class Skip(Exception):
     """The hook has nothing to do, or cannot do it: the turn goes on, nothing said."""
 

@@ -33,15 +33,6 @@ CONTRACT = (
 )
 
 
-# Claude Code feeds some events back as prompts of their own (a background subagent that
-# finished): not the owner's requests, so such turns are not gated.
-AUTOMATED = ("<task-notification>",)
-
-
-def automated(prompt: str | None) -> bool:
-    return isinstance(prompt, str) and prompt.lstrip().startswith(AUTOMATED)
-
-
 def _open(payload: dict, *, create: bool):
     settings = config.load(cwd=payload.get("cwd") or None)
     path = config.find_database(settings)
@@ -89,7 +80,7 @@ def user_prompt_submit(payload: dict, prefix: str) -> dict | None:
     conn = _open(payload, create=True)
     with store.writing(conn):
         ledger.open_turn(conn, session, prompt_id, prompt)
-    if automated(prompt):
+    if hookio.automated(prompt):
         return None
     context = CONTRACT.format(search=f"{prefix}memory_search", write=f"{prefix}memory_write")
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}}
@@ -130,7 +121,7 @@ def stop(payload: dict, prefix: str) -> dict | None:
     conn = _open(payload, create=False)
     with store.writing(conn):
         state = ledger.gate(conn, session, prompt_id)
-        if state is None or state.turn.outcome == "released" or automated(state.turn.prompt):
+        if state is None or state.turn.outcome == "released" or hookio.automated(state.turn.prompt):
             return None
         if state.met:
             ledger.settle(conn, state.turn.id, "met")
@@ -149,7 +140,7 @@ def hold(payload: dict, prefix: str) -> dict:
     conn = _open(payload, create=False)
     with store.writing(conn):
         state = ledger.gate(conn, session, prompt_id)
-        if state is None or state.turn.outcome == "released" or automated(state.turn.prompt):
+        if state is None or state.turn.outcome == "released" or hookio.automated(state.turn.prompt):
             return {"action": "pass"}
         if state.met:
             ledger.settle(conn, state.turn.id, "met")

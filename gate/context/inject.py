@@ -19,15 +19,12 @@ from __future__ import annotations
 import os
 import time
 
-from gate import config, store
+from gate import config, hookio, store
 from gate.context import classify, rules, state
 
 HOOK_BUDGET = 10_000
 MOD_BUDGET = 100_000
 LOG_NAME = "injected-context.log"
-# Prompts Claude Code makes up itself (a background subagent that finished): not the owner's
-# requests, so no rule is weighed against them (the memory gate skips them too).
-AUTOMATED = ("<task-notification>",)
 
 
 class Served:
@@ -64,7 +61,7 @@ def units(text: str) -> int:
 
 def submit(settings: config.Settings, context: config.ContextSettings, places: list[str], *, session: str,
            prompt: str, source: str, prompt_id: str | None = None) -> Served:
-    if context.classifier is None or prompt.lstrip().startswith(AUTOMATED) or not rules.paths(places):
+    if context.classifier is None or hookio.automated(prompt) or not rules.paths(places):
         return Served()  # the cheap way out, before the database is opened
     conn = store.connect(config.find_database(settings))
     try:
