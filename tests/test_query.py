@@ -1,6 +1,6 @@
 import pytest
 
-from gate import query, text
+from gate import query
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gate import search, store
+from gate import search
 
 PITFALLS = ["C++", "e-mail", "node.js", "-O2", "topic:deploy", "NOT", '"', "(", "*", "", " ", "\t\n",
             "😀", "it's", "AND OR", "^word", "NEAR(a b)", "a*b", "col:", "{topic}: x", "'", "\x00", "\ud800"]

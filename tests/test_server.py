@@ -34,9 +34,8 @@ def run_client(project, home, script, **env):
     result = {}
 
     async def main():
-        with open(project.parent / "server.err", "w") as errlog:
-            async with Client(params) as client:
-                result["value"] = await script(client)
+        async with Client(params) as client:
+            result["value"] = await script(client)
 
     anyio.run(main)
     return result["value"]
