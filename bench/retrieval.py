@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate import embeddings, search, store, vectors  # noqa: E402
+from gate import embeddings, query, search, store, vectors  # noqa: E402
 
 KINDS = {"bugfix": "trap", "decision": "decision", "feature": "state", "change": "event", "refactor": "event"}
 LIMIT = 600
@@ -95,9 +95,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "claude-mem-lite")
     parser.add_argument("--queries", type=Path, help="another query file of the same format (default: the data's test-queries.json)")
-    parser.add_argument("--max-distance", type=float, default=0.17, help="cut-off for meaning (e5-small)")
+    parser.add_argument("--max-distance", type=float, default=None,
+                        help="a fixed cut-off for meaning instead of the adaptive judgement")
     parser.add_argument("--no-meaning", action="store_true", help="words and baseline only")
+    parser.add_argument("--no-abbreviations", action="store_true",
+                        help="empty gate/query.py's ABBREVIATIONS first: three of its entries (auth, db, k8s) are"
+                             " exactly this set's abbreviation queries, so the figures with them are in-sample")
     args = parser.parse_args(argv)
+    if args.no_abbreviations:
+        query.ABBREVIATIONS.clear()
+        query._EXPANDED_FROM.clear()
+        print("ABBREVIATIONS emptied")
 
     observations = json.loads((args.data / "seed-data.json").read_text())["observations"]
     queries = json.loads((args.queries or args.data / "test-queries.json").read_text())["queries"]

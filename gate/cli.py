@@ -61,10 +61,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     terms = " ".join(args.terms)
     if args.explain:
-        # Without the database's word counts: in a large memory, words most facts hold are
-        # left out and the loose tier pairs the rarest terms first.
-        for tier in query.parse(terms).tiers():
-            print(f"{tier.name:<6} {tier.expression}")
+        # Without the database's word counts: in a large memory, words nearly every fact holds
+        # are left out of the expression.
+        found = query.parse(terms).expression()
+        print(f"match  {found.text if found else '(nothing to search for)'}")
+        print(f"keep   a fact whose terms carry >= {search.COVERAGE:g} of the query's weight and >= "
+              f"{search.LEAD:g} of the best-covered fact's, scoring >= {search.RELATIVE:g} of the best bm25")
         return 0
     _, conn = _open_existing(_settings(args))
     ranked = search.by_words(conn, terms)[: args.limit]
@@ -379,7 +381,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("terms", nargs="+", help="words to look for")
     sub.add_argument("--json", action="store_true", help="print a JSON list of facts (id, topic, kind, text, date)")
     sub.add_argument("--limit", type=int, default=search.RESULTS, help=f"at most this many (default {search.RESULTS})")
-    sub.add_argument("--explain", action="store_true", help="print the FTS5 expressions each tier would run, and stop")
+    sub.add_argument("--explain", action="store_true", help="print the FTS5 expression the search would run and how it keeps facts, and stop")
     sub = add("log")
     sub.add_argument("--fact", type=int, metavar="ID", help="only changes to this fact")
     sub.add_argument("--session", metavar="ID", help="only changes made by this session")

@@ -5,24 +5,16 @@ meaning (`-O2` and `topic:deploy` are column filters, upper-case `NOT` is an ope
 text is cut into words exactly as the index cuts it (gate/text.py), stop words and duplicates are
 dropped, and every word reaches MATCH double-quoted, which FTS5 always reads as a plain string.
 
-A search runs in tiers, each only while the ones before found fewer than the 30 candidates
-wanted, and every tier ranks below the one before it:
-
-1. exact: every term, as typed or as a known abbreviation/expansion (`k8s` ~ `kubernetes`);
-2. forms: every term, also as a word form sharing its stem (`hooks` ~ `hook`, `deploy` ~
-   `deployment`), since the index does not stem (a stemmer is language-specific and memory holds
-   several languages);
-3. loose: at least half of the terms. A fact that shares one word with a query of several is a
-   poor match, so the expression asks for every group of half the terms (any one of two, any two
-   of three or four), and gate/search.py keeps a candidate only when the terms it shares carry at
-   least half the weight of the query's words that memory holds at all. Groups rather than a
-   plain OR also keep the tier cheap: bm25 runs only for facts that hold a whole group.
+A search asks FTS5 for the facts that hold any form of any term (`Query.expression`): each term
+as typed, as a known abbreviation or expansion (`k8s` ~ `kubernetes`), and as any word sharing its
+stem (`hooks` ~ `hook`, `deploy` ~ `deployment`), since the index does not stem (a stemmer is
+language-specific and memory holds several languages). FTS5 ranks them by bm25; gate/search.py
+then judges which of them are worth the agent's context. The expression names every phrase's term
+(`owners`), so that the judgement knows which terms each candidate holds.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -32,8 +24,6 @@ MAX_TERMS = 12
 # A query is a few keywords: only this much of what the agent typed is read, so that a pasted
 # megabyte costs a search no more than a sentence.
 MAX_INPUT = 2000
-# The loose tier combines at most this many terms (20 groups of 3): the query's most telling.
-MAX_LOOSE = 6
 _MIN_STEM = 4
 
 # Abbreviation -> what it abbreviates, for the words developers shorten most. A query for the
@@ -130,30 +120,24 @@ class Term:
     prefix: str | None
     cjk: bool = False
 
-    def exact(self) -> str:
+    def phrases(self) -> list[tuple[str, bool]]:
+        """The FTS5 phrases that find this term, each saying whether it is an exact form (as
+        typed, or a known abbreviation or expansion) or any word sharing the term's stem."""
         if self.cjk:
-            return "cjk : " + quote(" ".join(self.word))
-        quoted = [quote(form) for form in self.forms]
-        return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
-
-    def loose_phrases(self) -> list[str]:
-        if self.cjk:
-            return [self.exact()]
+            return [("cjk : " + quote(" ".join(self.word)), True)]
+        exact = [(quote(form), True) for form in self.forms]
         if self.prefix is None:
-            return [quote(form) for form in self.forms]
-        # The prefix already covers every form that starts with it.
-        others = [quote(form) for form in self.forms if not form.startswith(self.prefix)]
-        return [*others, quote(self.prefix) + "*"]
-
-    def loose(self) -> str:
-        phrases = self.loose_phrases()
-        return phrases[0] if len(phrases) == 1 else "(" + " OR ".join(phrases) + ")"
+            return exact
+        return [*exact, (quote(self.prefix) + "*", False)]
 
 
-class Tier(NamedTuple):
-    name: str
-    expression: str
-    owners: tuple[int, ...] = ()
+class Expression(NamedTuple):
+    """An FTS5 MATCH expression and, for each of its phrases in FTS5's numbering (left to
+    right), the index of the term it stands for and whether it is an exact form of it."""
+
+    text: str
+    owners: tuple[int, ...]
+    exact: tuple[bool, ...]
 
 
 @dataclass(frozen=True)
@@ -163,33 +147,21 @@ class Query:
     def __bool__(self) -> bool:
         return bool(self.terms)
 
-    def tiers(self, loose_order: Sequence[int] | None = None) -> list[Tier]:
-        """The tiers worth running, best first. `loose_order` lists the term indexes that the
-        loose tier may pair, most telling first (default: all, in order)."""
-        if not self.terms:
-            return []
-        exact = " AND ".join(term.exact() for term in self.terms)
-        found = [Tier("exact", exact)]
-        forms = " AND ".join(term.loose() for term in self.terms)
-        if forms != exact:
-            found.append(Tier("forms", forms))
-        chosen = list(range(len(self.terms)) if loose_order is None else loose_order)[:MAX_LOOSE]
-        if len(chosen) >= 2:
-            found.append(self._loose(chosen))
-        return found
-
-    def _loose(self, chosen: list[int]) -> Tier:
-        """Facts that hold at least half of the chosen terms: the OR of the AND of every such
-        group. FTS5 numbers the phrases left to right; `owners` maps each back to its term."""
-        size = (len(chosen) + 1) // 2
-        parts, owners = [], []
-        for group in itertools.combinations(chosen, size):
-            terms = [self.terms[index] for index in group]
-            parts.append(" AND ".join(term.loose() for term in terms))
-            owners += [index for index, term in zip(group, terms) for _ in term.loose_phrases()]
-        if size > 1:
-            parts = [f"({part})" for part in parts]
-        return Tier("loose", " OR ".join(parts), tuple(owners))
+    def expression(self, *, every: bool = False) -> Expression | None:
+        """Facts that hold any form of any term, or with `every` some form of every term; None
+        when there is nothing to search for. Both number their phrases alike."""
+        groups: list[str] = []
+        owners: list[int] = []
+        exact: list[bool] = []
+        for index, term in enumerate(self.terms):
+            found = term.phrases()
+            joined = " OR ".join(phrase for phrase, _ in found)
+            groups.append(f"({joined})" if every and len(found) > 1 else joined)
+            owners += [index] * len(found)
+            exact += [same for _, same in found]
+        if not groups:
+            return None
+        return Expression((" AND " if every else " OR ").join(groups), tuple(owners), tuple(exact))
 
     def without(self, drop: set[int]) -> Query:
         """The same query minus the terms at these indexes."""

@@ -1,47 +1,49 @@
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gate import query
 
 
 @pytest.mark.parametrize(
-    "typed, exact",
+    "typed, expression",
     [
         ("C++", '"c"'),
-        ("node.js", '"node" AND ("js" OR "javascript")'),
+        ("node.js", '"node" OR "node"* OR "js" OR "javascript"'),
         ("-O2", '"o2"'),
-        ("topic:deploy", '"topic" AND "deploy"'),
-        ("São Paulo", '"sao" AND "paulo"'),
-        ("the deploy of the API", '"deploy" AND "api"'),
-        ("configuração do deploy", '"configuracao" AND "deploy"'),
-        ("K8s", '("k8s" OR "kubernetes")'),
-        ("kubernetes", '("kubernetes" OR "k8s")'),
+        ("topic:deploy", '"topic" OR "topic"* OR "deploy" OR "deploy"*'),
+        ("São Paulo", '"sao" OR "paulo" OR "paulo"*'),
+        ("the deploy of the API", '"deploy" OR "deploy"* OR "api"'),
+        ("configuração do deploy", '"configuracao" OR "configur"* OR "deploy" OR "deploy"*'),
+        ("K8s", '"k8s" OR "kubernetes"'),
         ("会議", 'cjk : "会 議"'),
-        ("Python3の会議", '"python3" AND cjk : "の 会 議"'),
+        ("Python3の会議", '"python3" OR cjk : "の 会 議"'),
     ],
 )
-def test_exact_tier_quotes_every_word(typed, exact):
-    assert query.parse(typed).tiers()[0][:2] == ("exact", exact)
+def test_every_word_reaches_match_quoted(typed, expression):
+    assert query.parse(typed).expression().text == expression
 
 
 @pytest.mark.parametrize("typed", ["", "   ", "\n\t", "(", "*", '"', "😀", "^", "-", "::", "()*"])
-def test_nothing_to_search_gives_no_tiers(typed):
-    assert query.parse(typed).tiers() == []
+def test_nothing_to_search_gives_no_expression(typed):
+    assert query.parse(typed).expression() is None
     assert not query.parse(typed)
 
 
 def test_operators_are_words_not_syntax():
-    tiers = {tier.name: tier.expression for tier in query.parse("NOT deploy AND rollback OR NEAR").tiers()}
     # Upper-case operators are stop words or quoted words, never bare FTS5 syntax.
-    assert tiers["exact"] == '"deploy" AND "rollback" AND "near"'
+    assert query.parse("NOT deploy AND rollback OR NEAR").expression().text == '"deploy" OR "deploy"* OR "rollback" OR "rollback"* OR "near" OR "near"*'
 
 
 def test_a_query_of_stop_words_only_keeps_them():
-    assert query.parse("OS").tiers()[0][1] == '"os"'
-    assert query.parse("it is").tiers()[0][1] == '"it" AND "is"'
+    assert query.parse("OS").expression().text == '"os"'
+    assert query.parse("it is").expression().text == '"it" OR "is"'
 
 
 def test_duplicates_and_case_collapse():
-    assert query.parse("Deploy deploy DEPLOY").tiers()[0][1] == '"deploy"'
+    assert query.parse("Deploy deploy DEPLOY").expression().text == '"deploy" OR "deploy"*'
 
 
 def test_terms_are_capped():
@@ -49,14 +51,9 @@ def test_terms_are_capped():
     assert len(query.parse(typed).terms) == query.MAX_TERMS
 
 
-def test_forms_tier_adds_stem_prefixes():
-    tiers = {tier.name: tier.expression for tier in query.parse("React hooks").tiers()}
-    assert tiers["forms"] == '"react"* AND "hook"*'
-    assert tiers["loose"] == '"react"* OR "hook"*'
-
-
-def test_single_term_has_no_loose_tier():
-    assert [tier.name for tier in query.parse("deployment").tiers()] == ["exact", "forms"]
+def test_word_forms_are_stem_prefixes():
+    assert query.parse("React hooks").expression().text == '"react" OR "react"* OR "hooks" OR "hook"*'
+    assert query.parse("kubernetes").expression().text == '"kubernetes" OR "k8s" OR "kubernet"*'
 
 
 @pytest.mark.parametrize(
@@ -81,22 +78,25 @@ def test_quote_doubles_quotes():
     assert query.quote('say "hi"') == '"say ""hi"""'
 
 
-def test_loose_tier_asks_for_half_the_terms_and_maps_phrases_to_terms():
-    parsed = query.parse("js deploys staging")
-    loose = parsed.tiers()[-1]
-    assert loose.name == "loose"
-    assert loose.expression == (
-        '(("js" OR "javascript") AND "deploy"*) OR (("js" OR "javascript") AND "stag"*)'
-        ' OR ("deploy"* AND "stag"*)'
-    )
-    # Phrases left to right: js, javascript, deploy*, js, javascript, stag*, deploy*, stag*
-    assert loose.owners == (0, 0, 1, 0, 0, 2, 1, 2)
-    assert query.parse("deploy script").tiers()[-1].expression == '"deploy"* OR "script"*'
+def test_the_expression_maps_each_phrase_to_its_term():
+    found = query.parse("js deploys staging").expression()
+    assert found.text == '"js" OR "javascript" OR "deploys" OR "deploy"* OR "staging" OR "stag"*'
+    assert found.owners == (0, 0, 1, 1, 2, 2)
+    # Exact forms (as typed, or a known abbreviation) tell facts holding the words themselves
+    # from those holding other forms of them.
+    assert found.exact == (True, True, True, False, True, False)
 
 
-def test_loose_tier_combines_the_given_terms_most_telling_first():
-    parsed = query.parse("alpha beta gamma delta epsilon zeta eta theta")
-    assert parsed.tiers(loose_order=[7, 6])[-1].expression == '"theta"* OR "eta"'  # too short to stem
-    groups = parsed.tiers()[-1].expression.split(" OR ")
-    assert len(groups) == 20  # 6 terms, any 3 of them
-    assert groups[0] == '("alpha"* AND "beta"* AND "gamma"*)'
+QUOTED = re.compile(r'(cjk : )?"(?:[^"]|"")*"\*?')
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(max_size=120))
+def test_every_phrase_reaches_match_quoted_whatever_was_typed(typed):
+    found = query.parse(typed).expression()
+    if found is None:
+        return
+    phrases = found.text.split(" OR ")
+    assert len(phrases) == len(found.owners) == len(found.exact)
+    for phrase in phrases:
+        assert QUOTED.fullmatch(phrase), phrase
