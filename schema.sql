@@ -230,6 +230,13 @@ CREATE TABLE searches (
 CREATE INDEX facts_by_updated ON facts (updated);
 CREATE INDEX facts_by_confirmed ON facts (confirmed);
 
+-- version 5: whether each search had meaning, and why not
+
+-- NULL where no embeddings endpoint is configured (words only is then the owner's choice);
+-- 'used' when the query had its vector; else the reason search fell back to words, in a few
+-- words. `memory-gate stats` and `doctor` say how often that happened.
+ALTER TABLE searches ADD COLUMN meaning TEXT;
+
 -- template vectors: the vector index (sqlite-vec), {bits} = the dimension rounded up to bytes
 
 -- One row per fact, rowid = fact id. `embedding` is the fact's unit-length float32 vector,

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--dimension", type=int, default=1024, help="vector dimension; 0 skips search by meaning")
-    parser.add_argument("--max-distance", type=float, default=0.55, help="cut-off for the hybrid columns (bge-m3's)")
+    parser.add_argument("--max-distance", type=float, default=None, help="a fixed cut-off for the hybrid columns (default: the adaptive judgement)")
     args = parser.parse_args(argv)
 
     print(f"python -c pass: {python_start():.1f} ms (this machine, now)")
@@ -123,7 +123,7 @@ def fmt(times: list[float]) -> str:
 class Ready(embeddings.Endpoint):
     """An endpoint whose answers are already computed: times memory, not the model."""
 
-    def __init__(self, answers: dict[str, tuple[float, ...]], max_distance: float):
+    def __init__(self, answers: dict[str, tuple[float, ...]], max_distance: float | None):
         super().__init__("http://127.0.0.1:9/v1/embeddings", "bench", max_distance=max_distance)
         self.answers = answers
 

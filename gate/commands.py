@@ -218,6 +218,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
               f"{searches['total']} searches)")
     else:
         print("a search's cost: no search measured yet")
+    meaning = searches["meaning"]
+    if meaning["with_meaning"] or meaning["words_only"]:
+        print(f"search by meaning: {meaning['with_meaning']} searches had it, {meaning['words_only']} fell back to"
+              f" words ({meaning['words_only_share']:g}%)")
+        for item in meaning["reasons"]:
+            print(f"    {item['searches']} x {item['reason']}")
     return 0
 
 

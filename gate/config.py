@@ -21,8 +21,9 @@ if TYPE_CHECKING:  # annotations only (this module is on the hooks' path)
     from collections.abc import Mapping
 
 DEFAULT_EMBED_MODEL = "bge-m3"
-# bge-m3 puts texts on one subject closer than this cosine distance; other models need their own.
-DEFAULT_MAX_DISTANCE = 0.55
+# None: meaning judges "near" from the distances memory itself yields for each query (gate/search.py
+# `by_meaning`), which suits any model's scale. A number fixes a cosine cut-off instead.
+DEFAULT_MAX_DISTANCE: float | None = None
 
 
 class ConfigError(ValueError):
@@ -46,7 +47,7 @@ class Settings:
         database: str | None = None,
         embed_url: str | None = None,
         embed_model: str = DEFAULT_EMBED_MODEL,
-        max_distance: float = DEFAULT_MAX_DISTANCE,
+        max_distance: float | None = DEFAULT_MAX_DISTANCE,
     ):
         self.home = home
         self.project_dir = project_dir
@@ -111,7 +112,7 @@ def _endpoint_url(raw: str | None, variable: str, path: str, otherwise: str = ""
     return url
 
 
-def _max_distance(raw: str | None) -> float:
+def _max_distance(raw: str | None) -> float | None:
     if raw is None or not raw.strip():
         return DEFAULT_MAX_DISTANCE
     try:
@@ -121,7 +122,7 @@ def _max_distance(raw: str | None) -> float:
     if not 0.0 < value <= 2.0:
         raise ConfigError(
             f"MEMORY_GATE_MAX_DISTANCE={raw!r} is not a cosine distance: "
-            f"set a number above 0 and at most 2 (default {DEFAULT_MAX_DISTANCE} for bge-m3)"
+            "set a number above 0 and at most 2, or unset it to let search judge nearness by itself"
         )
     return value
 

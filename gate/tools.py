@@ -7,6 +7,8 @@ and meaning; when meaning fails, it ranks by words and says why in one line of t
 
 from __future__ import annotations
 
+import sys
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +72,7 @@ def memory_search(
             stats.record_search(
                 conn, turn.id, facts=len(results), full=sum(result.full for result in results),
                 chars=stats.answer_chars(answer.structured()), at=ledger.now(),
+                meaning=_meaning(endpoint, query, notes),
             )
             conn.execute("COMMIT")
         except BaseException:
@@ -93,13 +96,36 @@ def _ranked(
 ) -> list[search.Fact]:
     """The facts to return, best first, by words and meaning (or words alone, saying why)."""
     try:
-        cut = endpoint.max_distance if endpoint else 0.0
+        cut = endpoint.max_distance if endpoint else None
         ranked = search.hybrid(conn, terms, query, max_distance=cut, limit=limit)
     except embeddings.VectorError as error:
-        notes.append(f"words only: {error}")
-        ranked = search.by_words(conn, terms)[:limit]
+        notes.append(f"{WORDS_ONLY}{error}")
+        ranked = search.by_words(conn, terms, limit=limit)
+    except search.MalformedQuery as error:
+        # A bug of the query builder, never the agent's doing: say it on stderr for the owner,
+        # answer by meaning alone rather than with a traceback.
+        print(f"memory-gate: bug: {error}", file=sys.stderr)
+        notes.append("words could not search this query (a memory-gate bug, reported on stderr)")
+        try:
+            ranked = search.by_meaning(conn, query, max_distance=cut)[:limit] if query is not None else []
+        except embeddings.VectorError:
+            ranked = []
     facts = search.load(conn, ranked)
     return [facts[rowid] for rowid in ranked if rowid in facts]
+
+
+def _meaning(endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None, notes: list[str]) -> str | None:
+    """How the search used meaning, as stats records it: None without an endpoint, 'used', or
+    the reason it ran on words alone."""
+    if endpoint is None:
+        return None
+    for note in notes:
+        if note.startswith(WORDS_ONLY):
+            return note.removeprefix(WORDS_ONLY)
+    return "used" if query is not None else None
+
+
+WORDS_ONLY = "words only: "
 
 
 def _embed_query(
@@ -110,12 +136,12 @@ def _embed_query(
     if endpoint is None or not terms.strip():
         return None
     if not store.vectors_loaded(conn):
-        notes.append("words only: sqlite-vec cannot be loaded (memory-gate doctor says why)")
+        notes.append(f"{WORDS_ONLY}sqlite-vec cannot be loaded (memory-gate doctor says why)")
         return None
     try:
         return endpoint.embed([terms], role=embeddings.QUERY, timeout=endpoint.search_timeout)
     except embeddings.VectorError as error:
-        notes.append(f"words only: {error}")
+        notes.append(f"{WORDS_ONLY}{error}")
         return None
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass, field
 
 import apsw
@@ -240,29 +241,134 @@ def forget(conn: apsw.Connection) -> None:
     conn.execute("INSERT OR IGNORE INTO facts_to_embed (id) SELECT id FROM facts")
 
 
+@dataclass(frozen=True)
+class Neighbourhood:
+    """The facts nearest a query vector, closest first, as (id, cosine distance), and how far
+    the query lies from memory at large: the mean and standard deviation of its distance to
+    every stored vector (to a fixed sample of SAMPLE of them once the index outgrows exact
+    search). The second part is what lets search judge "near" without a cut-off per model."""
+
+    nearest: list[tuple[int, float]]
+    mean: float
+    spread: float
+
+
+# Stored vectors whose distance to the query estimates how far memory at large lies from it.
+SAMPLE = 256
+
+# Facts of no particular project, embedded once per model (meta `vector_reference`): with the
+# memory's own sample they tell how far "unrelated" is for this model, which a memory of a
+# handful of facts cannot tell alone. Varied on purpose, in the languages memory is written in.
+REFERENCE = (
+    "The staging database is refreshed from a production snapshot every Sunday night.",
+    "Use the retry wrapper around calls to the payment provider; it times out under load.",
+    "Log rotation keeps fourteen days of compressed files on each web node.",
+    "The mobile app reads feature flags at start-up and caches them for an hour.",
+    "Integration tests need the local message broker running on its default port.",
+    "We chose server-side rendering for the marketing pages to help search engines.",
+    "The CSV importer rejects rows whose date column is not in ISO format.",
+    "Font files are served from the CDN with a one-year cache header.",
+    "Background jobs are retried three times before they land in the dead-letter queue.",
+    "The design system's buttons come in three sizes; never override their padding.",
+    "Translations live in one JSON file per language under the locales folder.",
+    "The nightly backup is copied to a second region and kept for thirty days.",
+    "O relatório mensal de vendas é gerado no primeiro dia útil de cada mês.",
+    "A fila de e-mails usa um limite de cem mensagens por minuto por cliente.",
+    "Os testes de ponta a ponta rodam no navegador sem interface, em paralelo.",
+    "A cozinha do escritório fecha às seis; o café acaba sempre antes do almoço.",
+    "The team meets on Tuesdays to plan the week; the notes go in the shared drive.",
+    "The printer on the third floor jams when it prints on both sides.",
+    "The weather service caps free accounts at a thousand requests a day.",
+    "Invoices are numbered per year and restart at one every January.",
+    "Image uploads are resized to three widths and stored as WebP.",
+    "The analytics dashboard refreshes every fifteen minutes from the warehouse.",
+    "Passwords are hashed with argon2; the cost parameters live in the settings module.",
+    "The search box suggests completions after the third character typed.",
+)
+
+
+def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neighbourhood | None:
+    """The `limit` facts nearest the query vector with memory's spread of distances, or None
+    while memory holds no vectors. Raises VectorError when the query is not of the stored kind."""
+    found = space(conn)
+    if found is None:
+        return None
+    check(found, query)
+    vector = _pack(query.rows[0])
+    if found.center is None:
+        every = list(conn.execute("SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec", (vector,)))
+        rows, sample = every, [distance for _, distance in every]
+    else:
+        rows = list(conn.execute(
+            "SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec WHERE bits MATCH vec_bit(?) AND k = ?",
+            (vector, bits(query.rows[0], found.center), max(POOL, limit)),
+        ))
+        # Ids spread evenly over memory's whole range: the same sample for every query, found
+        # by rowid lookups rather than a scan of the index.
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
+        top = row[0] if row else 0
+        step = max(top // SAMPLE, 1)
+        ids = list(range(step, top + 1, step))[:SAMPLE]
+        marks = ",".join("?" * len(ids))
+        sample = [row[0] for row in conn.execute(
+            f"SELECT vec_distance_cosine(embedding, ?) FROM facts_vec WHERE rowid IN ({marks})", (vector, *ids))]
+    sample = [distance for distance in sample if distance is not None]
+    sample += [1.0 - sum(a * b for a, b in zip(query.rows[0], row)) for row in reference(conn, found)]
+    if not sample:
+        return None
+    mean = sum(sample) / len(sample)
+    spread = (sum((distance - mean) ** 2 for distance in sample) / len(sample)) ** 0.5
+    ranked = sorted((distance, fact) for fact, distance in rows if distance is not None)
+    if not ranked:
+        return Neighbourhood([], mean, spread)
+    # A vector whose fact is gone or changed (by a connection without sqlite-vec) is not trusted.
+    ids = [fact for _, fact in ranked]
+    marks = ",".join("?" * len(ids))
+    sql = f"SELECT id FROM facts WHERE id IN ({marks}) AND id NOT IN (SELECT id FROM facts_to_embed)"
+    trusted = {row[0] for row in conn.execute(sql, ids)}
+    return Neighbourhood([(fact, distance) for distance, fact in ranked if fact in trusted][:limit], mean, spread)
+
+
+def reference(conn: apsw.Connection, found: Space) -> list[tuple[float, ...]]:
+    """The REFERENCE vectors of the stored model, or none while they are not made yet."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'vector_reference'").fetchone()
+    if row is None:
+        return []
+    values = _unpack(base64.b64decode(row[0]))
+    rows = [values[start : start + found.dimension] for start in range(0, len(values), found.dimension)]
+    return rows if len(rows) == len(REFERENCE) and len(rows[-1]) == found.dimension else []
+
+
+def needs_reference(conn: apsw.Connection) -> bool:
+    """Whether memory has vectors but not yet the REFERENCE ones of their model."""
+    found = space(conn)
+    return found is not None and not reference(conn, found)
+
+
+def store_reference(conn: apsw.Connection, answer: Vectors) -> bool:
+    """Keep the REFERENCE vectors (an answer for exactly those texts) if they are of the stored
+    kind; returns whether they were kept."""
+    found = space(conn)
+    if found is None or len(answer.rows) != len(REFERENCE):
+        return False
+    try:
+        check(found, answer)
+    except VectorError:
+        return False
+    packed = b"".join(_pack(row) for row in answer.rows)
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('vector_reference', ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (base64.b64encode(packed).decode(),),
+    )
+    return True
+
+
 def nearest(conn: apsw.Connection, query: Vectors, *, max_distance: float, limit: int) -> list[int]:
     """Fact ids nearest the query vector, closest first, at most `limit`, all under the cut-off.
     Raises VectorError when the query is not of the stored kind."""
-    found = space(conn)
-    if found is None:
-        return []
-    check(found, query)
-    vector = query.rows[0]
-    if found.center is None:
-        rows = conn.execute("SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec", (_pack(vector),))
-    else:
-        rows = conn.execute(
-            "SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec WHERE bits MATCH vec_bit(?) AND k = ?",
-            (_pack(vector), bits(vector, found.center), max(POOL, limit)),
-        )
-    ranked = [fact for _, fact in sorted((distance, fact) for fact, distance in rows if distance < max_distance)]
-    if not ranked:
-        return []
-    # A vector whose fact is gone or changed (by a connection without sqlite-vec) is not trusted.
-    marks = ",".join("?" * len(ranked))
-    sql = f"SELECT id FROM facts WHERE id IN ({marks}) AND id NOT IN (SELECT id FROM facts_to_embed)"
-    trusted = {row[0] for row in conn.execute(sql, ranked)}
-    return [fact for fact in ranked if fact in trusted][:limit]
+    found = neighbourhood(conn, query, limit=limit)
+    return [fact for fact, distance in found.nearest if distance < max_distance] if found else []
 
 
 def bits(vector: Sequence[float], center: Sequence[float] | None = None) -> bytes:
@@ -335,9 +441,12 @@ def rebuild(conn: apsw.Connection, endpoint: Endpoint, *, progress: Callable[[in
         if progress:
             progress(result.embedded + len(result.failed), total)
         pending, ahead = waiting(conn, limit=batch, chars=1 << 30, after=last), None
+    known = _embed_or_none(endpoint, list(REFERENCE), timeout) if has_table(conn) else None
     with store.writing(conn):
         if has_table(conn) and conn.execute("SELECT count(*) FROM facts_vec").fetchone()[0] > EXACT_LIMIT:
             recenter(conn)
+        if known is not None:
+            store_reference(conn, known)
         result.space = space(conn)
     return result
 
@@ -361,6 +470,57 @@ def _store_batch(conn: apsw.Connection, items: list[tuple[int, str]], answer: Ve
         # Left over: changed by another session meanwhile, or answered in another space.
         owed = _owed(conn, ids)
         result.failed += [fact for fact in ids if fact in owed]
+
+
+# -- catching up ----------------------------------------------------------------------------
+
+CATCH_UP_TIMEOUT = 60.0
+# Texts a catch-up request carries. Small on purpose: an endpoint answers one request at a time,
+# and a search's query waits behind whatever catch-up asked for (bge-m3 on two CPU cores takes
+# tens to a hundred ms a text).
+CATCH_UP_BATCH = 4
+
+
+def catch_up(conn: apsw.Connection, endpoint: Endpoint, *, hold: Callable[[], ContextManager[object]],
+             batch: int = CATCH_UP_BATCH, timeout: float = CATCH_UP_TIMEOUT) -> int:
+    """Embed the facts still waiting for a vector, a few a request, until none waits or the
+    endpoint fails, and the model's REFERENCE vectors if memory lacks them; returns how many
+    facts were stored. A write embeds its own facts under a short deadline; what it could not
+    (the endpoint slow, just started, or down) is caught up here, soon after rather than on some
+    later write. `hold()` guards each step on the connection (the server's lock) but never a
+    request, so the tools answer meanwhile."""
+    stored = 0
+    while True:
+        with hold():
+            if not store.vectors_loaded(conn):
+                return stored
+            pending = waiting(conn, limit=batch, chars=WAITING_CHARS)
+        if not pending:
+            break
+        prepared = prepare(endpoint, [text for _, text in pending], timeout=timeout)
+        if prepared is None:
+            return stored
+        with hold(), store.writing(conn):
+            done = sync(conn, [fact for fact, _ in pending], prepared)
+        if not done:
+            # Changed meanwhile, or answered in another space: the next write or search retries.
+            return stored
+        stored += done
+    with hold():
+        if not needs_reference(conn):
+            return stored
+    rows: list[tuple[float, ...]] = []
+    model = ""
+    for start in range(0, len(REFERENCE), batch):
+        try:
+            answer = endpoint.embed(REFERENCE[start : start + batch], role=DOCUMENT, timeout=timeout)
+        except VectorError:
+            return stored
+        rows += answer.rows
+        model = answer.model
+    with hold(), store.writing(conn):
+        store_reference(conn, Vectors(model, rows))
+    return stored
 
 
 # -- reporting ------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ def test_defaults(tmp_path):
     assert settings.home == str(Path.home() / ".claude")
     assert settings.project_dir == str(tmp_path)
     assert settings.embed_url is None and settings.embed_model == "bge-m3"
-    assert settings.max_distance == 0.55 and settings.session_id is None
+    assert settings.max_distance is None and settings.session_id is None
 
 
 def test_environment(tmp_path):

@@ -4,6 +4,7 @@ endpoint plays each fault, and memory still answers, loses nothing, and catches 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 
@@ -45,6 +46,9 @@ def remember(conn, endpoint, *keys):
     ops = [{"op": "insert", "topic": FACTS[key][0], "kind": "state", "text": FACTS[key][1]} for key in keys]
     ids = tools.memory_write(conn, ops, [], writer.caller, log=None, endpoint=endpoint).outcome.new_ids
     assert vectors.missing(conn) == 0
+    # What the server does right after a write: the model's reference vectors, once.
+    vectors.catch_up(conn, endpoint, hold=contextlib.nullcontext)
+    assert not vectors.needs_reference(conn)
     return writer, dict(zip(keys, ids))
 
 
@@ -124,7 +128,8 @@ def test_a_faulty_endpoint_loses_nothing_and_search_still_answers(conn, fake_emb
                                         "text": "The test database is reset before migrations."}], [], writer.caller,
                                 log=None, endpoint=broken).outcome.new_ids[0]
     answer = tools.memory_search(conn, "database migrations", writer.caller, endpoint=broken)
-    assert time.monotonic() - started < 1.0  # the write and the search together
+    # The write and the search together: each waits one deadline at most.
+    assert time.monotonic() - started < broken.write_timeout + broken.search_timeout + 1.0
     # Nothing lost: the fact is stored, found by words, and waits for its vector.
     assert [result.fact.id for result in answer.results] == [second]
     assert len(answer.notes) == 1 and answer.notes[0].startswith("words only: ") and len(answer.notes[0]) < 120
@@ -210,7 +215,10 @@ def test_the_server_embeds_and_says_when_it_cannot(tmp_path, fake_embeddings, do
 
     got = call(project, home, write_and_search, MEMORY_GATE_EMBED_URL=fake_embeddings.url)
     assert [fact["topic"] for fact in got["facts"]] == ["deploy"] and "notes" not in got
-    assert [request["input_type"] for request in fake_embeddings.requests] == ["document", "query"]
+    roles = [request["input_type"] for request in fake_embeddings.requests]
+    # The write's batch, the search's query, and (in a thread of the server's, meanwhile) the
+    # model's reference texts a few at a time.
+    assert roles[0] == "document" and roles.count("query") == 1 and set(roles) == {"document", "query"}
     conn = store.connect(config.database_for(home, project))
     assert vectors.missing(conn) == 0
 
@@ -248,3 +256,44 @@ def test_facts_still_waiting_for_vectors_are_ranked_as_words_rank_them(conn, fak
     answer = tools.memory_search(conn, terms, writer.caller, endpoint=endpoint)
     # Both loose matches stay; the one meaning finds near goes first.
     assert [result.fact.id for result in answer.results] == [near, waits]
+
+
+def test_facts_written_while_the_endpoint_was_down_are_embedded_soon_after(conn, fake_embeddings, down_url):
+    store.load_vectors(conn)
+    writer = Writer(conn)
+    tools.memory_write(conn, [{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys use staging."}],
+                       [], writer.caller, log=None, endpoint=Endpoint(fake_embeddings.url, "m"))
+    down = Endpoint(down_url, "m")
+    later = [tools.memory_write(conn, [{"op": "insert", "topic": "note", "kind": "state", "text": f"Note {i}."}],
+                                [], writer.caller, log=None, endpoint=down).outcome.new_ids[0] for i in range(6)]
+    assert vectors.missing(conn) == 6
+    # Still down: nothing is lost, nothing is stored, the facts keep waiting.
+    assert vectors.catch_up(conn, down, hold=contextlib.nullcontext) == 0 and vectors.missing(conn) == 6
+    fake_embeddings.requests.clear()
+    stored = vectors.catch_up(conn, Endpoint(fake_embeddings.url, "m"), hold=contextlib.nullcontext)
+    assert stored == 6 and vectors.missing(conn) == 0 and not vectors.needs_reference(conn)
+    # A few texts a request, so that a search's query never waits behind a long batch.
+    assert max(len(request["input"]) for request in fake_embeddings.requests) <= vectors.CATCH_UP_BATCH
+    assert set(later) <= set(search.by_meaning(conn, Endpoint(fake_embeddings.url, "m").embed(
+        ["Note 3."], role="query", timeout=2), max_distance=2.0))
+
+
+def test_the_server_embeds_what_a_write_could_not_soon_after(tmp_path, fake_embeddings):
+    """A write whose batch fails stores the fact without a vector; the server embeds it soon
+    after, without waiting for another write."""
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+
+    async def slow_write_then_search(client):
+        fake_embeddings.mode = "error"  # the write's request fails, as a server still loading would
+        await client.call_tool("memory_write", {"ops": [{"op": "insert", "topic": "deploy", "kind": "state",
+                                                          "text": "Deploys go through staging."}], "kept": []})
+        fake_embeddings.mode = "ok"
+        conn = store.connect(config.database_for(home, project))
+        store.load_vectors(conn)
+        deadline = time.monotonic() + 60
+        while (vectors.missing(conn) or vectors.needs_reference(conn)) and time.monotonic() < deadline:
+            await anyio.sleep(0.05)  # waiting for the state, bounded
+        return vectors.missing(conn), vectors.needs_reference(conn)
+
+    assert call(project, home, slow_write_then_search, MEMORY_GATE_EMBED_URL=fake_embeddings.url) == (0, False)

@@ -2,6 +2,8 @@ import json
 
 import pytest
 
+from conftest import Writer
+
 from gate import ledger, render, stats, tools
 
 
@@ -82,3 +84,21 @@ def test_a_search_that_could_not_be_recorded_records_no_cost(writer, monkeypatch
 @pytest.mark.parametrize("chars, expected", [(0, 0), (3, 1), (400, 100), (1001, 250)])
 def test_tokens_are_estimated_at_four_characters(chars, expected):
     assert stats.tokens(chars) == expected
+
+
+def test_how_often_search_fell_back_to_words(conn, fake_embeddings, down_url):
+    from gate import store
+    from gate.embeddings import Endpoint
+
+    store.load_vectors(conn)
+    writer = Writer(conn)
+    up = Endpoint(fake_embeddings.url, "m")
+    tools.memory_write(conn, [{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys use staging."}],
+                       [], writer.caller, log=None, endpoint=up)
+    tools.memory_search(conn, "deploy", writer.caller, endpoint=up)
+    tools.memory_search(conn, "deploy", writer.caller, endpoint=Endpoint(down_url, "m"))
+    tools.memory_search(conn, "deploy", writer.caller, endpoint=Endpoint(down_url, "m"))
+    tools.memory_search(conn, "deploy", writer.caller)  # no endpoint: the owner's choice, not counted
+    meaning = stats.report(conn)["searches"]["meaning"]
+    assert meaning["with_meaning"] == 1 and meaning["words_only"] == 2 and meaning["words_only_share"] == 66.7
+    assert meaning["reasons"] == [{"reason": "embeddings endpoint unreachable (connection refused)", "searches": 2}]

@@ -165,7 +165,9 @@ def test_rebuild_embeds_every_fact_again(vconn, fake_embeddings, monkeypatch):
     rebuilt = vectors.rebuild(vconn, Endpoint(fake_embeddings.url, "m"), batch=5, progress=lambda done, total: seen.append((done, total)))
     assert rebuilt.embedded == 12 and rebuilt.failed == [] and seen[-1] == (12, 12)
     assert vectors.missing(vconn) == 0 and rebuilt.space.center is not None
-    assert [len(r["input"]) for r in fake_embeddings.requests] == [5, 5, 2]
+    # The facts a batch a request, then the model's reference texts once.
+    assert [len(r["input"]) for r in fake_embeddings.requests] == [5, 5, 2, len(vectors.REFERENCE)]
+    assert not vectors.needs_reference(vconn)
 
 
 def test_rebuild_retries_a_refused_batch_one_fact_at_a_time(vconn, fake_embeddings):
@@ -187,7 +189,7 @@ def test_rebuild_retries_a_refused_batch_one_fact_at_a_time(vconn, fake_embeddin
                   " VALUES ('t', 'state', 'd', '2026-01-01', '', '', '')")
     rebuilt = vectors.rebuild(vconn, endpoint, batch=2)
     assert rebuilt.embedded == 3 and rebuilt.failed == [3]
-    assert calls == [["t\na", "t\nb"], ["t\nc", "t\nd"], ["t\nc"], ["t\nd"]]
+    assert calls == [["t\na", "t\nb"], ["t\nc", "t\nd"], ["t\nc"], ["t\nd"], list(vectors.REFERENCE)]
     assert [fact for fact, _ in vectors.waiting(vconn)] == [3]
 
 
