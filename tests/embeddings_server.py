@@ -105,10 +105,11 @@ class MiniLM:
         assert config["hidden_act"] == "gelu" and config["position_embedding_type"] == "absolute"
         self.w = read_safetensors(model_dir / "model.safetensors")
         # torch's Linear computes x @ W.T; transposed once here, so each product is one BLAS call.
+        # (In the encoder every 2-D weight is a Linear's; LayerNorm's are 1-D.)
         self.linear = {
-            name[: -len(".weight")]: (np.ascontiguousarray(weight.T), self.w[name[: -len(".weight")] + ".bias"])
+            name.removesuffix(".weight"): (np.ascontiguousarray(weight.T), self.w[name.removesuffix(".weight") + ".bias"])
             for name, weight in self.w.items()
-            if name.startswith("encoder.") and name.endswith("dense.weight") or name.endswith(("query.weight", "key.weight", "value.weight"))
+            if name.startswith("encoder.") and weight.ndim == 2
         }
         self.dimension = config["hidden_size"]
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
@@ -233,8 +234,12 @@ def make_server(host: str, port: int, model: MiniLM) -> ThreadingHTTPServer:
             except BadRequest as error:
                 self._error(400, str(error))
                 return
-            with lock:
-                vectors, tokens = model.embed(texts)
+            try:
+                with lock:
+                    vectors, tokens = model.embed(texts)
+            except Exception as error:  # a bug here must reach the client as one, not as a hang-up
+                self._send(500, {"error": {"message": f"the model failed: {error!r}", "type": "server_error"}})
+                return
             data = []
             for i, row in enumerate(vectors):
                 if encoding == "base64":

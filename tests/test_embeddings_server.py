@@ -57,6 +57,14 @@ def test_a_string_input_and_base64_give_the_same_vector(second_model_url):
     assert struct.unpack(f"<{len(packed) // 4}f", packed) == pytest.approx(listed["data"][0]["embedding"], abs=1e-7)
 
 
+def test_a_long_text_is_cut_where_the_model_stops_reading(second_model_url):
+    """sentence-transformers reads 256 tokens of a text ([CLS] and [SEP] included), and so
+    does the server; the position table would end at 512."""
+    status, answer = post(second_model_url, {"input": "memory " * 2000})
+    assert status == 200 and len(answer["data"][0]["embedding"]) == 384
+    assert answer["usage"]["prompt_tokens"] == 256
+
+
 @pytest.mark.parametrize("body, says", [
     ({"inputs": ["text"]}, "no 'input'"),
     ({"input": []}, "non-empty list of strings"),
