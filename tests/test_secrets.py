@@ -8,7 +8,7 @@ POSITIVE = [
     ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "an AWS secret access key"),
     ("use ghp_16C7e42F292c6912E7710c838347Ae178B4a for the bot", "a GitHub token"),
     ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX", "a GitHub token"),
-    ("glpat-xxxxxxxxxxXXXXXXXXXX1234", "a GitLab token"),
+    ("glpat-Fk3xQ9vLm2Tz7RbW1yNc", "a GitLab token"),
     ("ANTHROPIC_API_KEY is sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345", "an Anthropic API key"),
     ("the key is sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD", "an OpenAI API key"),
     ("sk-abcdefghijklmnopqrstuvwxyz0123456789abcd", "an OpenAI API key"),
