@@ -165,7 +165,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     ("a Discord bot token", ("discord",),
      _L + r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _R, _token),
     ("a Google API key", ("aiza",), _L + r"AIza[0-9A-Za-z_-]{35}" + _R, _token),
-    ("a Google OAuth client secret", ("gocspx-",), _L + r"GOCSPX-[A-Za-z0-9_-]{28}", _token),
+    ("a Google OAuth client secret", ("gocspx-",), _L + r"GOCSPX-[A-Za-z0-9_-]{24,40}", _token),
     ("a Google OAuth token", ("ya29.",), _L + r"ya29\.[A-Za-z0-9_-]{30,}", _token),
     ("an npm token", ("npm_",), _L + r"npm_[A-Za-z0-9]{36}" + _R, _token),
     ("a PyPI token", ("pypi-",), _L + r"pypi-AgE[A-Za-z0-9_-]{50,}", None),
@@ -248,7 +248,7 @@ _ASSIGNMENTS = [
 
 
 def _check_assignment(how: str, value: str, quoted: bool) -> bool:
-    value = value.rstrip(".!?)") if not quoted and how != "strong" else value
+    value = value.rstrip(".)") if not quoted and how != "strong" else value
     if how == "strong":
         return literal(value, quoted=quoted)
     if how == "password":
@@ -292,7 +292,7 @@ def _hits(text: str, *, first: bool = False):
             if value and _check_assignment(how, value, quoted):
                 start, end = match.span(group)
                 if not quoted and how != "strong":
-                    end = start + len(value.rstrip(".!?)"))
+                    end = start + len(value.rstrip(".)"))
                 yield start, end, kind
                 if first:
                     return
@@ -335,6 +335,18 @@ def redact(text: str) -> str:
         at = end
     parts.append(text[at:])
     return "".join(parts)
+
+
+def redact_echo(text: str) -> str:
+    """`redact`, and any machine-made-looking run of 20 characters or more too: for a refusal that
+    quotes a bad value back, where a bare key with nothing around it to name it (a 40-character
+    AWS secret sent as a date) must not be shown either, and nothing useful is lost."""
+    text = redact(text)
+    if not any(ch.isdigit() for ch in text):
+        return text
+    return _pattern(r"[A-Za-z0-9+/=_.~-]{20,}").sub(
+        lambda match: "[redacted: random-looking value]" if random_looking(match.group()) else match.group(), text
+    )
 
 
 def redact_json(value):

@@ -84,9 +84,10 @@ class Refused(Exception):
     """The file was not imported, nothing applied; `problems` name lines and mends."""
 
     def __init__(self, problems: list[str], more: int = 0):
+        # Problems quote the file's keys and values: redacted, as memory_write's refusals are.
         self.problems, self.more = [secrets.redact(problem) for problem in problems], more
         lines = ["import refused, nothing was changed. Fix the file and run it again:"]
-        lines += [f"- {problem}" for problem in problems]
+        lines += [f"- {problem}" for problem in self.problems]
         if more:
             lines.append(f"- and {more} more problem(s) like these")
         super().__init__("\n".join(lines))

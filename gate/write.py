@@ -273,7 +273,7 @@ def brief(value: Any) -> str:
     """A short rendering of what the agent sent, for a refusal; whatever it is. Credentials are
     redacted before it is cut, so no part of one is shown."""
     try:
-        shown = secrets.redact(json.dumps(value, ensure_ascii=False))
+        shown = secrets.redact_echo(json.dumps(value, ensure_ascii=False))
     except (TypeError, ValueError, RecursionError):
         shown = f"a {type(value).__name__}" if isinstance(value, (list, dict)) else type(value).__name__
     return shown if len(shown) <= 40 else shown[:37] + "..."
