@@ -8,9 +8,10 @@ developers paste ("secret"), and benign lookalikes: placeholders, references, pr
 secrets, code, hashes and ids ("benign"). Each group is split in two halves; the detector was
 widened looking at the `tuning` half only, so the `held-out` half is the evidence (both halves
 were written by the same hand, before the detector, which makes held-out weaker evidence than
-an independent set). Two more sets of benign text nobody tuned on: the 200 observations of the
-public claude-mem-lite benchmark (developer prose full of "token", "password reset", "API key
-rotation") and the samples of tests/test_secrets.py.
+an independent set). Benign text nobody tuned on: the 200 observations of the public
+claude-mem-lite benchmark (developer prose full of "token", "password reset", "API key
+rotation"). The tables of tests/test_secrets.py are shown apart: they were written with the
+detector, so they are no evidence, only a check.
 
 Also checked: that a redacted secret sample no longer holds a credential, that redaction leaves
 benign text untouched, and the cost per text. (Not named secrets.py: tests put bench/ on
@@ -52,14 +53,15 @@ def samples() -> dict:
         for observation in json.loads(SEED.read_text())["observations"]:
             keys = ("title", "narrative", "facts", "concepts", "text")
             seed.append(("claude-mem-lite prose", " ".join(str(observation.get(k) or "") for k in keys)))
-    sets["untuned"] = {
+    sets["untuned prose"] = {"secret": [], "benign": seed}
+    sets["tests/test_secrets.py (written with the detector)"] = {
         "secret": [("tests/test_secrets.py", text) for text, _ in POSITIVE],
-        "benign": seed + [("tests/test_secrets.py", text) for text in NEGATIVE],
+        "benign": [("tests/test_secrets.py", text) for text in NEGATIVE],
     }
     return sets
 
 
-def report(name: str, found, secret: list, benign: list, show: int) -> tuple[int, int]:
+def report(name: str, found, secret: list, benign: list) -> tuple[int, int, tuple]:
     """Print one detector's figures on one set; return (missed, false refusals)."""
     caught, missed = defaultdict(int), defaultdict(list)
     total = defaultdict(int)
@@ -78,6 +80,9 @@ def report(name: str, found, secret: list, benign: list, show: int) -> tuple[int
         else:
             passed[group] += 1
     n_missed = sum(len(v) for v in missed.values())
+    if not secret:
+        print(f"  {name}: false refusals {sum(len(v) for v in refused.values())} of {len(benign)}")
+        return 0, sum(len(v) for v in refused.values()), (total, caught, missed, count, passed, refused)
     n_refused = sum(len(v) for v in refused.values())
     print(f"  {name}: caught {len(secret) - n_missed} of {len(secret)}, missed {n_missed}; "
           f"false refusals {n_refused} of {len(benign)}")
@@ -106,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     for half, kinds in sets.items():
         secret, benign = kinds["secret"], kinds["benign"]
         print(f"{half}: {len(secret)} credentials, {len(benign)} benign texts")
-        report("baseline (the check before)", baseline.find, secret, benign, args.show)
-        n_missed, n_refused, detail = report("gate/secrets.py", secrets.find, secret, benign, args.show)
+        report("baseline (the check before)", baseline.find, secret, benign)
+        n_missed, n_refused, detail = report("gate/secrets.py", secrets.find, secret, benign)
         table(detail, args.show)
         failed |= bool(n_missed or n_refused)
         print()
@@ -129,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     for text in everything:
         secrets.redact(text)
     redact_cost = (time.perf_counter() - started) / len(everything)
-    prose = [text for _, text in sets["untuned"]["benign"]]
+    prose = [text for _, text in sets["untuned prose"]["benign"]]
     quiet = sum(1 for text in prose if not secrets.triggered(text))
     print(f"cost: find {1e6 * found_cost:.0f} us, redact {1e6 * redact_cost:.0f} us per text "
           f"(mean length {sum(map(len, everything)) // len(everything)} characters)")

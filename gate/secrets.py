@@ -203,12 +203,19 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     ("a connection string with a password", ("://",),
      r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<value>[^\s@/]+)@[^\s/]+", literal),
     ("an Authorization header", ("authorization",),
-     r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|bot|digest|apikey|sso-key)"
-     r"\s+(?P<value>[A-Za-z0-9._~+/=-]{8,})", lambda v: not _placeholder(v) and not v.isupper()),
+     r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|bot|digest|apikey|api-token|"
+     r"sso-key)\s+(?P<value>[A-Za-z0-9._~+/=@-]{8,})",
+     lambda v: not _placeholder(v) and not v.isupper() and not (v.islower() and _is_word_like(v))),
+    ("an Authorization header", ("authorization",),  # a credential without a scheme
+     r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?P<value>[A-Za-z0-9._~+/=@-]{8,})", literal),
     ("a bearer token", ("bearer",), r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{20,}=*)", random_looking),
     ("a password on a command line", ("curl", "wget"),
-     r"\b(?:curl|wget)\b[^\n]*?\s(?:-u|--user)[= ]?\s*(?P<q>[\"']?)[^\s:\"']*:"
-     r"(?P<value>[^\s\"']+)(?P=q)", literal),
+     r"\b(?:curl|wget)\b(?:[^\n]|\\\n)*?\s(?:-u|--user)[= ]?\s*[\"']?[^\s:\"']*:[\"']?(?P<value>[^\s\"']+)",
+     lambda v: literal(v, quoted=True)),  # a shell word: a literal, whatever its letters
+    # A Kubernetes Secret's data: base64 values (padded, so a length of 4n) under `kind: Secret`.
+    ("a Kubernetes secret value", ("kind: secret", "kind: 'secret'", 'kind: "secret"'),
+     r"(?m)^[ \t]+[\w.-]+:[ \t]*(?:[|>][-+]?[ \t]*\n[ \t]+)?[\"']?(?P<value>[A-Za-z0-9+/]{10,}={0,2})[\"']?[ \t]*$",
+     lambda v: len(v) % 4 == 0 and not _is_word_like(v) and not v.isdigit()),
     ("a password on a command line", ("mysql",), r"\bmysql(?:dump|admin)?\b[^\n]*?\s-p(?P<value>[^\s'\"]{4,})", literal),
     ("a password on a command line", ("redis-cli", "sshpass", "docker login"),
      r"\b(?:redis-cli\b[^\n]*?\s-a|sshpass\b[^\n]*?\s-p|docker\s+login\b[^\n]*?\s(?:-p|--password)[= ])"

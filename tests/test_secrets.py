@@ -54,6 +54,9 @@ POSITIVE = [
     ("my pw for the vpn is Tr0ub4dor&3fake", "a password in prose"),
     ("the API key is " + "deadbeef01234567" * 2, "a key or token in prose"),
     ("SECRET_KEY_BASE=" + "deadbeef01234567" * 8, "a password or key assignment"),
+    ("apiVersion: v1\nkind: Secret\ndata:\n  token: RmFrZVRva2VuMDEyMzQ1Njc4OQ==\n", "a Kubernetes secret value"),
+    ("curl -k -X POST https://ci.acme.dev/api \\\n  -d 'x' \\\n  -u deploy:FakeMultiLinePw", "a password on a command line"),
+    ("curl --header 'Authorization: 5eb4223e-fake-46e5-be67-c7b8f2732305'", "an Authorization header"),
 ]
 
 NEGATIVE = [
@@ -107,6 +110,11 @@ NEGATIVE = [
     "image: acme/api@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "Bot tokens start with xoxb- and AWS key ids with AKIA.",
     "[redacted: GitHub token] was pasted here",
+    "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-user-pass\n  resourceVersion: '12345678'\ndata:\n  password: ''\n",
+    "apiVersion: external-secrets.io/v1beta1\nkind: ExternalSecret\nspec:\n  data:\n    - secretKey: api-key\n      remoteRef:\n        key: my-secrets-manager-secret\n",
+    "curl -u \"${_username}:${_password}\" https://api.acme.dev",
+    "curl -X POST --user \"$(cat ./login.txt):$(cat ./password.txt)\"",
+    "Authorization: required for every call",
 ]
 
 
