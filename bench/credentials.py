@@ -40,6 +40,12 @@ from gate import secrets  # noqa: E402
 DATA = ROOT / "bench" / "data" / "credentials.json"
 SEED = ROOT.parent / "shared" / "data" / "claude-mem-lite" / "seed-data.json"
 HALVES = ("tuning", "held-out")
+ADVERSARIAL = {
+    "curl -u": "curl -u ", "curl continuation": "curl x x \\\n", "sshpass -p": "sshpass -p ",
+    "docker login -p": "docker login -p ", "mysql -p": "mysql -p ", "aws secret": "aws secret ",
+    "key=": "key=", "base64": "QUJDRGVm", "password is": "password is ", "kind: Secret": "kind: Secret\n  a: QUJD\n",
+    "https://a:b@": "https://a:b@", "eyJ.": "eyJ.", "Authorization: ": "Authorization: ", "word": "word ",
+}
 
 
 def samples() -> dict:
@@ -139,6 +145,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cost: find {1e6 * found_cost:.0f} us, redact {1e6 * redact_cost:.0f} us per text "
           f"(mean length {sum(map(len, everything)) // len(everything)} characters)")
     print(f"prefilter: {quiet} of {len(prose)} untuned prose texts hold no trigger (no regex runs for them)")
+    # Hostile pastes of 200k characters (a prompt is redacted whole, on the hook path): each
+    # shape must cost linear time, whatever repeats.
+    worst = []
+    for name, unit in ADVERSARIAL.items():
+        text = (unit * (200_000 // len(unit) + 1))[:200_000]
+        started = time.perf_counter()
+        secrets.redact(text)
+        worst.append((time.perf_counter() - started, name))
+    took, name = max(worst)
+    print(f"200,000-character hostile pastes: redact at most {1e3 * took:.0f} ms ({name!r}), "
+          f"median {1e3 * sorted(worst)[len(worst) // 2][0]:.0f} ms over {len(worst)}")
     return 1 if failed else 0
 
 

@@ -127,6 +127,31 @@ def _pem_private(value: str) -> bool:
     return b"PRIVATE" in head
 
 
+class _Near:
+    """A check that also wants one of `words` at most `window` characters before the match, and
+    unless `lines`, on the same command line (continuation lines included). Looked for backwards
+    rather than matched, so that a text repeating the word costs linear time."""
+
+    def __init__(self, words: tuple[str, ...], check, window: int = 1000, *, lines: bool = False):
+        self.words, self.check, self.window, self.lines = words, check, window, lines
+
+    def __call__(self, value: str, text: str, start: int) -> bool:
+        if not self.check(value):
+            return False
+        before = text[max(0, start - self.window) : start]
+        if not self.lines:
+            at = len(before)
+            while True:  # back to the start of the logical line
+                newline = before.rfind("\n", 0, at)
+                if newline > 0 and before[newline - 1] == "\\":
+                    at = newline - 1
+                    continue
+                before = before[newline + 1 :]
+                break
+        low = before.lower()
+        return any(word in low for word in self.words)
+
+
 # -- the shapes ------------------------------------------------------------------------------------
 
 # Left and right edges of a token: not inside a longer run of letters and digits. A token may
@@ -197,8 +222,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
      r"HRKU-[A-Za-z0-9_-]{40,})", _token),
     # A secret of 40 characters of base64 near a word that says AWS or secret, or after a key id.
     ("an AWS secret access key", ("aws", "secret", "akia", "asia"),
-     r"(?is)(?:aws|secret|AKIA|ASIA).{0,80}?(?<![A-Za-z0-9/+])(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
-     _aws_secret),
+     r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])", _Near(("aws", "secret", "akia", "asia"), _aws_secret, 100, lines=True)),
     # Credentials in a URL, a header or a command line.
     ("a connection string with a password", ("://",),
      r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<value>[^\s@/]+)@[^\s/]+", literal),
@@ -210,16 +234,19 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
      r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?P<value>[A-Za-z0-9._~+/=@-]{8,})", literal),
     ("a bearer token", ("bearer",), r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{20,}=*)", random_looking),
     ("a password on a command line", ("curl", "wget"),
-     r"\b(?:curl|wget)\b(?:[^\n]|\\\n)*?\s(?:-u|--user)[= ]?\s*[\"']?[^\s:\"']*:[\"']?(?P<value>[^\s\"']+)",
-     lambda v: literal(v, quoted=True)),  # a shell word: a literal, whatever its letters
+     r"\s(?:-u|--user)[= ]?\s*[\"']?[^\s:\"']*:[\"']?(?P<value>[^\s\"']+)",
+     _Near(("curl", "wget"), lambda v: literal(v, quoted=True))),  # a shell word: a literal, whatever its letters
     # A Kubernetes Secret's data: base64 values (padded, so a length of 4n) under `kind: Secret`.
     ("a Kubernetes secret value", ("kind: secret", "kind: 'secret'", 'kind: "secret"'),
      r"(?m)^[ \t]+[\w.-]+:[ \t]*(?:[|>][-+]?[ \t]*\n[ \t]+)?[\"']?(?P<value>[A-Za-z0-9+/]{10,}={0,2})[\"']?[ \t]*$",
      lambda v: len(v) % 4 == 0 and not _is_word_like(v) and not v.isdigit()),
-    ("a password on a command line", ("mysql",), r"\bmysql(?:dump|admin)?\b[^\n]*?\s-p(?P<value>[^\s'\"]{4,})", literal),
-    ("a password on a command line", ("redis-cli", "sshpass", "docker login"),
-     r"\b(?:redis-cli\b[^\n]*?\s-a|sshpass\b[^\n]*?\s-p|docker\s+login\b[^\n]*?\s(?:-p|--password)[= ])"
-     r"\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)", literal),
+    ("a password on a command line", ("mysql",), r"\s-p(?P<value>[^\s'\"]{4,})", _Near(("mysql",), literal)),
+    ("a password on a command line", ("redis-cli",), r"\s-a\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+     _Near(("redis-cli",), literal)),
+    ("a password on a command line", ("sshpass",), r"\s-p\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+     _Near(("sshpass",), literal)),
+    ("a password on a command line", ("docker login",), r"\s(?:-p|--password)[= ]\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+     _Near(("docker login",), literal)),
     ("a password or key assignment", ("requirepass", "masterauth"),
      r"\b(?:requirepass|masterauth)\s+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)", literal),
 ]
@@ -231,13 +258,13 @@ _STRONG = (r"password|passwd|passphrase|pass|pwd|secret|token|api[_-]?key|apikey
            r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig")
 _VALUE = (r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]*)(?P=q)"
           r"|(?P<value>(?:[^\s\"'`,;)}\]&<]|&(?![\w.-]+=))+))")
-_ASSIGN = r"[\"']?\s*(?::=|=>|=|:)\s*"
+_ASSIGN = r"[\"']?\s*(?::=|=>|=|:(?!//))\s*"  # not `https://`: a URL's scheme names nothing
+# The name is matched whole and its ending checked apart (`_NAMES`): a pattern that looked for
+# the secret word inside every word would cost a long text quadratic time.
+_NAMES = {"strong": rf"(?i)(?:{_STRONG})$", "weak": r"(?i)[a-z0-9][_-]?key(?:[_-]?base)?$"}
 _ASSIGNMENTS = [
     ("a password or key assignment", ("pass", "pwd", "secret", "token", "key", "auth", "credential", "sig"),
-     rf"(?i)(?<![\w.-])[\w.-]*?(?:{_STRONG}){_ASSIGN}{_VALUE}", "strong"),
-    ("a password or key assignment", ("key",),
-     rf"(?<![\w.-])(?![\w.-]*(?i:public|publishable))[\w.-]*?[A-Za-z0-9][_-]?(?i:key)(?:[_-]?(?i:base))?"
-     rf"{_ASSIGN}{_VALUE}", "weak"),
+     rf"(?<![\w.-])(?P<name>[\w.-]+){_ASSIGN}{_VALUE}", "name"),
     # An environment variable followed by its value after a space: `AWS_SECRET_ACCESS_KEY <key>`.
     ("a password or key assignment", ("pass", "pwd", "secret", "token", "key"),
      r"(?<![\w-])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|_PASS|_PWD)[ \t]+(?P<q>[\"']?)"
@@ -254,10 +281,13 @@ _ASSIGNMENTS = [
 ]
 
 
-def _check_assignment(how: str, value: str, quoted: bool) -> bool:
-    value = value.rstrip(".)") if not quoted and how != "strong" else value
-    if how == "strong":
-        return literal(value, quoted=quoted)
+def _check_assignment(how: str, value: str, quoted: bool, name: str | None = None) -> bool:
+    if how == "name":  # `name = value`: how strong a name decides how the value is checked
+        if _pattern(_NAMES["strong"]).search(name):
+            return literal(value, quoted=quoted)
+        low = name.lower()
+        return bool(_pattern(_NAMES["weak"]).search(name)) and "public" not in low and random_looking(value)
+    value = value.rstrip(".)") if not quoted else value
     if how == "password":
         return _password(value, quoted=quoted)
     return random_looking(value)
@@ -285,7 +315,12 @@ def _hits(text: str, *, first: bool = False):
             continue
         for match in _pattern(source).finditer(text):
             span = match.span("value") if "value" in match.re.groupindex and match.group("value") else match.span()
-            if check is None or check(text[span[0]:span[1]]):  # type: ignore[operator]
+            value = text[span[0] : span[1]]
+            if isinstance(check, _Near):
+                ok = check(value, text, match.start())
+            else:
+                ok = check is None or check(value)  # type: ignore[operator]
+            if ok:
                 yield span[0], span[1], kind
                 if first:
                     return
@@ -296,9 +331,10 @@ def _hits(text: str, *, first: bool = False):
             quoted = "qvalue" in match.re.groupindex and match.group("qvalue") is not None
             group = "qvalue" if quoted else "value"
             value = match.group(group)
-            if value and _check_assignment(how, value, quoted):
+            name = match.group("name") if "name" in match.re.groupindex else None
+            if value and _check_assignment(how, value, quoted, name):
                 start, end = match.span(group)
-                if not quoted and how != "strong":
+                if not quoted and how != "name":
                     end = start + len(value.rstrip(".)"))
                 yield start, end, kind
                 if first:
