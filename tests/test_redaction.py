@@ -230,3 +230,14 @@ def test_injected_context_stores_the_request_redacted(conn):
         state.claim(conn, "s", PASTED, source="hook", prompt_id="p1")
     stored = conn.execute("SELECT prompt FROM context_requests").fetchone()[0]
     assert leaked(stored) == [] and "[redacted: GitHub token]" in stored
+
+
+def test_the_ledger_stores_any_caller_s_prompt_redacted(conn):
+    """Not only the hook's: the command line's own turns (their words are the command typed) and
+    a prompt delivered again go through open_turn too."""
+    ledger.open_turn(conn, "s", "p1", None)
+    ledger.open_turn(conn, "s", "p1", PASTED)  # the prompt arrives on a second delivery
+    changeset.cli_turn(conn, f"memory-gate import --token {GITHUB} facts.jsonl")
+    stored = [prompt for (prompt,) in conn.execute("SELECT prompt FROM turns ORDER BY id")]
+    assert len(stored) == 2 and leaked(" ".join(stored)) == []
+    assert stored[1] == "memory-gate import --token [redacted: GitHub token] facts.jsonl"
