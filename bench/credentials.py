@@ -1,48 +1,162 @@
-"""The credential check on real prose: how often it refuses what it should and nothing else.
+"""The credential check on labelled samples: what it catches, what it misses, what it refuses
+wrongly, per provider and per half, beside the check as it was before (the baseline).
 
-    python bench/credentials.py
+    python bench/credentials.py [--show N]
 
-Negatives: the 200 observations of the public claude-mem-lite benchmark (developer prose full of
-"token", "password reset", "API key rotation", connection strings without passwords) and the
-negative samples of tests/test_secrets.py. Positives: the positive samples there (made-up
-credentials in the shapes providers issue). Prints the false refusals (which must be none) and
-the share of credentials caught, and the check's cost per fact. (Not named secrets.py: tests put
-bench/ on sys.path, where that name would hide the standard library's secrets module.)
+Samples: bench/data/credentials.json, made-up credentials in the shapes providers issue and
+developers paste ("secret"), and benign lookalikes: placeholders, references, prose about
+secrets, code, hashes and ids ("benign"). Each group is split in two halves; the detector was
+widened looking at the `tuning` half only, so the `held-out` half is the evidence (both halves
+were written by the same hand, before the detector, which makes held-out weaker evidence than
+an independent set). Benign text nobody tuned on: the 200 observations of the public
+claude-mem-lite benchmark (developer prose full of "token", "password reset", "API key
+rotation"). The tables of tests/test_secrets.py are shown apart: they were written with the
+detector, so they are no evidence, only a check.
+
+Also checked: that a redacted secret sample no longer holds a credential, that redaction leaves
+benign text untouched, and the cost per text. (Not named secrets.py: tests put bench/ on
+sys.path, where that name would hide the standard library's secrets module.)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
+import _credentials_baseline as baseline  # noqa: E402
 from test_secrets import NEGATIVE, POSITIVE  # noqa: E402
 
 from gate import secrets  # noqa: E402
 
+DATA = ROOT / "bench" / "data" / "credentials.json"
 SEED = ROOT.parent / "shared" / "data" / "claude-mem-lite" / "seed-data.json"
+HALVES = ("tuning", "held-out")
+ADVERSARIAL = {
+    "curl -u": "curl -u ", "curl continuation": "curl x x \\\n", "sshpass -p": "sshpass -p ",
+    "docker login -p": "docker login -p ", "mysql -p": "mysql -p ", "aws secret": "aws secret ",
+    "key=": "key=", "base64": "QUJDRGVm", "password is": "password is ", "kind: Secret": "kind: Secret\n  a: QUJD\n",
+    "https://a:b@": "https://a:b@", "eyJ.": "eyJ.", "Authorization: ": "Authorization: ", "word": "word ",
+}
 
 
-def main() -> int:
-    prose = list(NEGATIVE)
+def samples() -> dict:
+    data = json.loads(DATA.read_text())
+    sets = {half: {"secret": [], "benign": []} for half in HALVES}
+    for kind in ("secret", "benign"):
+        for sample in data[kind]:
+            sets[sample["half"]][kind].append((sample["group"], sample["text"]))
+    seed = []
     if SEED.exists():
         for observation in json.loads(SEED.read_text())["observations"]:
-            prose.append(" ".join(str(observation.get(k) or "") for k in ("title", "narrative", "facts", "concepts", "text")))
+            keys = ("title", "narrative", "facts", "concepts", "text")
+            seed.append(("claude-mem-lite prose", " ".join(str(observation.get(k) or "") for k in keys)))
+    sets["untuned prose"] = {"secret": [], "benign": seed}
+    sets["tests/test_secrets.py (written with the detector)"] = {
+        "secret": [("tests/test_secrets.py", text) for text, _ in POSITIVE],
+        "benign": [("tests/test_secrets.py", text) for text in NEGATIVE],
+    }
+    return sets
+
+
+def report(name: str, found, secret: list, benign: list) -> tuple[int, int, tuple]:
+    """Print one detector's figures on one set; return (missed, false refusals)."""
+    caught, missed = defaultdict(int), defaultdict(list)
+    total = defaultdict(int)
+    for group, text in secret:
+        total[group] += 1
+        if found(text):
+            caught[group] += 1
+        else:
+            missed[group].append(text)
+    passed, refused = defaultdict(int), defaultdict(list)
+    count = defaultdict(int)
+    for group, text in benign:
+        count[group] += 1
+        if found(text):
+            refused[group].append((found(text), text))
+        else:
+            passed[group] += 1
+    n_missed = sum(len(v) for v in missed.values())
+    if not secret:
+        print(f"  {name}: false refusals {sum(len(v) for v in refused.values())} of {len(benign)}")
+        return 0, sum(len(v) for v in refused.values()), (total, caught, missed, count, passed, refused)
+    n_refused = sum(len(v) for v in refused.values())
+    print(f"  {name}: caught {len(secret) - n_missed} of {len(secret)}, missed {n_missed}; "
+          f"false refusals {n_refused} of {len(benign)}")
+    return n_missed, n_refused, (total, caught, missed, count, passed, refused)
+
+
+def table(detail, show: int) -> None:
+    total, caught, missed, count, passed, refused = detail
+    for group in total:
+        line = f"    {group:<34} caught {caught[group]:>3} / {total[group]:<3} missed {len(missed[group])}"
+        print(line)
+        for text in missed[group][:show]:
+            print(f"        missed: {text[:110]!r}")
+    for group in count:
+        print(f"    {group:<34} passed {passed[group]:>3} / {count[group]:<3} false refusals {len(refused[group])}")
+        for kind, text in refused[group][:show]:
+            print(f"        refused as {kind}: {text[:100]!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--show", type=int, default=3, help="examples printed per group (default 3)")
+    args = parser.parse_args(argv)
+    sets = samples()
+    failed = False
+    for half, kinds in sets.items():
+        secret, benign = kinds["secret"], kinds["benign"]
+        print(f"{half}: {len(secret)} credentials, {len(benign)} benign texts")
+        report("baseline (the check before)", baseline.find, secret, benign)
+        n_missed, n_refused, detail = report("gate/secrets.py", secrets.find, secret, benign)
+        table(detail, args.show)
+        failed |= bool(n_missed or n_refused)
+        print()
+
+    everything = [text for kinds in sets.values() for kind in kinds.values() for _, text in kind]
+    leaks = [text for kinds in sets.values() for _, text in kinds["secret"] if secrets.find(secrets.redact(text))]
+    changed = [text for kinds in sets.values() for _, text in kinds["benign"] if secrets.redact(text) != text]
+    print(f"redaction: {len(leaks)} redacted credential samples still hold a credential; "
+          f"{len(changed)} benign texts changed by redaction")
+    for text in leaks[: args.show]:
+        print(f"  still found in: {secrets.redact(text)[:110]!r}")
+    failed |= bool(leaks or changed)
+
     started = time.perf_counter()
-    false = [text for text in prose if secrets.find(text)]
-    caught = [text for text, _ in POSITIVE if secrets.find(text)]
-    elapsed = time.perf_counter() - started
-    print(f"false refusals: {len(false)} of {len(prose)} texts of ordinary prose and code")
-    for text in false[:5]:
-        print(f"  {secrets.find(text)}: {text[:100]}")
-    print(f"credentials caught: {len(caught)} of {len(POSITIVE)}")
-    print(f"cost: {1e6 * elapsed / (len(prose) + len(POSITIVE)):.0f} microseconds per text")
-    return 1 if false or len(caught) < len(POSITIVE) else 0
+    for text in everything:
+        secrets.find(text)
+    found_cost = (time.perf_counter() - started) / len(everything)
+    started = time.perf_counter()
+    for text in everything:
+        secrets.redact(text)
+    redact_cost = (time.perf_counter() - started) / len(everything)
+    prose = [text for _, text in sets["untuned prose"]["benign"]]
+    quiet = sum(1 for text in prose if not secrets.triggered(text))
+    print(f"cost: find {1e6 * found_cost:.0f} us, redact {1e6 * redact_cost:.0f} us per text "
+          f"(mean length {sum(map(len, everything)) // len(everything)} characters)")
+    print(f"prefilter: {quiet} of {len(prose)} untuned prose texts hold no trigger (no regex runs for them)")
+    # Hostile pastes of 200k characters (a prompt is redacted whole, on the hook path): each
+    # shape must cost linear time, whatever repeats.
+    worst = []
+    for name, unit in ADVERSARIAL.items():
+        text = (unit * (200_000 // len(unit) + 1))[:200_000]
+        started = time.perf_counter()
+        secrets.redact(text)
+        worst.append((time.perf_counter() - started, name))
+    took, name = max(worst)
+    print(f"200,000-character hostile pastes: redact at most {1e3 * took:.0f} ms ({name!r}), "
+          f"median {1e3 * sorted(worst)[len(worst) // 2][0]:.0f} ms over {len(worst)}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from typing import Any
 
 import apsw
 
-from gate import audit, embeddings, ledger, store, vectors
+from gate import audit, embeddings, ledger, secrets, store, vectors
 
 # Lines buffered before they are appended (and fsynced): a few hundred kilobytes at most.
 FLUSH_LINES = 1000
@@ -46,8 +46,9 @@ class Author:
 
 def author(turn: ledger.Turn) -> Author:
     """The author of the changes a turn makes: its session, its turn as write.log names it (a
-    server turn has no prompt id), and its words."""
-    return Author(turn.session, turn.prompt_id or f"server:{turn.id}", turn.prompt)
+    server turn has no prompt id), and its words, credentials redacted (a turn stored before
+    the ledger redacted them may still hold some)."""
+    return Author(turn.session, turn.prompt_id or f"server:{turn.id}", secrets.redact(turn.prompt))
 
 
 def cli_turn(conn: apsw.Connection, command: str) -> ledger.Turn:

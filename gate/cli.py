@@ -16,7 +16,7 @@ from pathlib import Path
 
 import apsw
 
-from gate import audit, commands, config, embeddings, history, query, search, store, terminal, vectors
+from gate import audit, commands, config, embeddings, history, query, search, secrets, store, terminal, vectors
 from gate.terminal import UserError
 from gate.write import KINDS
 
@@ -72,15 +72,17 @@ def cmd_search(args: argparse.Namespace) -> int:
     ranked = search.by_words(conn, terms)[: args.limit]
     facts = search.load(conn, ranked)
     found = [facts[rowid] for rowid in ranked if rowid in facts]
+    keys = ("id", "topic", "kind", "text", "date")
+    # Redacted for display: a database from before the credential check may hold some.
+    shown = [secrets.redact_json({key: getattr(fact, key) for key in keys}) for fact in found]
     if args.json:
-        keys = ("id", "topic", "kind", "text", "date")
-        print(json.dumps([{key: getattr(fact, key) for key in keys} for fact in found], ensure_ascii=False, indent=2))
+        print(json.dumps(shown, ensure_ascii=False, indent=2))
         return 0
     if not found:
-        print(f'nothing in memory for "{terms}"')
-    for fact in found:
-        print(f"[{fact.id}] {fact.kind} | {fact.topic} | {fact.date}")
-        for line in fact.text.splitlines():
+        print(f'nothing in memory for "{secrets.redact(terms)}"')
+    for fact in shown:
+        print(f"[{fact['id']}] {fact['kind']} | {fact['topic']} | {fact['date']}")
+        for line in fact["text"].splitlines():
             print(f"    {line}")
     return 0
 
@@ -94,7 +96,8 @@ def cmd_log(args: argparse.Namespace) -> int:
     if args.limit:
         found = deque(found, maxlen=args.limit)  # the last N, without holding the rest
     committed = history.Committed(conn)
-    shown = (_marked(entry, committed) for entry in found)
+    # Redacted for display: old lines may hold the owner's words as they were typed.
+    shown = (secrets.redact_json(_marked(entry, committed)) for entry in found)
     if args.json:
         terminal.json_list(shown, sys.stdout)
         return 0

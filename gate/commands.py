@@ -17,27 +17,30 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from gate import audit, config, history, listing, stats, store, terminal, transfer, undo
+from gate import audit, config, history, listing, secrets, stats, store, terminal, transfer, undo
 from gate.search import Fact
 from gate.terminal import UserError
 
 INDENT = "    "
 
+# What these commands print of facts and of write.log is redacted (gate/secrets.py): a database or
+# a log from before the credential check knew a shape may still hold a credential.
+
 
 def _print_text(text: str | None) -> None:
-    for line in str(text or "").splitlines() or [""]:
+    for line in secrets.redact(str(text or "")).splitlines() or [""]:
         print(f"{INDENT}{line}" if line.strip() else "")
 
 
 def fact_json(fact: Fact) -> dict:
-    return {
+    return secrets.redact_json({
         "id": fact.id, "topic": fact.topic, "kind": fact.kind, "text": fact.text, "date": fact.date,
         "created": fact.created, "updated": fact.updated, "confirmed": fact.confirmed, "rev": fact.rev,
-    }
+    })
 
 
 def _print_fact(fact: Fact, note: str) -> None:
-    print(f"[{fact.id}] {fact.kind} | {fact.topic} | {fact.date}  ({note})")
+    print(f"[{fact.id}] {fact.kind} | {secrets.redact(fact.topic)} | {fact.date}  ({note})")
     _print_text(fact.text)
 
 
@@ -79,7 +82,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         )
     changes = itertools.chain([first], changes)
     if args.json:
-        terminal.json_list((change.to_json() for change in changes), sys.stdout)
+        terminal.json_list((secrets.redact_json(change.to_json()) for change in changes), sys.stdout)
     else:
         last = first
         for last in changes:
@@ -96,8 +99,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def _print_change(change: history.Change) -> None:
-    entry = change.entry
-    before, after = change.before or {}, change.after or {}
+    entry = secrets.redact_json(change.entry)
+    before, after = entry.get("before") or {}, entry.get("after") or {}
     what = change.op
     if change.op == "update":
         what += ": " + ", ".join(key for key in ("topic", "kind", "text", "date") if before.get(key) != after.get(key))
@@ -152,7 +155,7 @@ def cmd_undo(args: argparse.Namespace) -> int:
     elif done.op == "update":
         back = reverted.before or {}
         print(f"undid {reverted.name}: fact {fact} reads as before it again:")
-        print(f"{INDENT}{back.get('kind')} | {back.get('topic')} | {back.get('date')}")
+        print(f"{INDENT}{back.get('kind')} | {secrets.redact(back.get('topic'))} | {back.get('date')}")
         _print_text(back.get("text"))
     else:
         print(f"undid {reverted.name}: fact {fact}, which it deleted, is back under its id.")

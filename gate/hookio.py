@@ -12,7 +12,7 @@ import sys
 
 import apsw
 
-from gate import jsonlite, store
+from gate import jsonlite, secrets, store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the hooks' import path stays light
@@ -33,6 +33,7 @@ class Skip(Exception):
 
 
 def warn(line: str) -> int:
+    line = secrets.redact(line)  # an exception's text may quote the input
     print(jsonlite.dumps({"systemMessage": line}))
     print(line, file=sys.stderr)
     return 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from gate import config, hookio, ledger, store
+from gate import config, hookio, ledger, secrets, store
 
 # Times the mod may hold one turn's answer back before it lets the answer out unmet.
 MAX_HOLDS = 3
@@ -77,6 +77,7 @@ def missing(state: ledger.Gate, prefix: str = "") -> str:
 def user_prompt_submit(payload: dict, prefix: str) -> dict | None:
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
     prompt = payload.get("prompt") if isinstance(payload.get("prompt"), str) else None
+    prompt = secrets.redact(prompt)  # here, not under the write lock (open_turn checks again)
     conn = _open(payload, create=True)
     with store.writing(conn):
         ledger.open_turn(conn, session, prompt_id, prompt)

@@ -18,6 +18,8 @@ import time
 
 import apsw
 
+from gate import secrets
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: collections.abc costs a hook more than its whole query
     from collections.abc import Iterable
@@ -76,7 +78,9 @@ def bump(conn: apsw.Connection, session: str) -> int:
 
 
 def open_turn(conn: apsw.Connection, session: str, prompt_id: str, prompt: str | None) -> Turn:
-    """The turn of this prompt, opened now or earlier (hooks may deliver twice)."""
+    """The turn of this prompt, opened now or earlier (hooks may deliver twice). The prompt is
+    stored with its credentials redacted."""
+    prompt = secrets.redact(prompt) if prompt is not None else None
     existing = _turn(conn, "session = ? AND prompt_id = ?", (session, prompt_id))
     if existing is not None:
         if prompt is not None and existing.prompt is None:

@@ -1,89 +1,403 @@
-"""Credentials that must never become memory.
+"""Credentials that must never become memory, nor anything memory-gate writes or echoes.
 
 Facts are stored in plain text, shown to every later session and kept in write.log: a key that
-lands there has leaked for good. A write whose text carries something shaped like a credential is
-refused, and the refusal names the kind of secret without echoing it.
+lands there has leaked for good. So a write whose text carries something shaped like a credential
+is refused (`find`, naming the kind of secret without echoing it), and every other text memory-gate
+keeps or repeats (the owner's prompt in the ledger and in write.log, refusals that quote a bad
+value, search results, hook warnings, the command line's printouts of old data) goes through
+`redact`, which puts `[redacted: <what>]` where each credential was.
 
 Detection is by shape: provider token formats (unambiguous prefixes and lengths), private key
-blocks, JWTs, and `password=`-style assignments or connection strings whose value is a literal
-rather than a reference (`$VAR`, `${VAR}`, `<placeholder>`, `***`, `os.environ[...]`). Talking
-*about* secrets ("the token lives in 1Password", "rotate PASSWORD yearly") stays allowed.
+blocks, JWTs, credentials in URLs, headers and command lines, and `password=`-style assignments
+or prose ("the password is ...") whose value is a literal rather than a reference (`$VAR`,
+`${VAR}`, `<placeholder>`, `***`, `sk-...`, `os.environ[...]`, `!vault`, `op://...`). Talking
+*about* secrets ("the token lives in 1Password", "rotate PASSWORD yearly", "keys start with
+AKIA") stays allowed. bench/credentials.py measures both kinds of error on a labelled set.
+
+This module is on the hooks' per-turn path (the prompt is redacted before the ledger stores it):
+each shape names the lowercase substrings one of which any match contains, and `re` is imported
+and a shape compiled only when a text holds one of them, so an ordinary prompt costs a few
+substring tests and no import.
 """
 
 from __future__ import annotations
 
-import re
+# -- what a value must look like ----------------------------------------------------------------
 
-# (kind, pattern): the kind is what the refusal names.
-_TOKENS = [
-    ("an AWS access key id", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
-    ("a GitHub token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b|\bgithub_pat_[A-Za-z0-9_]{50,}\b"),
-    ("a GitLab token", r"\bglpat-[A-Za-z0-9_-]{20,}\b"),
-    ("an Anthropic API key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
-    ("an OpenAI API key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}\b"),
-    ("a Stripe key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b"),
-    ("a Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"),
-    ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    ("an npm token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-    ("a PyPI token", r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{20,}"),
-    ("a SendGrid key", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
-    ("a private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
-    ("a JSON Web Token", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+# Whole values that stand for a secret rather than being one (compared lowercased).
+_WORDS = frozenset(
+    "none null nil true false yes no on off empty redacted changeme placeholder example sample "
+    "dummy secret secrets password passwd token key apikey string str bytes int required optional "
+    "hidden masked unset undefined default test testing value values foobar foo bar baz".split()
+)
+# Substrings that mark a template or a placeholder: `${VAR}`, `{{ x }}`, `<token>`, `sk-...`,
+# `ghp_XXXX`, `***`, `your-token-here`, `CHANGE_ME`.
+_MARKS = ("${", "{{", "}}", "<", ">", "...", "\u2026", "xxx", "***", "your", "here", "changeme",
+          "change_me", "change-me", "replace", "placeholder", "redacted", "insert_", "enter_")
+# Leading text of a reference: variables, expressions, YAML tags, secret-manager addresses, paths.
+_LEADS = ("$", "%", "{", "[", "(", "!", "&", "*", "@", "op://", "vault:", "vault://", "arn:",
+          "enc[", "ref+", "secret://", "sm://", "file:", "env:", "/", "./", "~/", "../", "process.env",
+          "os.environ", "os.getenv", "getenv", "env(", "env::", "change", "secrets.")
+
+
+def _placeholder(value: str) -> bool:
+    low = value.lower()
+    return (
+        low in _WORDS
+        or any(mark in low for mark in _MARKS)
+        or low.startswith(_LEADS)
+        or len(set(low)) <= 3
+    )
+
+
+def _is_word_like(value: str) -> bool:
+    """Letters and separators only, no digit: a word, a name or an identifier
+    (`stored`, `db-credentials`, `hashedPassword`, `settings.api_key`, `OPENAI_API_KEY`)."""
+    return not any(ch.isdigit() for ch in value) and all(ch.isalpha() or ch in "_-." for ch in value)
+
+
+def _expression(value: str) -> bool:
+    """Code rather than a value: a call, a subscript or an attribute path (`get_token()`,
+    `request.headers[`, `jwt.encode(payload`, `Optional[str`)."""
+    return ("(" in value or "[" in value or "::" in value) and value[:1].isalpha()
+
+
+def literal(value: str, *, quoted: bool = False) -> bool:
+    """Whether an assigned value looks like a real password or key and not a reference, a
+    placeholder or a word. A quoted value may be any mix of letters (`"SuperSecret"`)."""
+    value = value.strip()
+    if len(value) < 6 or _placeholder(value) or _expression(value):
+        return False
+    if value.isupper() and _is_word_like(value):
+        return False  # an environment variable's name: `password: DB_PASSWORD`
+    if quoted:
+        return not (value.islower() and _is_word_like(value))
+    return not _is_word_like(value)
+
+
+def _password(value: str, *, quoted: bool = False) -> bool:
+    """A password named in prose ("the password is ..."): quoted, or with a digit or a symbol."""
+    if quoted:
+        return len(value) >= 6 and not _placeholder(value)
+    if not literal(value):
+        return False
+    return any(not ch.isalpha() for ch in value)
+
+
+def random_looking(value: str) -> bool:
+    """Whether a value looks machine-made: long, letters and digits mixed, with a long unbroken run
+    (not `k8s-prod-cluster-01`). For names as weak as `..._KEY` or prose as loose as "the token
+    is ...", where a word or a name is the usual value."""
+    if len(value) < 16 or _placeholder(value):
+        return False
+    if not (any(ch.isdigit() for ch in value) and any(ch.isalpha() for ch in value)):
+        return False
+    run = longest = 0
+    for ch in value:
+        run = run + 1 if ch.isalnum() else 0
+        longest = max(longest, run)
+    return longest >= 12 and all(ch.isalnum() or ch in "+/=_-.~" for ch in value)
+
+
+def _token(body: str) -> bool:
+    """A provider-shaped token, unless it is a placeholder (`ghp_XXXX...`, `xoxb-your-token`)."""
+    low = body.lower()
+    return not any(mark in low for mark in ("xxx", "...", "\u2026", "***", "your", "<", "0000000")) and len(set(low)) > 4
+
+
+def _aws_secret(value: str) -> bool:
+    """40 characters of base64 as AWS issues them: both cases and a digit or a slash, not hex."""
+    return (
+        any(ch.isupper() for ch in value)
+        and any(ch.islower() for ch in value)
+        and any(ch.isdigit() or ch in "/+" for ch in value)
+        and not all(ch in "0123456789abcdefABCDEF" for ch in value)
+        and _token(value)
+    )
+
+
+def _pem_private(value: str) -> bool:
+    """A base64-encoded PEM block (kubeconfig's `client-key-data`) that holds a private key."""
+    import binascii
+
+    try:
+        head = binascii.a2b_base64(value[:60] + "=" * (-len(value[:60]) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return b"PRIVATE" in head
+
+
+class _Near:
+    """A check that also wants one of `words` at most `window` characters before the match, and
+    unless `lines`, on the same command line (continuation lines included). Looked for backwards
+    rather than matched, so that a text repeating the word costs linear time."""
+
+    def __init__(self, words: tuple[str, ...], check, window: int = 1000, *, lines: bool = False):
+        self.words, self.check, self.window, self.lines = words, check, window, lines
+
+    def __call__(self, value: str, text: str, start: int) -> bool:
+        if not self.check(value):
+            return False
+        before = text[max(0, start - self.window) : start]
+        if not self.lines:
+            at = len(before)
+            while True:  # back to the start of the logical line
+                newline = before.rfind("\n", 0, at)
+                if newline > 0 and before[newline - 1] == "\\":
+                    at = newline - 1
+                    continue
+                before = before[newline + 1 :]
+                break
+        low = before.lower()
+        return any(word in low for word in self.words)
+
+
+# -- the shapes ------------------------------------------------------------------------------------
+
+# Left and right edges of a token: not inside a longer run of letters and digits. A token may
+# follow `_` (`GH_TOKEN_ghp_...`), which `\b` would not allow.
+_L, _R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
+
+# (kind, triggers, pattern, check). `kind` is what a refusal names, with its article; the redaction
+# marker names it without. A match is a credential when `check` (given the `value` group, or the
+# whole match) says so; `redact` replaces the `value` group, or the whole match. A shape runs only
+# on a text whose lowercase form holds one of its triggers. Order matters: `find` names the first.
+_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
+    ("a private key", ("private key",),
+     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY"
+     r"(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:-]*)", None),
+    ("a private key", ("ls0tls1crudjti",), r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{20,}", _pem_private),
+    ("an age secret key", ("age-secret-key-",), r"AGE-SECRET-KEY-1[0-9A-Z]{58}", None),
+    ("an AWS access key id", ("akia", "asia", "abia", "acca", "a3t"),
+     _L + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[0-9A-Z]{16}" + _R, _token),
+    ("a GitHub token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), _L + r"gh[pousr]_[A-Za-z0-9]{36,}" + _R, _token),
+    ("a GitHub token", ("github_pat_",), _L + r"github_pat_[A-Za-z0-9_]{50,}" + _R, _token),
+    ("a GitLab token", ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glsoat-", "glft-", "glimt-", "gloas-",
+                        "glffct-", "glagent-"),
+     _L + r"gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|oas|ffct|agent)-[A-Za-z0-9_-]{20,}", _token),
+    ("an Anthropic API key", ("sk-ant-",), _L + r"sk-ant-[A-Za-z0-9_-]{32,}", _token),
+    ("an OpenAI API key", ("sk-",),
+     _L + r"sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,}" + _R + ")", _token),
+    ("a Stripe key", ("sk_", "rk_"), _L + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}" + _R, _token),
+    ("a Stripe webhook secret", ("whsec_",), _L + r"whsec_[A-Za-z0-9]{24,}" + _R, _token),
+    ("a Slack token", ("xox", "xapp-"),
+     _L + r"(?:xox[abposre]-(?:\d+-)+[A-Za-z0-9]{8,}|xoxe(?:\.xox[bp])?-\d-[A-Za-z0-9]{30,}|"
+     r"xapp-\d-[A-Z0-9]+-\d+-[A-Za-z0-9]{20,})", _token),
+    ("a Slack webhook", ("hooks.slack.com",),
+     r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<value>[A-Za-z0-9/_-]{20,})", _token),
+    ("a Discord webhook", ("discord",),
+     r"discord(?:app)?\.com/api/webhooks/(?P<value>\d+/[A-Za-z0-9_-]{40,})", _token),
+    ("a Discord bot token", ("discord",),
+     _L + r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _R, _token),
+    ("a Google API key", ("aiza",), _L + r"AIza[0-9A-Za-z_-]{35}" + _R, _token),
+    ("a Google OAuth client secret", ("gocspx-",), _L + r"GOCSPX-[A-Za-z0-9_-]{24,40}", _token),
+    ("a Google OAuth token", ("ya29.",), _L + r"ya29\.[A-Za-z0-9_-]{30,}", _token),
+    ("an npm token", ("npm_",), _L + r"npm_[A-Za-z0-9]{36}" + _R, _token),
+    ("a PyPI token", ("pypi-",), _L + r"pypi-AgE[A-Za-z0-9_-]{50,}", None),
+    ("a SendGrid key", ("sg.",), _L + r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}", _token),
+    ("a Twilio API key", ("twilio",), _L + r"SK[0-9a-fA-F]{32}" + _R, _token),
+    ("a Mailgun key", ("key-",), _L + r"key-[0-9a-f]{32}" + _R, _token),
+    ("a Mailchimp key", ("-us",), _L + r"[0-9a-f]{32}-us\d{1,2}" + _R, _token),
+    ("a Hugging Face token", ("hf_",), _L + r"hf_[A-Za-z0-9]{30,}" + _R, _token),
+    ("a Telegram bot token", (":aa",), r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])", _token),
+    ("a Vault token", ("hvs.", "hvb.", "hvr."), _L + r"hv[sbr]\.[A-Za-z0-9_-]{24,}", _token),
+    ("a DigitalOcean token", ("_v1_",), _L + r"do[opr]_v1_[a-f0-9]{64}" + _R, _token),
+    ("a Shopify token", ("shpat_", "shpss_", "shpca_", "shppa_"), _L + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _R, _token),
+    ("a Databricks token", ("dapi",), _L + r"dapi[a-f0-9]{32}(?:-\d)?" + _R, _token),
+    ("an Azure client secret", ("q~",), r"(?<![\w~.-])[\w~.-]{3}\dQ~[\w~.-]{31,34}(?![\w~.-])", _token),
+    ("an Azure storage key", ("accountkey=", "sharedaccesskey=", "account-key"),
+     r"(?i)(?:AccountKey=|SharedAccessKey=|--account-key[= ]\s*)(?P<value>[A-Za-z0-9+/]{40,}={0,2})", _token),
+    ("an Azure SAS signature", ("sig=",), r"(?<![\w.-])sig=(?P<value>[A-Za-z0-9%+/=]{20,})", _token),
+    ("a Django secret key", ("django-insecure-",), r"django-insecure-[^\s'\"]{20,}", None),
+    ("a Mapbox secret token", ("sk.eyj",), _L + r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", None),
+    ("a JSON Web Token", ("eyj",), _L + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", None),
+    ("a provider token", ("lin_", "ntn_", "secret_", "pmak-", "atatt", "glsa_", "glc_", "nrak-", "gsk_", "r8_",
+                          "dckr_pat_", "dp.st.", "dp.sa.", "dp.ct.", "dp.pt.", "dp.scim.", "dp.audit.", "sntry", "xai-", "pplx-", "eaaa", "sq0", "atlasv1", "pul-", "hrku-"),
+     _L + r"(?:lin_(?:api|oauth)_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}|"
+     r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}|ATATT3[A-Za-z0-9_=-]{100,}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|"
+     r"glc_[A-Za-z0-9+/=]{32,}|NRAK-[A-Z0-9]{27}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|"
+     r"dckr_pat_[A-Za-z0-9_-]{27,}|dp\.(?:st|sa|ct|pt|scim|audit)\.[A-Za-z0-9_.-]{40,}|"
+     r"sntry[su]_[A-Za-z0-9+/=_-]{40,}|xai-[A-Za-z0-9]{70,}|pplx-[A-Za-z0-9]{40,}|EAAA[A-Za-z0-9_-]{60,}|"
+     r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}|pul-[a-f0-9]{40}|"
+     r"HRKU-[A-Za-z0-9_-]{40,})", _token),
+    # A secret of 40 characters of base64 near a word that says AWS or secret, or after a key id.
+    ("an AWS secret access key", ("aws", "secret", "akia", "asia"),
+     r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])", _Near(("aws", "secret", "akia", "asia"), _aws_secret, 100, lines=True)),
+    # Credentials in a URL, a header or a command line.
+    ("a connection string with a password", ("://",),
+     r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<value>[^\s@/]+)@[^\s/]+", literal),
+    ("an Authorization header", ("authorization",),
+     r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|bot|digest|apikey|api-token|"
+     r"sso-key)\s+(?P<value>[A-Za-z0-9._~+/=@-]{8,})",
+     lambda v: not _placeholder(v) and not v.isupper() and not (v.islower() and _is_word_like(v))),
+    ("an Authorization header", ("authorization",),  # a credential without a scheme
+     r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?P<value>[A-Za-z0-9._~+/=@-]{8,})", literal),
+    ("a bearer token", ("bearer",), r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{20,}=*)", random_looking),
+    ("a password on a command line", ("curl", "wget"),
+     r"\s(?:-u|--user)[= ]?\s*[\"']?[^\s:\"']*:[\"']?(?P<value>[^\s\"']+)",
+     _Near(("curl", "wget"), lambda v: literal(v, quoted=True))),  # a shell word: a literal, whatever its letters
+    # A Kubernetes Secret's data: base64 values (padded, so a length of 4n) under `kind: Secret`.
+    ("a Kubernetes secret value", ("kind: secret", "kind: 'secret'", 'kind: "secret"'),
+     r"(?m)^[ \t]+[\w.-]+:[ \t]*(?:[|>][-+]?[ \t]*\n[ \t]+)?[\"']?(?P<value>[A-Za-z0-9+/]{10,}={0,2})[\"']?[ \t]*$",
+     lambda v: len(v) % 4 == 0 and not _is_word_like(v) and not v.isdigit()),
+    ("a password on a command line", ("mysql",), r"\s-p(?P<value>[^\s'\"]{4,})", _Near(("mysql",), literal)),
+    ("a password on a command line", ("redis-cli",), r"\s-a\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+     _Near(("redis-cli",), literal)),
+    ("a password on a command line", ("sshpass",), r"\s-p\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+     _Near(("sshpass",), literal)),
+    ("a password on a command line", ("docker login",), r"\s(?:-p|--password)[= ]\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+     _Near(("docker login",), literal)),
+    ("a password or key assignment", ("requirepass", "masterauth"),
+     r"\b(?:requirepass|masterauth)\s+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)", literal),
 ]
 
-_SECRET_WORDS = (
-    r"password|passwd|passphrase|pwd|secret|client[_-]?secret|api[_-]?key|apikey|access[_-]?key|"
-    r"secret[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token"
-)
-# `password = "hunter22"`, `API_KEY: abc123...`, `--password=s3cr3t`; the value is checked apart.
-_ASSIGNMENT = re.compile(
-    rf"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_-])*(?:{_SECRET_WORDS})\s*(?:=|:)\s*(['\"]?)(?P<value>[^\s'\",;)]+)\1"
-)
-# scheme://user:password@host
-_CONNECTION = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<value>[^\s@/]+)@[^\s/]+")
-_AWS_SECRET = re.compile(r"(?i)aws.{0,20}secret.{0,20}[=:]\s*['\"]?[A-Za-z0-9/+]{40}\b")
+# Names whose value is a secret: `DB_PASSWORD`, `client_secret`, `apiKey`, `x-api-key`,
+# `_authToken`, `PGPASSWORD`. A bare `key` is too common a name (`sort_key`, `key=value`) and gets
+# the stricter random_looking check below, unless it says public.
+_STRONG = (r"password|passwd|passphrase|pass|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
+           r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig")
+_VALUE = (r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]*)(?P=q)"
+          r"|(?P<value>(?:[^\s\"'`,;)}\]&<]|&(?![\w.-]+=))+))")
+_ASSIGN = r"[\"']?\s*(?::=|=>|=|:(?!//))\s*"  # not `https://`: a URL's scheme names nothing
+# The name is matched whole and its ending checked apart (`_NAMES`): a pattern that looked for
+# the secret word inside every word would cost a long text quadratic time.
+_NAMES = {"strong": rf"(?i)(?:{_STRONG})$", "weak": r"(?i)[a-z0-9][_-]?key(?:[_-]?base)?$"}
+_ASSIGNMENTS = [
+    ("a password or key assignment", ("pass", "pwd", "secret", "token", "key", "auth", "credential", "sig"),
+     rf"(?<![\w.-])(?P<name>[\w.-]+){_ASSIGN}{_VALUE}", "name"),
+    # An environment variable followed by its value after a space: `AWS_SECRET_ACCESS_KEY <key>`.
+    ("a password or key assignment", ("pass", "pwd", "secret", "token", "key"),
+     r"(?<![\w-])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|_PASS|_PWD)[ \t]+(?P<q>[\"']?)"
+     r"(?P<value>[^\s\"']+)(?P=q)", "weak"),
+    # Prose: "the password is ...", "my pw for the vpn is ...", "the API key is ...".
+    ("a password in prose", ("pass", "pw", "pin ", "pin:", "pin="),
+     r"(?i)\b(?:passwords?|passphrase|passwd|pw|pwd|passcode|pin)\b(?:\s+(?:for|of|on|to|in)\s+(?:[\w.@/-]+\s+){0,3}?)?"
+     r"\s*(?:is|was|are|=|:)\s+(?:now\s+|still\s+|just\s+|set\s+to\s+)?"
+     r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,120})(?P=q)|(?P<value>[^\s\"'`,;]+))", "password"),
+    ("a key or token in prose", ("secret", "token", "key", "credential"),
+     r"(?i)\b(?:secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin)\s+(?:key|token)|token|credentials?)\b"
+     r"(?:\s+(?:for|of|on|to|in)\s+(?:[\w.@/-]+\s+){0,3}?)?\s*(?:is|was|are|=|:)\s+(?:now\s+|still\s+|set\s+to\s+)?"
+     r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^\s\"'`,;]+))", "weak"),
+]
 
-_COMPILED = [(kind, re.compile(pattern)) for kind, pattern in _TOKENS]
 
-# Values that stand for a secret rather than being one.
-_PLACEHOLDER = re.compile(
-    r"""(?ix)^(
-        \$\{?[A-Za-z_][A-Za-z0-9_]*\}? |      # $VAR, ${VAR}
-        %[A-Za-z_][A-Za-z0-9_]*% |          # %VAR%
-        <[^>]*>? | \[[^\]]*\]? | \{\{.*\}?\}? |  # <password>, [secret], {{ vault }}
-        \*+ | x+ | \.+ | -+ | _+ |          # ***, xxx, ...
-        (os\.)?(environ|getenv|env)\b.* |   # os.environ["X"], getenv(...)
-        process\.env\b.* |
-        (none|null|nil|true|false|empty|redacted|changeme|change-me|placeholder|example|dummy|
-         secret|password|token|string|str|required|optional|your[_-].*|my[_-].*)
-    )$"""
-)
+def _check_assignment(how: str, value: str, quoted: bool, name: str | None = None) -> bool:
+    if how == "name":  # `name = value`: how strong a name decides how the value is checked
+        if _pattern(_NAMES["strong"]).search(name):
+            return literal(value, quoted=quoted)
+        low = name.lower()
+        return bool(_pattern(_NAMES["weak"]).search(name)) and "public" not in low and random_looking(value)
+    value = value.rstrip(".)") if not quoted else value
+    if how == "password":
+        return _password(value, quoted=quoted)
+    return random_looking(value)
 
 
-def _literal(value: str) -> bool:
-    """Whether an assigned value looks like a real secret and not a reference or a word."""
-    if len(value) < 6 or _PLACEHOLDER.match(value):
-        return False
-    if value.isalpha() and value.islower():  # a plain word: `token: optional`, `key=value`
-        return False
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\(\)?)?", value) and not any(
-        ch.isdigit() for ch in value
-    ):
-        return False  # an identifier or attribute path: `settings.api_key`, `get_token()`
-    return True
+# -- finding and redacting ------------------------------------------------------------------------
+
+_compiled: dict[str, object] = {}
+
+
+def _pattern(source: str):
+    pattern = _compiled.get(source)
+    if pattern is None:
+        import re  # here: most texts hold no trigger, and the hooks then never import re
+
+        pattern = _compiled[source] = re.compile(source, re.DOTALL)
+    return pattern
+
+
+def _hits(text: str, *, first: bool = False):
+    """(start, end, kind) of every credential in `text`, in the order of the shapes."""
+    low = text.lower()
+    for kind, triggers, source, check in _SHAPES:
+        if not any(trigger in low for trigger in triggers):
+            continue
+        for match in _pattern(source).finditer(text):
+            span = match.span("value") if "value" in match.re.groupindex and match.group("value") else match.span()
+            value = text[span[0] : span[1]]
+            if isinstance(check, _Near):
+                ok = check(value, text, match.start())
+            else:
+                ok = check is None or check(value)  # type: ignore[operator]
+            if ok:
+                yield span[0], span[1], kind
+                if first:
+                    return
+    for kind, triggers, source, how in _ASSIGNMENTS:
+        if not any(trigger in low for trigger in triggers):
+            continue
+        for match in _pattern(source).finditer(text):
+            quoted = "qvalue" in match.re.groupindex and match.group("qvalue") is not None
+            group = "qvalue" if quoted else "value"
+            value = match.group(group)
+            name = match.group("name") if "name" in match.re.groupindex else None
+            if value and _check_assignment(how, value, quoted, name):
+                start, end = match.span(group)
+                if not quoted and how != "name":
+                    end = start + len(value.rstrip(".)"))
+                yield start, end, kind
+                if first:
+                    return
+
+
+def triggered(text: str) -> bool:
+    """Whether any shape could match `text` (else no regex need run, nor `re` be imported)."""
+    low = text.lower()
+    return any(trigger in low for _, triggers, _, _ in _SHAPES + _ASSIGNMENTS for trigger in triggers)
 
 
 def find(text: str) -> str | None:
-    """The kind of credential `text` seems to hold, or None."""
-    for kind, pattern in _COMPILED:
-        if pattern.search(text):
-            return kind
-    if _AWS_SECRET.search(text):
-        return "an AWS secret access key"
-    for match in _CONNECTION.finditer(text):
-        if _literal(match.group("value")):
-            return "a connection string with a password"
-    for match in _ASSIGNMENT.finditer(text):
-        if _literal(match.group("value")):
-            return "a password or key assignment"
+    """The kind of credential `text` seems to hold ("a GitHub token"), or None."""
+    for _, _, kind in _hits(text, first=True):
+        return kind
     return None
+
+
+def marker(kind: str) -> str:
+    """What stands in a redacted text where a credential of this kind was."""
+    return "[redacted: " + kind.split(" ", 1)[1] + "]"
+
+
+def redact(text: str) -> str:
+    """`text` with every credential replaced by a marker naming its kind; else `text` itself."""
+    if not isinstance(text, str) or not text:
+        return text
+    spans = sorted(_hits(text), key=lambda hit: (hit[0], -hit[1]))
+    if not spans:
+        return text
+    merged: list[list] = []
+    for start, end, kind in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end, kind])
+    parts, at = [], 0
+    for start, end, kind in merged:
+        parts += [text[at:start], marker(kind)]
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def redact_echo(text: str) -> str:
+    """`redact`, and any machine-made-looking run of 20 characters or more too: for a refusal that
+    quotes a bad value back, where a bare key with nothing around it to name it (a 40-character
+    AWS secret sent as a date) must not be shown either, and nothing useful is lost."""
+    text = redact(text)
+    if not any(ch.isdigit() for ch in text):
+        return text
+    return _pattern(r"[A-Za-z0-9+/=_.~-]{20,}").sub(
+        lambda match: "[redacted: random-looking value]" if random_looking(match.group()) else match.group(), text
+    )
+
+
+def redact_json(value):
+    """A JSON-shaped value (dicts, lists, strings) with every string in it redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: redact_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_json(item) for item in value]
+    return value

@@ -8,14 +8,13 @@ and meaning; when meaning fails, it ranks by words and says why in one line of t
 from __future__ import annotations
 
 import sys
-
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import apsw
 
-from gate import embeddings, ledger, render, search, stats, store, write
+from gate import embeddings, ledger, render, search, secrets, stats, store, write
 
 
 @dataclass(frozen=True)
@@ -36,12 +35,26 @@ class SearchAnswer:
     owner_words: str | None
     notes: list[str] = field(default_factory=list)
 
+    def __post_init__(self):
+        # What the answer repeats is redacted: the owner's words and the agent's terms, and fact
+        # texts stored before the credential check knew their shape.
+        self.terms, self.owner_words = secrets.redact(self.terms), secrets.redact(self.owner_words)
+        self.results = [_redacted(result) for result in self.results]
+
     @property
     def text(self) -> str:
         return render.search_text(self.terms, self.results, self.owner_words, self.notes)
 
     def structured(self) -> dict[str, Any]:
         return render.search_data(self.results, self.owner_words, self.notes)
+
+
+def _redacted(result: render.Result) -> render.Result:
+    fact = result.fact
+    topic, text = secrets.redact(fact.topic), secrets.redact(fact.text)
+    if topic == fact.topic and text == fact.text:
+        return result
+    return render.Result(replace(fact, topic=topic, text=text), result.full)
 
 
 def memory_search(

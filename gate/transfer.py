@@ -43,7 +43,7 @@ from typing import Any, TextIO
 
 import apsw
 
-from gate import changeset, embeddings, store, vectors, write
+from gate import changeset, embeddings, secrets, store, vectors, write
 
 COLUMNS = ("id", "topic", "kind", "text", "date", "created", "updated", "confirmed", "rev")
 # A line longer than this holds no fact memory_write would take (600 characters of text, escaped).
@@ -67,7 +67,8 @@ def export(conn: apsw.Connection, out: TextIO, *, progress: Progress | None = No
         total = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
         done = 0
         for row in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM facts ORDER BY id"):
-            out.write(json.dumps(dict(zip(COLUMNS, row)), ensure_ascii=False) + "\n")
+            # A fact stored before the credential check knew its shape goes out redacted.
+            out.write(json.dumps(secrets.redact_json(dict(zip(COLUMNS, row))), ensure_ascii=False) + "\n")
             done += 1
             if progress and (done % PROGRESS_EVERY == 0 or done == total):
                 progress(done, total)
@@ -83,9 +84,10 @@ class Refused(Exception):
     """The file was not imported, nothing applied; `problems` name lines and mends."""
 
     def __init__(self, problems: list[str], more: int = 0):
-        self.problems, self.more = problems, more
+        # Problems quote the file's keys and values: redacted, as memory_write's refusals are.
+        self.problems, self.more = [secrets.redact(problem) for problem in problems], more
         lines = ["import refused, nothing was changed. Fix the file and run it again:"]
-        lines += [f"- {problem}" for problem in problems]
+        lines += [f"- {problem}" for problem in self.problems]
         if more:
             lines.append(f"- and {more} more problem(s) like these")
         super().__init__("\n".join(lines))

@@ -48,8 +48,8 @@ class Refused(Exception):
     """The write was not applied; `problems` each state a fact and its mend."""
 
     def __init__(self, problems: list[str]):
-        self.problems = problems
-        super().__init__(render_refusal(problems))
+        self.problems = [secrets.redact(problem) for problem in problems]  # they quote what was sent
+        super().__init__(render_refusal(self.problems))
 
 
 def render_refusal(problems: list[str]) -> str:
@@ -270,9 +270,10 @@ def _type(value: Any) -> str:
 
 
 def brief(value: Any) -> str:
-    """A short rendering of what the agent sent, for a refusal; whatever it is."""
+    """A short rendering of what the agent sent, for a refusal; whatever it is. Credentials are
+    redacted before it is cut, so no part of one is shown."""
     try:
-        shown = json.dumps(value, ensure_ascii=False)
+        shown = secrets.redact_echo(json.dumps(value, ensure_ascii=False))
     except (TypeError, ValueError, RecursionError):
         shown = f"a {type(value).__name__}" if isinstance(value, (list, dict)) else type(value).__name__
     return shown if len(shown) <= 40 else shown[:37] + "..."

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from gate import secrets
@@ -8,7 +10,7 @@ POSITIVE = [
     ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "an AWS secret access key"),
     ("use ghp_16C7e42F292c6912E7710c838347Ae178B4a for the bot", "a GitHub token"),
     ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX", "a GitHub token"),
-    ("glpat-xxxxxxxxxxXXXXXXXXXX1234", "a GitLab token"),
+    ("glpat-Fk3xQ9vLm2Tz7RbW1yNc", "a GitLab token"),
     ("ANTHROPIC_API_KEY is sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345", "an Anthropic API key"),
     ("the key is sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD", "an OpenAI API key"),
     ("sk-abcdefghijklmnopqrstuvwxyz0123456789abcd", "an OpenAI API key"),
@@ -26,6 +28,35 @@ POSITIVE = [
     ("run it with --password=Tr0ub4dor&3", "a password or key assignment"),
     ("postgres://app:Sup3rS3cret@db.internal:5432/orders", "a connection string with a password"),
     ("redis://:p4ssw0rd99@cache:6379/0", "a connection string with a password"),
+    # The shapes issues 11 and 12 found missed (made up, shaped as issued).
+    ("the AWS secret is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "an AWS secret access key"),
+    ("AWS_SECRET_ACCESS_KEY wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "an AWS secret access key"),
+    ("GH_TOKEN_ghp_16C7e42F292c6912E7710c838347Ae178B4a", "a GitHub token"),
+    ("https://hooks.slack.com/services/T0FAKE1234/B0FAKE5678/FakeWebhookSecret0123456", "a Slack webhook"),
+    ("STRIPE_WEBHOOK_SECRET=whsec_FakeExampleSecret0123456789ab", "a Stripe webhook secret"),
+    ("DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=" + "FakeKey0" * 11 + "==;", "an Azure storage key"),
+    ("https://acme.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=FakeSig0123456789abcdefXYZ%3D", "an Azure SAS signature"),
+    ("Authorization: Basic ZmFrZTpGYWtlUGFzczQy", "an Authorization header"),
+    ("curl -H 'Authorization: Bearer FakeBearer0123456789abcdef' https://api.acme.dev", "an Authorization header"),
+    ("curl -u admin:Fake!Pass42 https://jenkins.acme.dev", "a password on a command line"),
+    ("the password is Hunter2-staging!", "a password in prose"),
+    ('DB_PASSWORD="Fake#Pass42 word"', "a password or key assignment"),
+    ("PGPASSWORD=FakePg4242 psql -h db -U app", "a password or key assignment"),
+    ("HF_TOKEN=hf_FakeExampleTokenAbcdefghijklmnopq", "a Hugging Face token"),
+    ("1234567890:AAFakeExampleTelegramBotToken012345", "a Telegram bot token"),
+    ("VAULT_TOKEN=hvs.FakeExampleVaultToken012345", "a Vault token"),
+    ("dop_v1_" + "deadbeef" * 8, "a DigitalOcean token"),
+    ("shpat_" + "deadbeef" * 4, "a Shopify token"),
+    ("MAILGUN_API_KEY=key-" + "deadbeef" * 4, "a Mailgun key"),
+    ("GOCSPX-FakeExampleOAuthSecret01234", "a Google OAuth client secret"),
+    ("DATABRICKS_TOKEN=dapi" + "deadbeef" * 4, "a Databricks token"),
+    ("mysql -u root -pFakePass42 appdb", "a password on a command line"),
+    ("my pw for the vpn is Tr0ub4dor&3fake", "a password in prose"),
+    ("the API key is " + "deadbeef01234567" * 2, "a key or token in prose"),
+    ("SECRET_KEY_BASE=" + "deadbeef01234567" * 8, "a password or key assignment"),
+    ("apiVersion: v1\nkind: Secret\ndata:\n  token: RmFrZVRva2VuMDEyMzQ1Njc4OQ==\n", "a Kubernetes secret value"),
+    ("curl -k -X POST https://ci.acme.dev/api \\\n  -d 'x' \\\n  -u deploy:FakeMultiLinePw", "a password on a command line"),
+    ("curl --header 'Authorization: 5eb4223e-fake-46e5-be67-c7b8f2732305'", "an Authorization header"),
 ]
 
 NEGATIVE = [
@@ -52,6 +83,38 @@ NEGATIVE = [
     "Secrets are injected by External Secrets Operator.",
     "ssh-keygen -t ed25519 made the deploy key; the public half is in the repo.",
     "Use password: optional in the schema.",
+    # Placeholders, references and prose issue 12 found refused.
+    "OPENAI_API_KEY=sk-...",
+    "SLACK_BOT_TOKEN=xoxb-your-token-here",
+    "GITHUB_TOKEN=ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+    "set it to ghp_XXXX\u2026 (a classic PAT)",
+    "the k8s secret db-credentials holds the password",
+    "password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  6231336539666234306139346433616338",
+    "token = request.headers['Authorization']",
+    "api_key: <your-api-key>",
+    "password: changeme",
+    "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+    "OPENAI_API_KEY, ANTHROPIC_API_KEY and GITHUB_TOKEN must be set before the tests run.",
+    "AWS_SECRET_ACCESS_KEY is read by boto3 from the environment.",
+    "the password is rotated every 90 days",
+    "Authorization: Bearer ${{ secrets.GITHUB_TOKEN }}",
+    "curl -u $USER:$API_TOKEN https://api.acme.dev",
+    "postgres://postgres:postgres@localhost:5432/test",
+    "git push -u origin main",
+    "docker run -u 1000:1000 acme/api",
+    "secret: op://Engineering/Stripe/secret-key",
+    "password: ENC[AES256_GCM,data:Zm9vYmFy,iv:cXV4,tag:dGFn,type:str]",
+    "max_tokens: 4096",
+    "sort_key = 'created_at'",
+    "AGE public key: age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p",
+    "image: acme/api@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "Bot tokens start with xoxb- and AWS key ids with AKIA.",
+    "[redacted: GitHub token] was pasted here",
+    "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-user-pass\n  resourceVersion: '12345678'\ndata:\n  password: ''\n",
+    "apiVersion: external-secrets.io/v1beta1\nkind: ExternalSecret\nspec:\n  data:\n    - secretKey: api-key\n      remoteRef:\n        key: my-secrets-manager-secret\n",
+    "curl -u \"${_username}:${_password}\" https://api.acme.dev",
+    "curl -X POST --user \"$(cat ./login.txt):$(cat ./password.txt)\"",
+    "Authorization: required for every call",
 ]
 
 
@@ -63,3 +126,48 @@ def test_credentials_are_found_and_named(text, kind):
 @pytest.mark.parametrize("text", NEGATIVE)
 def test_talk_about_secrets_is_not_a_secret(text):
     assert secrets.find(text) is None
+
+
+@pytest.mark.parametrize("text, kind", POSITIVE)
+def test_redaction_leaves_no_credential_and_names_what_was_there(text, kind):
+    redacted = secrets.redact(text)
+    assert secrets.find(redacted) is None
+    assert secrets.marker(kind) in redacted
+    assert secrets.redact(redacted) == redacted
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_redaction_leaves_ordinary_text_as_it_is(text):
+    assert secrets.redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text, redacted",
+    [
+        ("use GITHUB_TOKEN=ghp_16C7e42F292c6912E7710c838347Ae178B4a for the bot",
+         "use GITHUB_TOKEN=[redacted: GitHub token] for the bot"),
+        ("postgres://app:Sup3rS3cret@db.internal:5432/orders",
+         "postgres://app:[redacted: connection string with a password]@db.internal:5432/orders"),
+        ("the password is Hunter2-staging!", "the password is [redacted: password in prose]"),
+        ('DB_PASSWORD="Fake#Pass42 word" in .env', 'DB_PASSWORD="[redacted: password or key assignment]" in .env'),
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc+/=\n-----END RSA PRIVATE KEY-----\nnext line",
+         "[redacted: private key]\nnext line"),
+        ("AKIAIOSFODNN7EXAMPLE and wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+         "[redacted: AWS access key id] and [redacted: AWS secret access key]"),
+    ],
+)
+def test_redaction_replaces_the_credential_and_keeps_the_rest(text, redacted):
+    assert secrets.redact(text) == redacted
+
+
+def test_redaction_reaches_every_string_of_a_json_value():
+    token = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+    value = {"words": f"token {token}", "after": {"text": [token, 3]}, "id": 7, "none": None}
+    assert json.dumps(secrets.redact_json(value)).count("[redacted: GitHub token]") == 2
+    assert token not in json.dumps(secrets.redact_json(value))
+    assert secrets.redact(None) is None and secrets.redact("") == ""
+
+
+def test_a_text_without_a_trigger_runs_no_pattern():
+    assert not secrets.triggered("fix the failing deploy on main, then rerun the tests")
+    assert all(secrets.triggered(text) for text, _ in POSITIVE)
