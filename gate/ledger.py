@@ -75,8 +75,21 @@ def bump(conn: apsw.Connection, session: str) -> int:
     ).fetchone()[0]
 
 
+def storable(text: str) -> str:
+    """`text` as SQLite can store it: a lone surrogate (JSON allows `"\\ud800"`, UTF-8 does not)
+    becomes U+FFFD, so that a prompt holding one still opens its turn and the turn is gated."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
+    return text
+
+
 def open_turn(conn: apsw.Connection, session: str, prompt_id: str, prompt: str | None) -> Turn:
-    """The turn of this prompt, opened now or earlier (hooks may deliver twice)."""
+    """The turn of this prompt, opened now or earlier (hooks may deliver twice). The owner's
+    words are stored as far as they can be (see storable): a turn is never left ungated."""
+    if prompt is not None:
+        prompt = storable(prompt)
     existing = _turn(conn, "session = ? AND prompt_id = ?", (session, prompt_id))
     if existing is not None:
         if prompt is not None and existing.prompt is None:

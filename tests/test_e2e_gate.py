@@ -336,3 +336,19 @@ def test_installed_from_the_marketplace_the_plugin_gates_turns(tmp_path):
         assert run.result_text == "The answer."
         [message] = held_messages(run, gate)
         assert "has not searched memory" in message
+
+
+# -- 10. a prompt the database cannot store as sent is still gated -------------------------------
+
+
+def test_a_prompt_with_a_lone_surrogate_is_stored_sanitised_and_gated(gate):
+    """stream-json input may carry `\\ud800`, which UTF-8 (and so SQLite) cannot hold."""
+    gate.box.fake.add("A draft that skipped memory.", gate.search("build"), gate.write(), "The real answer.")
+    with gate.session() as session:
+        run = session.send("Why does the build fail? \ud800 it broke")
+    assert run.result_text == "The real answer.", run.explain()
+    [message] = held_messages(run, gate)
+    assert "has not searched memory" in message
+    [turn] = gate.turns()
+    assert turn["prompt"] == "Why does the build fail? \ufffd it broke"
+    assert (turn["searched"], turn["wrote"], turn["holds"], turn["outcome"]) == (1, 1, 1, "met")
