@@ -26,6 +26,10 @@ MAX_HOLDS = 3
 # 2 s was seen (bench/concurrency.py), and the hooks' timeout in hooks.json is 10 s.
 BUSY_MS = 5000
 
+# What the owner reads when an answer goes out unmet, in either mode (the mod logs it, the Stop
+# hook says it as its systemMessage).
+RELEASED = "memory-gate: this answer went out without memory kept up to date."
+
 CONTRACT = (
     "memory-gate: this project keeps memory. Before answering, call {search} with keywords of "
     "the request; before your final answer, call {write} with what this turn changed, answering "
@@ -128,7 +132,7 @@ def stop(payload: dict, prefix: str) -> dict | None:
             return None
         if payload.get("stop_hook_active") is True:
             ledger.settle(conn, state.turn.id, "released")
-            return {"systemMessage": "memory-gate: this answer went out without memory kept up to date."}
+            return {"systemMessage": RELEASED}
         ledger.hold(conn, state.turn.id)
         return {"decision": "block", "reason": missing(state, prefix)}
 
@@ -147,7 +151,7 @@ def hold(payload: dict, prefix: str) -> dict:
             return {"action": "pass"}
         if state.turn.holds >= MAX_HOLDS:
             ledger.settle(conn, state.turn.id, "released")
-            return {"action": "release", "reason": "memory-gate: answer released without memory kept up to date."}
+            return {"action": "release", "reason": RELEASED}
         ledger.hold(conn, state.turn.id)
         return {"action": "hold", "reason": missing(state, prefix)}
 

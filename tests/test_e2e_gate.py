@@ -217,6 +217,13 @@ def test_a_model_that_never_complies_still_ends_the_turn(gate):
     assert len(holds) == (3 if gate.mode == "plugin" else 1)
     [turn] = gate.turns()
     assert turn["outcome"] == "released"
+    assert told_owner(run).count("memory-gate: this answer went out without memory kept up to date.") == 1
+
+
+def told_owner(run) -> list[str]:
+    """Lines shown to the owner: the mod's `$.ui.log` lines and the hooks' systemMessages."""
+    notices = [e.get("content", "") for e in run.of_type("system", "informational")]
+    return run.ui_logs("memory-gate") + [n.split(" says: ", 1)[1] for n in notices if " says: " in n]
 
 
 # -- 6. a fact shown earlier comes back as its id only, in full again after /compact ---------------

@@ -180,6 +180,14 @@ export function register(on) {
       yield { kind: "stop", stopReason: "tool_use", usage: stop.usage };
       return { ...result, answer: "", toolUses: [{ name: gateTool, input: {} }], stopReason: "tool_use" };
     }
+    if (verdict && verdict.action === "release" && typeof verdict.reason === "string") {
+      // Out of holds: the answer goes out, and the owner is told in one line that memory is behind.
+      try {
+        await $.ui.log(verdict.reason);
+      } catch (error) {
+        // the answer goes out all the same
+      }
+    }
     for (const chunk of held) yield chunk;
     return result;
   });
