@@ -49,11 +49,12 @@ class FactOut(BaseModel):
 
 
 class SearchOut(BaseModel):
-    facts: list[FactOut]
-    owner_words: str | None = Field(None, description="what the owner wrote this turn, when known")
+    # The contract first: a long result reaches the model as a 2 KB preview (gate/render.py).
     must_answer: list[int] = Field(description="ids the next memory_write must keep, update or delete")
     next: str = Field(description="what to do next")
     notes: list[str] | None = None
+    facts: list[FactOut]
+    owner_words: str | None = Field(None, description="what the owner wrote this turn (its head, when long)")
 
 
 class DoneOut(BaseModel):

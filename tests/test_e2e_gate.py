@@ -359,3 +359,32 @@ def test_a_prompt_with_a_lone_surrogate_is_stored_sanitised_and_gated(gate):
     [turn] = gate.turns()
     assert turn["prompt"] == "Why does the build fail? \ufffd it broke"
     assert (turn["searched"], turn["wrote"], turn["holds"], turn["outcome"]) == (1, 1, 1, "met")
+
+
+# -- 11. a huge prompt does not push the contract out of what the model reads -----------------------
+
+
+def test_a_huge_prompt_leaves_the_contract_first_in_the_search_result(gate):
+    facts = [{"op": "insert", "topic": f"deploy {i}", "kind": "state", "text": f"Deploy rule {i}: " + "x" * 560}
+             for i in range(8)]
+    seen = {}
+
+    def keep_after_reading(body):
+        seen["result"] = last_tool_result_text(body)
+        return gate.write([], json.loads(seen["result"])["must_answer"])
+
+    gate.box.fake.add(gate.search("deploy"), gate.write(facts), "Noted.",
+                      gate.search("deploy rule"), keep_after_reading, "Answered.")
+    prompt = "Deploy rule question. " + "word " * 20_000  # 100k characters
+    with gate.session() as session:
+        session.send("Remember the deploy rules.")
+        run = session.send(prompt)
+    assert run.result_text == "Answered.", run.explain()
+    result = seen["result"]
+    preview = result[:2000]  # what Claude Code shows of a result it saves to a file
+    assert '"must_answer":[1,2,3,4,5,6,7,8]' in preview.replace(" ", "") and "Answer for every id" in preview
+    data = json.loads(result)
+    assert data["owner_words"].startswith("Deploy rule question. word word")
+    assert len(data["owner_words"]) < 1100 and "more characters" in data["owner_words"]
+    assert [t["outcome"] for t in gate.turns()] == ["met", "met"]
+    assert gate.turns()[1]["prompt"] == prompt  # the words themselves are all kept
