@@ -388,3 +388,25 @@ def test_a_huge_prompt_leaves_the_contract_first_in_the_search_result(gate):
     assert len(data["owner_words"]) < 1100 and "more characters" in data["owner_words"]
     assert [t["outcome"] for t in gate.turns()] == ["met", "met"]
     assert gate.turns()[1]["prompt"] == prompt  # the words themselves are all kept
+
+
+# -- 12. --max-turns: a hold the limit cannot afford lets the answer out ---------------------------
+
+
+def test_an_answer_at_the_max_turns_limit_goes_out_released(gate):
+    gate.box.fake.add("The answer, without memory.", gate.search("x"), gate.write(), "A second answer.")
+    run = gate.run("Hello?", args=["--max-turns", "1"])
+    assert run.returncode == 0, run.explain()
+    assert (run.result["subtype"], run.result_text) == ("success", "The answer, without memory.")
+    [turn] = gate.turns()
+    assert (turn["holds"], turn["outcome"]) == (0, "released")
+    assert told_owner(run) == [
+        "memory-gate: this answer went out without memory kept up to date: --max-turns 1 leaves no room to hold it."]
+
+
+def test_a_hold_the_max_turns_limit_affords_still_happens(gate):
+    gate.box.fake.add("A draft that skipped memory.", gate.search("build"), gate.write(), "The real answer.")
+    run = gate.run("Why does the build fail?", args=["--max-turns", "4"])
+    assert (run.result["subtype"], run.result_text) == ("success", "The real answer."), run.explain()
+    assert len(held_messages(run, gate)) == 1
+    assert [(t["holds"], t["outcome"]) for t in gate.turns()] == [(1, "met")]

@@ -27,10 +27,11 @@ const clear = new Set();
 
 // Ask the Python gate. Resolves to its JSON answer, or null when it cannot answer (the answer
 // then goes out: fail open).
-async function askGate($, event, promptId) {
+async function askGate($, event, promptId, extra = {}) {
   if (!promptId) return null;
   const env = await $.process.hookEnv();
   const stdin = JSON.stringify({
+    ...extra,
     session_id: await $.session.id(),
     prompt_id: promptId,
     cwd: env.CLAUDE_PROJECT_DIR ?? (await $.session.cwd()),
@@ -166,7 +167,9 @@ export function register(on) {
         await $.ui.log("memory-gate: the server said nothing is owed; the answer goes out", { to: "debug" });
       } else {
         try {
-          verdict = await askGate($, "Hold", promptId);
+          // step: this turn's model requests so far, so that Python can tell whether --max-turns
+          // leaves room for a hold (a hold past it would lose the answer).
+          verdict = await askGate($, "Hold", promptId, { step: e.index + 1 });
         } catch (error) {
           verdict = null;
         }
