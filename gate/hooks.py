@@ -113,9 +113,11 @@ def pre_tool_use(payload: dict, prefix: str) -> dict | None:
     if not tool.endswith(("__memory_search", "__memory_write")):
         return None
     prompt_id = payload.get("prompt_id") if isinstance(payload.get("prompt_id"), str) else None
+    # Inside a subagent: its results land in the subagent's context, not the main agent's.
+    agent = payload.get("agent_id") if isinstance(payload.get("agent_id"), str) and payload.get("agent_id") else None
     conn = _open(payload, create=True)
     with store.writing(conn):
-        ledger.record_tool_call(conn, tool_use_id, session, prompt_id, tool)
+        ledger.record_tool_call(conn, tool_use_id, session, prompt_id, tool, agent)
     # Plugins cannot ship permission rules: memory's own tools need no prompt.
     return {
         "hookSpecificOutput": {

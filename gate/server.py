@@ -115,6 +115,8 @@ class Memory:
     def __init__(self, settings: config.Settings):
         self.settings = settings
         self.session = settings.session_id or f"mcp-{uuid.uuid4().hex[:12]}"
+        # This process: one per Claude Code process, so one per context that reads results.
+        self.process = uuid.uuid4().hex[:12]
         self.endpoint = embeddings.Endpoint.from_settings(settings)
         self.lock = threading.Lock()
         self._conn: apsw.Connection | None = None
@@ -145,7 +147,9 @@ class Memory:
 def _caller(memory: Memory, ctx: Context) -> tools.Caller:
     meta = ctx.request_context.meta or {}
     tool_use_id = meta.get(TOOL_USE_ID)
-    return tools.Caller(memory.session, tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None)
+    return tools.Caller(
+        memory.session, tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None, memory.process
+    )
 
 
 def _unavailable(error: Exception) -> ToolError:

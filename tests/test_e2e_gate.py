@@ -410,3 +410,32 @@ def test_a_hold_the_max_turns_limit_affords_still_happens(gate):
     assert (run.result["subtype"], run.result_text) == ("success", "The real answer."), run.explain()
     assert len(held_messages(run, gate)) == 1
     assert [(t["holds"], t["outcome"]) for t in gate.turns()] == [(1, "met")]
+
+
+# -- 13. a subagent is shown in full what only its parent had seen --------------------------------
+
+
+def test_a_subagent_gets_the_text_of_a_fact_only_the_main_agent_saw(gate):
+    new = {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}
+    task = {"description": "Check the deploy fact", "subagent_type": "general-purpose", "run_in_background": False,
+            "prompt": "Search memory for deploy and keep what still holds."}
+    seen = {}
+
+    def subagent_keeps(body):
+        seen["subagent"] = facts_shown(body)
+        return gate.keep_all()(body)
+
+    gate.box.fake.add(
+        gate.search("deploy"), gate.write([new]), "Noted.",  # turn 1: the fact is written
+        gate.search("deploy"), gate.keep_all(),  # turn 2: the main agent sees it in full
+        reply(tool_use("Agent", task)),  # and starts a subagent
+        gate.search("deploy"), subagent_keeps, "Kept it.",  # the subagent's own steps
+        "The subagent kept it.",
+    )
+    with gate.session() as session:
+        session.send("Deploys go through staging.")
+        run = session.send("Have a subagent check the deploy fact.")
+    assert run.result_text == "The subagent kept it.", run.explain()
+    assert seen["subagent"] == [{"id": 1, "kind": "state", "topic": "deploy", "date": seen["subagent"][0]["date"],
+                                 "text": "Deploys go through staging."}]
+    assert [t["outcome"] for t in gate.turns()] == ["met", "met"]
