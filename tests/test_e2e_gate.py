@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from claude_harness import Sandbox, needs_claude
-from fake_anthropic import last_tool_result_text, last_user_text, reply, tool_results, tool_use
+from fake_anthropic import Reply, last_tool_result_text, last_user_text, reply, text, tool_results, tool_use
 
 from gate import config
 
@@ -439,3 +439,23 @@ def test_a_subagent_gets_the_text_of_a_fact_only_the_main_agent_saw(gate):
     assert seen["subagent"] == [{"id": 1, "kind": "state", "topic": "deploy", "date": seen["subagent"][0]["date"],
                                  "text": "Deploys go through staging."}]
     assert [t["outcome"] for t in gate.turns()] == ["met", "met"]
+
+
+# -- 14. an answer cut by max_tokens is held like a whole one --------------------------------------
+
+
+def test_an_answer_cut_by_max_tokens_is_held_whole(gate):
+    """Claude Code asks the model to go on from a cut answer. With the mod, the cut part is a final
+    answer in the making and is held like a whole one (it used to stream out unheld); with settings
+    hooks only, the Stop hook holds the answer once it ends, as for any answer."""
+    cut = Reply([text("The first half of a long answer that skipped memory")], stop_reason="max_tokens")
+    rest = [] if gate.mode == "plugin" else ["and its second half."]
+    gate.box.fake.add(cut, *rest, gate.search("build"), gate.write(), "The whole answer, after memory.")
+    run = gate.run("Why does the build fail?")
+    assert run.returncode == 0 and run.result_text == "The whole answer, after memory.", run.explain()
+    [message] = held_messages(run, gate)
+    assert "has not searched memory" in message
+    said = [block["text"] for block in run.assistant_blocks("text")]
+    if gate.mode == "plugin":
+        assert said == ["The whole answer, after memory."]  # the cut part reached no one
+    assert [(t["holds"], t["outcome"]) for t in gate.turns()] == [(1, "met")]

@@ -162,7 +162,9 @@ export function register(on) {
     let verdict = null;
     const stop = held.find((chunk) => chunk.kind === "stop");
     const promptId = promptIds.get(e.turnId);
-    if (stop && stop.stopReason === "end_turn") {
+    // An answer cut by max_tokens is a final answer in the making (Claude Code asks the model to
+    // go on from it): held like a whole one, or its first part would reach the owner unmet.
+    if (stop && (stop.stopReason === "end_turn" || stop.stopReason === "max_tokens")) {
       if (clear.has(promptId)) {
         await $.ui.log("memory-gate: the server said nothing is owed; the answer goes out", { to: "debug" });
       } else {
