@@ -459,3 +459,22 @@ def test_an_answer_cut_by_max_tokens_is_held_whole(gate):
     if gate.mode == "plugin":
         assert said == ["The whole answer, after memory."]  # the cut part reached no one
     assert [(t["holds"], t["outcome"]) for t in gate.turns()] == [(1, "met")]
+
+
+# -- 15. the plugin and a settings install together: never a silent off ----------------------------
+
+
+def test_the_plugin_beside_a_settings_install_says_so_and_still_holds(tmp_path):
+    """The settings server `memory-gate` takes the name the mod's gate tool needs: the owner is
+    told in one line, and the Stop hooks still hold an answer that owes memory."""
+    with Sandbox(tmp_path) as box:
+        gate = Gate(box, "settings")
+        box.fake.add("A draft that skipped memory.", gate.search("build"), gate.write(), "The real answer.")
+        run = box.run("Why does the build fail?", env=gate.env(), debug=True, plugin_dirs=[PLUGIN],
+                      settings=settings_only(), mcp_config=MCP_CONFIG)
+        assert run.returncode == 0 and run.load_errors() == [], run.explain()
+        [line] = [text for text in run.ui_logs("memory-gate") if "could not register its gate tool" in text]
+        assert "memory-gate uninstall" in line and "only the Stop hook holds answers now" in line
+        assert run.result_text == "The real answer."
+        assert held_messages(run, gate) and gate.turns()[0]["outcome"] == "met"
+        assert box.fake.errors == []

@@ -103,7 +103,14 @@ export function register(on) {
       });
       gateTool = registered.tool;
     } catch (error) {
-      await $.ui.log("memory-gate: could not register its tool; answers will not be held", { to: "debug" });
+      // Never a silent off: the owner reads why, and the plugin's Stop hook still holds answers.
+      // The usual cause is `memory-gate install` too, whose MCP server `memory-gate` owns the name.
+      const why = error && error.message ? ` (${String(error.message).split("\n")[0].slice(0, 200)})` : "";
+      await $.ui.log(
+        `memory-gate: the mod could not register its gate tool${why}; only the Stop hook holds answers now. ` +
+          "If `memory-gate install` is also in place, run `memory-gate uninstall`: the plugin brings everything " +
+          "(`memory-gate doctor` names the clash).",
+      );
     }
     return result;
   });
