@@ -1,4 +1,4 @@
-"""The gate on real Claude Code 2.1.328, headless and offline against the scripted fake API.
+"""The gate on real Claude Code 2.1.332, headless and offline against the scripted fake API.
 
 Each scenario runs with the plugin (mods/memory-gate: MCP server, settings hooks and the mod)
 and, where it makes sense, with settings hooks only (what `memory-gate install` sets up), where
