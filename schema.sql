@@ -230,7 +230,26 @@ CREATE TABLE searches (
 CREATE INDEX facts_by_updated ON facts (updated);
 CREATE INDEX facts_by_confirmed ON facts (confirmed);
 
--- version 5: whether each search had meaning, and why not
+-- version 5: what was shown, by the context that saw it
+
+-- A fact comes back as its id only to the context that has its text: a subagent shares its
+-- parent's session id but not its context, and so do two processes resuming one session at once.
+-- `context` is the MCP server process that answered the search (one per Claude Code process) and,
+-- within it, the subagent that searched ('' for the main agent). Rows of the session-wide table
+-- this replaces are dropped: those facts come back in full once more, which is always safe.
+DROP TABLE shown;
+CREATE TABLE shown (
+    session TEXT NOT NULL,
+    context TEXT NOT NULL,
+    fact    INTEGER NOT NULL,
+    rev     INTEGER NOT NULL,
+    PRIMARY KEY (session, context, fact)
+) WITHOUT ROWID;
+
+-- The subagent that made the call (the PreToolUse hook's agent_id), NULL for the main agent.
+ALTER TABLE tool_calls ADD COLUMN agent TEXT;
+
+-- version 6: whether each search had meaning, and why not
 
 -- NULL where no embeddings endpoint is configured (words only is then the owner's choice);
 -- 'used' when the query had its vector; else the reason search fell back to words, in a few

@@ -190,13 +190,34 @@ def doctor_report(settings: config.Settings) -> tuple[dict, list[str]]:
     return report, problems
 
 
+def install_clash(project: str) -> list[str]:
+    """The plugin and `memory-gate install` both on for this project: the mod then cannot hold
+    answers (its gate tool's name is taken by the installed server)."""
+    from gate import install, settingsfile
+
+    root = install.project_root(project) if project and Path(project).is_dir() else None
+    enabled = install.plugin_enabled_in(install.plugin_settings(config.claude_dir(), root))
+    if not enabled:
+        return []
+    try:
+        state = settingsfile.Document.read(Path(config.claude_state_file())).data
+    except settingsfile.FileError:
+        return []
+    servers = [state.get("mcpServers")]
+    if root is not None and isinstance(state.get("projects"), dict):
+        servers.append((state["projects"].get(str(root)) or {}).get("mcpServers"))
+    if any(isinstance(found, dict) and install.is_our_server(found.get(install.SERVER)) for found in servers):
+        return [install.clash(enabled) + "."]
+    return []
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from gate.context import report as injected_context
 
     settings = _settings(args)
     report, problems = doctor_report(settings)
     report["injected_context"], found = injected_context.doctor(settings)
-    problems = problems + found
+    problems = problems + found + install_clash(settings.project_dir)
     if args.json:
         print(json.dumps({**report, "problems": problems}, indent=2))
     else:
@@ -235,7 +256,8 @@ def _install_run(args: argparse.Namespace, verb: str) -> int:
             scope = install.user_scope(config.claude_dir(), config.claude_state_file())
         if verb == "install":
             exe = args.exe or install.executable(sys.argv[0], sys.executable)
-            report = install.install(scope, exe, record=record, dry_run=args.dry_run)
+            plugin_in = install.plugin_settings(config.claude_dir(), scope.root)
+            report = install.install(scope, exe, record=record, dry_run=args.dry_run, plugin_in=plugin_in)
         else:
             report = install.uninstall(scope, record=record, dry_run=args.dry_run)
     except (install.InstallError, settingsfile.FileError) as error:

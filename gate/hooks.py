@@ -18,13 +18,34 @@ from __future__ import annotations
 import os
 import sys
 
-from gate import config, hookio, ledger, secrets, store
+from gate import config, hookio, ledger, maxturns, secrets, store
 
 # Times the mod may hold one turn's answer back before it lets the answer out unmet.
 MAX_HOLDS = 3
 # How long a hook waits for another session's write: with 8 sessions writing at once a wait of
 # 2 s was seen (bench/concurrency.py), and the hooks' timeout in hooks.json is 10 s.
 BUSY_MS = 5000
+
+# What the owner reads when an answer goes out unmet, in either mode (the mod logs it, the Stop
+# hook says it as its systemMessage).
+RELEASED = "memory-gate: this answer went out without memory kept up to date."
+
+
+
+def released_by_limit(limit: int) -> str:
+    return (
+        f"memory-gate: this answer went out without memory kept up to date: --max-turns {limit} "
+        "leaves no room to hold it."
+    )
+
+
+def _affordable(state: ledger.Gate, step: int | None, limit: int | None) -> bool:
+    """Whether a hold at this model request leaves the turn room to pay memory and answer again
+    within --max-turns (gate/maxturns.py): a hold past the limit would lose the answer."""
+    if limit is None or step is None:
+        return True
+    return step + maxturns.needed(state.searched) <= limit
+
 
 CONTRACT = (
     "memory-gate: this project keeps memory. Before answering, call {search} with keywords of "
@@ -93,9 +114,11 @@ def pre_tool_use(payload: dict, prefix: str) -> dict | None:
     if not tool.endswith(("__memory_search", "__memory_write")):
         return None
     prompt_id = payload.get("prompt_id") if isinstance(payload.get("prompt_id"), str) else None
+    # Inside a subagent: its results land in the subagent's context, not the main agent's.
+    agent = payload.get("agent_id") if isinstance(payload.get("agent_id"), str) and payload.get("agent_id") else None
     conn = _open(payload, create=True)
     with store.writing(conn):
-        ledger.record_tool_call(conn, tool_use_id, session, prompt_id, tool)
+        ledger.record_tool_call(conn, tool_use_id, session, prompt_id, tool, agent)
     # Plugins cannot ship permission rules: memory's own tools need no prompt.
     return {
         "hookSpecificOutput": {
@@ -129,14 +152,24 @@ def stop(payload: dict, prefix: str) -> dict | None:
             return None
         if payload.get("stop_hook_active") is True:
             ledger.settle(conn, state.turn.id, "released")
-            return {"systemMessage": "memory-gate: this answer went out without memory kept up to date."}
+            return {"systemMessage": RELEASED}
+        limit = maxturns.limit()
+        if limit is not None:
+            transcript = payload.get("transcript_path")
+            last = payload.get("last_assistant_message")
+            step = maxturns.steps_in_transcript(transcript, prompt_id, last if isinstance(last, str) else None) \
+                if isinstance(transcript, str) and transcript else 1
+            if not _affordable(state, step, limit):
+                ledger.settle(conn, state.turn.id, "released")
+                return {"systemMessage": released_by_limit(limit)}
         ledger.hold(conn, state.turn.id)
         return {"decision": "block", "reason": missing(state, prefix)}
 
 
 def hold(payload: dict, prefix: str) -> dict:
     """The mod's question before a final answer goes out: pass, hold (with what is missing),
-    or release, once the turn has been held MAX_HOLDS times."""
+    or release, once the turn has been held MAX_HOLDS times or when --max-turns leaves no room
+    for a hold (`step` in the input: the turn's model requests so far, this one included)."""
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
     conn = _open(payload, create=False)
     with store.writing(conn):
@@ -148,7 +181,13 @@ def hold(payload: dict, prefix: str) -> dict:
             return {"action": "pass"}
         if state.turn.holds >= MAX_HOLDS:
             ledger.settle(conn, state.turn.id, "released")
-            return {"action": "release", "reason": "memory-gate: answer released without memory kept up to date."}
+            return {"action": "release", "reason": RELEASED}
+        # The mod counts the turn's model requests, this one included.
+        step = payload.get("step") if type(payload.get("step")) is int else None
+        limit = maxturns.limit() if step is not None else None
+        if not _affordable(state, step, limit):
+            ledger.settle(conn, state.turn.id, "released")
+            return {"action": "release", "reason": released_by_limit(limit)}
         ledger.hold(conn, state.turn.id)
         return {"action": "hold", "reason": missing(state, prefix)}
 

@@ -202,7 +202,7 @@ def add_to_settings(data: dict, exe: str) -> Edit:
     plugins = data.get("enabledPlugins")
     if isinstance(plugins, dict) and any(key.startswith(f"{SERVER}@") and on for key, on in plugins.items()):
         edit.notes.append(
-            "the memory-gate plugin is enabled in this file too: each turn would be gated twice. "
+            "the memory-gate plugin is enabled in this file too: beside this install its mod cannot hold answers. "
             "Use one way: disable the plugin, or run `memory-gate uninstall`."
         )
     return edit
@@ -378,6 +378,47 @@ def write_record(path: Path, files: dict) -> None:
     write_atomic(path, (json.dumps({"about": about, "files": files}, indent=2) + "\n").encode(), 0o600)
 
 
+# -- the plugin and this install together -----------------------------------------------------
+
+PLUGIN = "memory-gate"
+
+
+def plugin_enabled_in(paths: list[Path]) -> list[Path]:
+    """The settings files among `paths` that enable the memory-gate plugin (`enabledPlugins`,
+    where `claude plugin install` turns it on, keyed `memory-gate@<marketplace>`)."""
+    found = []
+    for path in paths:
+        try:
+            enabled = Document.read(path).data.get("enabledPlugins")
+        except FileError:
+            continue
+        if isinstance(enabled, dict) and any(
+            isinstance(key, str) and key.split("@", 1)[0] == PLUGIN and value is True for key, value in enabled.items()
+        ):
+            found.append(path)
+    return found
+
+
+def plugin_settings(claude_dir: str | os.PathLike, project: Path | None) -> list[Path]:
+    """Where the plugin may be enabled for a session in `project`: the user's settings and the
+    project's shared and personal ones."""
+    paths = [Path(claude_dir) / "settings.json"]
+    if project is not None:
+        paths += [project / ".claude" / "settings.json", project / ".claude" / "settings.local.json"]
+    return paths
+
+
+def clash(where: list[Path]) -> str:
+    """Why the plugin and this install cannot both be on, and the mend."""
+    return (
+        f"the memory-gate plugin is enabled in {' and '.join(str(path) for path in where)}, and it brings "
+        f"everything install adds (hooks, memory server, and the mod that holds answers). With both, "
+        f"this install's MCP server `{SERVER}` takes the name the mod's gate tool needs, and the mod "
+        "cannot hold answers. Use one: keep the plugin and run `memory-gate uninstall`, or "
+        f"`claude plugin uninstall {PLUGIN}@<marketplace>` first"
+    )
+
+
 # -- install and uninstall --------------------------------------------------------------------
 
 
@@ -424,9 +465,15 @@ def _merge(doc: Document, merge, *args) -> Edit:
         raise InstallError(f"{doc.path}: {error}. Nothing was changed.") from None
 
 
-def install(scope: Scope, exe: str, *, record: Path, dry_run: bool = False) -> Report:
+def install(
+    scope: Scope, exe: str, *, record: Path, dry_run: bool = False, plugin_in: list[Path] | None = None
+) -> Report:
     """Put memory-gate's hooks, allow rules and server into the scope's files. Both files are read
-    and checked before either is written."""
+    and checked before either is written. Refused while the plugin is enabled in any of
+    `plugin_in` (settings files): the two together would leave the mod unable to hold answers."""
+    enabled = plugin_enabled_in(plugin_in or [])
+    if enabled:
+        raise InstallError(clash(enabled) + ". Nothing was changed.")
     settings, state = Document.read(scope.settings), Document.read(scope.state)
     edits = [
         (settings, _merge(settings, add_to_settings, exe)),

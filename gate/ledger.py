@@ -77,10 +77,22 @@ def bump(conn: apsw.Connection, session: str) -> int:
     ).fetchone()[0]
 
 
+def storable(text: str) -> str:
+    """`text` as SQLite can store it: a lone surrogate (JSON allows `"\\ud800"`, UTF-8 does not)
+    becomes U+FFFD, so that a prompt holding one still opens its turn and the turn is gated."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
+    return text
+
+
 def open_turn(conn: apsw.Connection, session: str, prompt_id: str, prompt: str | None) -> Turn:
-    """The turn of this prompt, opened now or earlier (hooks may deliver twice). The prompt is
-    stored with its credentials redacted."""
-    prompt = secrets.redact(prompt) if prompt is not None else None
+    """The turn of this prompt, opened now or earlier (hooks may deliver twice). The owner's
+    words are stored as far as they can be (see storable), credentials redacted: a turn is
+    never left ungated."""
+    if prompt is not None:
+        prompt = secrets.redact(storable(prompt))
     existing = _turn(conn, "session = ? AND prompt_id = ?", (session, prompt_id))
     if existing is not None:
         if prompt is not None and existing.prompt is None:
@@ -113,27 +125,41 @@ def current_turn(conn: apsw.Connection, session: str) -> Turn:
 
 
 def record_tool_call(
-    conn: apsw.Connection, tool_use_id: str, session: str, prompt_id: str | None, tool: str
+    conn: apsw.Connection, tool_use_id: str, session: str, prompt_id: str | None, tool: str,
+    agent: str | None = None,
 ) -> Turn:
-    """Remember which turn a tool call belongs to (the PreToolUse hook calls this)."""
+    """Remember which turn a tool call belongs to, and which subagent made it (`agent`, None for
+    the main agent): the PreToolUse hook calls this."""
     if prompt_id:
         turn = open_turn(conn, session, prompt_id, None)
     else:
         turn = current_turn(conn, session)
     conn.execute(
-        "INSERT OR IGNORE INTO tool_calls (id, turn, tool, at) VALUES (?, ?, ?, ?)",
-        (tool_use_id, turn.id, tool, now()),
+        "INSERT OR IGNORE INTO tool_calls (id, turn, tool, at, agent) VALUES (?, ?, ?, ?, ?)",
+        (tool_use_id, turn.id, tool, now(), agent),
     )
     return turn
+
+
+def context(conn: apsw.Connection, tool_use_id: str | None, process: str) -> str:
+    """The context a call's results land in: the server process that answers it (one per Claude
+    Code process) and the subagent that made the call, as the PreToolUse hook recorded it."""
+    agent = None
+    if tool_use_id:
+        row = conn.execute("SELECT agent FROM tool_calls WHERE id = ?", (tool_use_id,)).fetchone()
+        agent = row[0] if row else None
+    return f"{process}/{agent}" if agent else process
 
 
 def turn_of_tool_call(conn: apsw.Connection, tool_use_id: str) -> Turn | None:
     return _turn(conn, "id = (SELECT turn FROM tool_calls WHERE id = ?)", (tool_use_id,))
 
 
-def record_search(conn: apsw.Connection, turn: Turn, facts: Iterable[tuple[int, int]]) -> None:
+def record_search(
+    conn: apsw.Connection, turn: Turn, facts: Iterable[tuple[int, int]], context: str = ""
+) -> None:
     """A search of `turn` returned these (fact id, revision) pairs: each must now be answered
-    for, and the session has seen each in its current revision."""
+    for, and the context that searched has seen each in its current revision."""
     bump(conn, turn.session)
     conn.execute("UPDATE turns SET searched = searched + 1 WHERE id = ?", (turn.id,))
     for fact, rev in facts:
@@ -143,25 +169,30 @@ def record_search(conn: apsw.Connection, turn: Turn, facts: Iterable[tuple[int, 
             (turn.id, fact),
         )
         conn.execute(
-            "INSERT INTO shown (session, fact, rev) VALUES (?, ?, ?)"
-            " ON CONFLICT (session, fact) DO UPDATE SET rev = excluded.rev",
-            (turn.session, fact, rev),
+            "INSERT INTO shown (session, context, fact, rev) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (session, context, fact) DO UPDATE SET rev = excluded.rev",
+            (turn.session, context, fact, rev),
         )
 
 
-def shown_revisions(conn: apsw.Connection, session: str, facts: Iterable[int]) -> dict[int, int]:
+def shown_revisions(
+    conn: apsw.Connection, session: str, facts: Iterable[int], context: str = ""
+) -> dict[int, int]:
+    """The revision of each fact this context of the session has been shown, if any."""
     ids = list(facts)
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
     rows = conn.execute(
-        f"SELECT fact, rev FROM shown WHERE session = ? AND fact IN ({marks})", (session, *ids)
+        f"SELECT fact, rev FROM shown WHERE session = ? AND context = ? AND fact IN ({marks})",
+        (session, context, *ids),
     )
     return dict(rows)
 
 
 def forget_shown(conn: apsw.Connection, session: str) -> None:
-    """The session's context was compacted or cleared: it remembers no fact any more."""
+    """The session's context was compacted or cleared: it remembers no fact any more (nor, to be
+    safe, do its subagents)."""
     conn.execute("DELETE FROM shown WHERE session = ?", (session,))
 
 

@@ -49,8 +49,29 @@ NOTHING = (
 )
 
 
+# The owner's words are repeated so that a fact they contradict gets updated, not kept; the whole
+# message is already in the model's context as the prompt, so the result repeats its head only.
+# Bounded, and after the contract: Claude Code saves a long tool result to a file and shows the
+# model a 2 KB preview, which must still say what to do.
+OWNER_WORDS_MAX = 1000
+
+
+def owner_words_shown(words: str) -> str:
+    """The owner's words as a result repeats them: whole when short, else their head and how
+    much was left out."""
+    if len(words) <= OWNER_WORDS_MAX:
+        return words
+    head = words[:OWNER_WORDS_MAX]
+    cut = head.rfind(" ", OWNER_WORDS_MAX // 2)
+    head = head[:cut] if cut > 0 else head
+    return f"{head} [... {len(words) - len(head)} more characters: the owner's whole message is the prompt]"
+
+
 def search_data(results: Sequence[Result], owner_words: str | None, notes: Sequence[str] = ()) -> dict:
-    """The structured search answer. Facts shown before carry only their id."""
+    """The structured search answer, the contract first. Facts shown before carry only their id."""
+    data: dict = {"must_answer": [result.fact.id for result in results], "next": CONTRACT if results else NOTHING}
+    if notes:
+        data["notes"] = list(notes)
     facts = []
     for result in results:
         fact = result.fact
@@ -58,13 +79,9 @@ def search_data(results: Sequence[Result], owner_words: str | None, notes: Seque
             facts.append({"id": fact.id, "kind": fact.kind, "topic": fact.topic, "date": fact.date, "text": fact.text})
         else:
             facts.append({"id": fact.id, "shown_before": True})
-    data: dict = {"facts": facts}
+    data["facts"] = facts
     if owner_words:
-        data["owner_words"] = owner_words
-    data["must_answer"] = [result.fact.id for result in results]
-    data["next"] = CONTRACT if results else NOTHING
-    if notes:
-        data["notes"] = list(notes)
+        data["owner_words"] = owner_words_shown(owner_words)
     return data
 
 
@@ -96,12 +113,19 @@ def write_data(
 def search_text(
     terms: str, results: Sequence[Result], owner_words: str | None, notes: Sequence[str] = ()
 ) -> str:
+    """The text answer, the contract first (as in the structured form)."""
     lines: list[str] = []
     if results:
         count = f"{len(results)} fact" + ("s" if len(results) != 1 else "")
         lines.append(f'Memory for "{_terms(terms)}": {count}, best first.')
+        ids = ", ".join(str(result.fact.id) for result in results)
+        lines.append(
+            f"Answer for every id below in your next memory_write ({ids}): put it in kept if it "
+            "still holds, or update or delete it (above all where it contradicts the owner)."
+        )
     else:
         lines.append(f'Memory holds nothing for "{_terms(terms)}".')
+        lines.append(NOTHING)
     lines += [f"({note})" for note in notes]
     for result in results:
         fact = result.fact
@@ -113,16 +137,7 @@ def search_text(
             lines.append(f"[{fact.id}] shown earlier in this session, unchanged")
     if owner_words:
         lines += ["", "The owner wrote this turn:"]
-        lines += _indented(owner_words)
-    lines.append("")
-    if results:
-        ids = ", ".join(str(result.fact.id) for result in results)
-        lines.append(
-            f"Answer for every id above in your next memory_write ({ids}): put it in kept if it "
-            "still holds, or update or delete it (above all where it contradicts the owner)."
-        )
-    else:
-        lines.append(NOTHING)
+        lines += _indented(owner_words_shown(owner_words))
     return "\n".join(lines)
 
 

@@ -52,11 +52,12 @@ class FactOut(BaseModel):
 
 
 class SearchOut(BaseModel):
-    facts: list[FactOut]
-    owner_words: str | None = Field(None, description="what the owner wrote this turn, when known")
+    # The contract first: a long result reaches the model as a 2 KB preview (gate/render.py).
     must_answer: list[int] = Field(description="ids the next memory_write must keep, update or delete")
     next: str = Field(description="what to do next")
     notes: list[str] | None = None
+    facts: list[FactOut]
+    owner_words: str | None = Field(None, description="what the owner wrote this turn (its head, when long)")
 
 
 class DoneOut(BaseModel):
@@ -121,6 +122,8 @@ class Memory:
     def __init__(self, settings: config.Settings):
         self.settings = settings
         self.session = settings.session_id or f"mcp-{uuid.uuid4().hex[:12]}"
+        # This process: one per Claude Code process, so one per context that reads results.
+        self.process = uuid.uuid4().hex[:12]
         self.endpoint = embeddings.Endpoint.from_settings(settings)
         self.lock = threading.Lock()
         self._conn: apsw.Connection | None = None
@@ -196,7 +199,9 @@ class Memory:
 def _caller(memory: Memory, ctx: Context) -> tools.Caller:
     meta = ctx.request_context.meta or {}
     tool_use_id = meta.get(TOOL_USE_ID)
-    return tools.Caller(memory.session, tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None)
+    return tools.Caller(
+        memory.session, tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None, memory.process
+    )
 
 
 def _unavailable(error: Exception) -> ToolError:

@@ -19,13 +19,18 @@ from gate import embeddings, ledger, render, search, secrets, stats, store, writ
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling: the session to fall back on, and Claude Code's id for the tool call."""
+    """Who is calling: the session to fall back on, Claude Code's id for the tool call, and the
+    server process answering it (a fact is shown once per context: gate/ledger.py)."""
 
     session: str
     tool_use_id: str | None = None
+    process: str = ""
 
     def attribute(self, conn: apsw.Connection) -> ledger.Turn:
         return ledger.attribute(conn, tool_use_id=self.tool_use_id, session=self.session)
+
+    def context(self, conn: apsw.Connection) -> str:
+        return ledger.context(conn, self.tool_use_id, self.process)
 
 
 @dataclass
@@ -78,9 +83,10 @@ def memory_search(
         try:
             turn = caller.attribute(conn)
             ordered = _ranked(conn, terms, query, endpoint, notes, limit)
-            seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered])
+            context = caller.context(conn)
+            seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered], context)
             results = [render.Result(fact, full=seen.get(fact.id) != fact.rev) for fact in ordered]
-            ledger.record_search(conn, turn, [(fact.id, fact.rev) for fact in ordered])
+            ledger.record_search(conn, turn, [(fact.id, fact.rev) for fact in ordered], context)
             answer = SearchAnswer(terms, results, turn.prompt, notes)
             stats.record_search(
                 conn, turn.id, facts=len(results), full=sum(result.full for result in results),

@@ -402,8 +402,16 @@ def _check_against_memory(
                     "returned, or insert a new fact."
                 )
     for fact in kept:
-        if fact not in existing and fact not in read:
+        if fact in read:
+            continue
+        if fact not in existing:
             problems.append(f"kept: there is no fact {fact}: take it out of kept.")
+        else:
+            # Keeping confirms a fact: only what this turn has looked at can be confirmed.
+            problems.append(
+                f"kept: fact {fact} was not read this turn; only facts a memory_search returned "
+                "this turn can be kept: take it out of kept, or search for it first."
+            )
     answered = set(kept) | {op.id for op in ops if op.id is not None}
     missing = [fact for fact in ledger.unanswered(conn, turn.id) if fact not in answered]
     if missing:

@@ -61,13 +61,13 @@ CLAUDE = find_claude()
 SKIP_REASON = (
     f"MEMORY_GATE_CLAUDE={os.environ['MEMORY_GATE_CLAUDE']!r} is not an executable"
     if os.environ.get("MEMORY_GATE_CLAUDE") and CLAUDE is None else
-    "Claude Code not found: set MEMORY_GATE_CLAUDE, `npm install @anthropic-ai/claude-code@2.1.328` "
+    "Claude Code not found: set MEMORY_GATE_CLAUDE, `npm install @anthropic-ai/claude-code@2.1.332` "
     "in the repo, or put `claude` on PATH"
 )
 
 
 def claude_version(claude: str | None = None) -> str | None:
-    """`claude --version`'s number ("2.1.328"), or None."""
+    """`claude --version`'s number ("2.1.332"), or None."""
     binary = claude or CLAUDE
     if not binary:
         return None

@@ -184,3 +184,25 @@ def test_reindex_with_the_endpoint_down_keeps_the_vectors(capsys, memory, down_u
     monkeypatch.setenv("MEMORY_GATE_EMBED_URL", down_url)
     code, _, err = run(capsys, "reindex")
     assert code == 1 and "unreachable" in err and "left as they were" in err
+
+
+def test_install_refuses_beside_the_plugin_and_doctor_names_the_clash(capsys, home, tmp_path, monkeypatch):
+    """The plugin and a settings install together leave the mod unable to hold answers: the
+    second way refuses, and doctor names the clash when both are there anyway."""
+    claude = tmp_path / "claude-config"
+    claude.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    (claude / "settings.json").write_text(json.dumps({"enabledPlugins": {"memory-gate@memory-gate": True}}))
+    before = sorted(path.name for path in claude.iterdir())
+    code, out, err = run(capsys, "install")
+    assert code == 1 and "the memory-gate plugin is enabled in" in err and "Nothing was changed." in err
+    assert "memory-gate uninstall" in err and "claude plugin uninstall memory-gate@" in err
+    assert sorted(path.name for path in claude.iterdir()) == before
+    assert run(capsys, "doctor")[0] == 0  # the plugin alone is fine
+    # A settings install made before the plugin: doctor names the clash.
+    server = {"type": "stdio", "command": "memory-gate", "args": ["serve"], "env": {}}
+    (claude / ".claude.json").write_text(json.dumps({"mcpServers": {"memory-gate": server}}))
+    code, out, _ = run(capsys, "doctor")
+    assert code == 1 and "PROBLEM: the memory-gate plugin is enabled in" in out and "cannot hold answers" in out
+    (claude / "settings.json").write_text(json.dumps({"enabledPlugins": {"memory-gate@memory-gate": False}}))
+    assert run(capsys, "install")[0] == 0

@@ -1,4 +1,4 @@
-"""injected-context on real Claude Code 2.1.328, headless and offline against the scripted fake API.
+"""injected-context on real Claude Code 2.1.332, headless and offline against the scripted fake API.
 
 Both deliveries: the settings hooks (`memory-gate inject UserPromptSubmit` and `SessionStart`,
 as an owner puts them in settings.json) and the plugin mods/injected-context, whose mod adds the

@@ -1,4 +1,4 @@
-"""The gate on real Claude Code 2.1.328, headless and offline against the scripted fake API.
+"""The gate on real Claude Code 2.1.332, headless and offline against the scripted fake API.
 
 Each scenario runs with the plugin (mods/memory-gate: MCP server, settings hooks and the mod)
 and, where it makes sense, with settings hooks only (what `memory-gate install` sets up), where
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from claude_harness import Sandbox, needs_claude
-from fake_anthropic import last_tool_result_text, last_user_text, reply, tool_results, tool_use
+from fake_anthropic import Reply, last_tool_result_text, last_user_text, reply, text, tool_results, tool_use
 
 from gate import config
 
@@ -217,6 +217,13 @@ def test_a_model_that_never_complies_still_ends_the_turn(gate):
     assert len(holds) == (3 if gate.mode == "plugin" else 1)
     [turn] = gate.turns()
     assert turn["outcome"] == "released"
+    assert told_owner(run).count("memory-gate: this answer went out without memory kept up to date.") == 1
+
+
+def told_owner(run) -> list[str]:
+    """Lines shown to the owner: the mod's `$.ui.log` lines and the hooks' systemMessages."""
+    notices = [e.get("content", "") for e in run.of_type("system", "informational")]
+    return run.ui_logs("memory-gate") + [n.split(" says: ", 1)[1] for n in notices if " says: " in n]
 
 
 # -- 6. a fact shown earlier comes back as its id only, in full again after /compact ---------------
@@ -336,3 +343,138 @@ def test_installed_from_the_marketplace_the_plugin_gates_turns(tmp_path):
         assert run.result_text == "The answer."
         [message] = held_messages(run, gate)
         assert "has not searched memory" in message
+
+
+# -- 10. a prompt the database cannot store as sent is still gated -------------------------------
+
+
+def test_a_prompt_with_a_lone_surrogate_is_stored_sanitised_and_gated(gate):
+    """stream-json input may carry `\\ud800`, which UTF-8 (and so SQLite) cannot hold."""
+    gate.box.fake.add("A draft that skipped memory.", gate.search("build"), gate.write(), "The real answer.")
+    with gate.session() as session:
+        run = session.send("Why does the build fail? \ud800 it broke")
+    assert run.result_text == "The real answer.", run.explain()
+    [message] = held_messages(run, gate)
+    assert "has not searched memory" in message
+    [turn] = gate.turns()
+    assert turn["prompt"] == "Why does the build fail? \ufffd it broke"
+    assert (turn["searched"], turn["wrote"], turn["holds"], turn["outcome"]) == (1, 1, 1, "met")
+
+
+# -- 11. a huge prompt does not push the contract out of what the model reads -----------------------
+
+
+def test_a_huge_prompt_leaves_the_contract_first_in_the_search_result(gate):
+    facts = [{"op": "insert", "topic": f"deploy {i}", "kind": "state", "text": f"Deploy rule {i}: " + "x" * 560}
+             for i in range(8)]
+    seen = {}
+
+    def keep_after_reading(body):
+        seen["result"] = last_tool_result_text(body)
+        return gate.write([], json.loads(seen["result"])["must_answer"])
+
+    gate.box.fake.add(gate.search("deploy"), gate.write(facts), "Noted.",
+                      gate.search("deploy rule"), keep_after_reading, "Answered.")
+    prompt = "Deploy rule question. " + "word " * 20_000  # 100k characters
+    with gate.session() as session:
+        session.send("Remember the deploy rules.")
+        run = session.send(prompt)
+    assert run.result_text == "Answered.", run.explain()
+    result = seen["result"]
+    preview = result[:2000]  # what Claude Code shows of a result it saves to a file
+    assert '"must_answer":[1,2,3,4,5,6,7,8]' in preview.replace(" ", "") and "Answer for every id" in preview
+    data = json.loads(result)
+    assert data["owner_words"].startswith("Deploy rule question. word word")
+    assert len(data["owner_words"]) < 1100 and "more characters" in data["owner_words"]
+    assert [t["outcome"] for t in gate.turns()] == ["met", "met"]
+    assert gate.turns()[1]["prompt"] == prompt  # the words themselves are all kept
+
+
+# -- 12. --max-turns: a hold the limit cannot afford lets the answer out ---------------------------
+
+
+def test_an_answer_at_the_max_turns_limit_goes_out_released(gate):
+    gate.box.fake.add("The answer, without memory.", gate.search("x"), gate.write(), "A second answer.")
+    run = gate.run("Hello?", args=["--max-turns", "1"])
+    assert run.returncode == 0, run.explain()
+    assert (run.result["subtype"], run.result_text) == ("success", "The answer, without memory.")
+    [turn] = gate.turns()
+    assert (turn["holds"], turn["outcome"]) == (0, "released")
+    assert told_owner(run) == [
+        "memory-gate: this answer went out without memory kept up to date: --max-turns 1 leaves no room to hold it."]
+
+
+def test_a_hold_the_max_turns_limit_affords_still_happens(gate):
+    gate.box.fake.add("A draft that skipped memory.", gate.search("build"), gate.write(), "The real answer.")
+    run = gate.run("Why does the build fail?", args=["--max-turns", "4"])
+    assert (run.result["subtype"], run.result_text) == ("success", "The real answer."), run.explain()
+    assert len(held_messages(run, gate)) == 1
+    assert [(t["holds"], t["outcome"]) for t in gate.turns()] == [(1, "met")]
+
+
+# -- 13. a subagent is shown in full what only its parent had seen --------------------------------
+
+
+def test_a_subagent_gets_the_text_of_a_fact_only_the_main_agent_saw(gate):
+    new = {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}
+    task = {"description": "Check the deploy fact", "subagent_type": "general-purpose", "run_in_background": False,
+            "prompt": "Search memory for deploy and keep what still holds."}
+    seen = {}
+
+    def subagent_keeps(body):
+        seen["subagent"] = facts_shown(body)
+        return gate.keep_all()(body)
+
+    gate.box.fake.add(
+        gate.search("deploy"), gate.write([new]), "Noted.",  # turn 1: the fact is written
+        gate.search("deploy"), gate.keep_all(),  # turn 2: the main agent sees it in full
+        reply(tool_use("Agent", task)),  # and starts a subagent
+        gate.search("deploy"), subagent_keeps, "Kept it.",  # the subagent's own steps
+        "The subagent kept it.",
+    )
+    with gate.session() as session:
+        session.send("Deploys go through staging.")
+        run = session.send("Have a subagent check the deploy fact.")
+    assert run.result_text == "The subagent kept it.", run.explain()
+    assert seen["subagent"] == [{"id": 1, "kind": "state", "topic": "deploy", "date": seen["subagent"][0]["date"],
+                                 "text": "Deploys go through staging."}]
+    assert [t["outcome"] for t in gate.turns()] == ["met", "met"]
+
+
+# -- 14. an answer cut by max_tokens is held like a whole one --------------------------------------
+
+
+def test_an_answer_cut_by_max_tokens_is_held_whole(gate):
+    """Claude Code asks the model to go on from a cut answer. With the mod, the cut part is a final
+    answer in the making and is held like a whole one (it used to stream out unheld); with settings
+    hooks only, the Stop hook holds the answer once it ends, as for any answer."""
+    cut = Reply([text("The first half of a long answer that skipped memory")], stop_reason="max_tokens")
+    rest = [] if gate.mode == "plugin" else ["and its second half."]
+    gate.box.fake.add(cut, *rest, gate.search("build"), gate.write(), "The whole answer, after memory.")
+    run = gate.run("Why does the build fail?")
+    assert run.returncode == 0 and run.result_text == "The whole answer, after memory.", run.explain()
+    [message] = held_messages(run, gate)
+    assert "has not searched memory" in message
+    said = [block["text"] for block in run.assistant_blocks("text")]
+    if gate.mode == "plugin":
+        assert said == ["The whole answer, after memory."]  # the cut part reached no one
+    assert [(t["holds"], t["outcome"]) for t in gate.turns()] == [(1, "met")]
+
+
+# -- 15. the plugin and a settings install together: never a silent off ----------------------------
+
+
+def test_the_plugin_beside_a_settings_install_says_so_and_still_holds(tmp_path):
+    """The settings server `memory-gate` takes the name the mod's gate tool needs: the owner is
+    told in one line, and the Stop hooks still hold an answer that owes memory."""
+    with Sandbox(tmp_path) as box:
+        gate = Gate(box, "settings")
+        box.fake.add("A draft that skipped memory.", gate.search("build"), gate.write(), "The real answer.")
+        run = box.run("Why does the build fail?", env=gate.env(), debug=True, plugin_dirs=[PLUGIN],
+                      settings=settings_only(), mcp_config=MCP_CONFIG)
+        assert run.returncode == 0 and run.load_errors() == [], run.explain()
+        [line] = [text for text in run.ui_logs("memory-gate") if "could not register its gate tool" in text]
+        assert "memory-gate uninstall" in line and "only the Stop hook holds answers now" in line
+        assert run.result_text == "The real answer."
+        assert held_messages(run, gate) and gate.turns()[0]["outcome"] == "met"
+        assert box.fake.errors == []

@@ -526,7 +526,10 @@ def gated_turns(box: Sandbox) -> None:
     run = box.run("Remember that deploys go through staging.", env=env)
     assert run.returncode == 0 and run.result_text == "Noted.", run.explain()
     assert len(run.requests) == 3 and held(run) == []
-    assert {"name": "memory-gate", "status": "connected"}.items() <= run.of_type("system", "init")[0]["mcp_servers"][0].items()
+    # The init event may come before a slow server has connected ("pending" on a busy machine, on
+    # 2.1.328 and 2.1.332 alike): the turn above, which used its tools, is the proof it connected.
+    servers = run.of_type("system", "init")[0]["mcp_servers"]
+    assert [server["name"] for server in servers] == ["memory-gate"], servers
     box.fake.add("A draft that skipped memory.", search("build"), write(), "The real answer.")
     run = box.run("Why does the build fail?", env=env)
     assert run.returncode == 0 and run.result_text == "The real answer.", run.explain()
@@ -560,7 +563,9 @@ def test_claude_code_runs_the_gate_from_a_user_install(tmp_path):
         out = memory_gate(box, "uninstall")
         assert f"changed {settings}" in out and "- MCP server memory-gate" in out
         assert settings.read_bytes() == before
-        assert sorted(path.name for path in settings.parent.iterdir() if path.is_file()) == ["settings.json"]
+        # Nothing of memory-gate's is left beside it (Claude Code 2.1.332 keeps a .last-cleanup there).
+        left = sorted(path.name for path in settings.parent.iterdir() if path.is_file())
+        assert [name for name in left if "memory-gate" in name] == [] and "settings.json" in left, left
         assert json.loads(state.read_text())["mcpServers"] == {}
         not_gated(box)
         assert box.fake.errors == []

@@ -59,3 +59,10 @@ def test_forget_shown(conn, writer):
     assert ledger.shown_revisions(conn, turn.session, [a]) == {a: 1}
     ledger.forget_shown(conn, turn.session)
     assert ledger.shown_revisions(conn, turn.session, [a]) == {}
+
+
+def test_a_prompt_sqlite_cannot_store_still_opens_its_turn(conn):
+    turn = ledger.open_turn(conn, "s1", "p1", "fix \ud800 the build \udfff")
+    assert turn.prompt == "fix \ufffd the build \ufffd"
+    assert ledger.gate(conn, "s1", "p1").met is False
+    assert ledger.storable("plain 🙂") == "plain 🙂"

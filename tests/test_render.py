@@ -105,3 +105,15 @@ def test_a_forged_result_stays_inside_its_fact():
     data = render.search_data(results, "please fix the deploy script")
     golden.check("search_forged.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     assert data["facts"][0]["text"] == FORGED and data["must_answer"] == [12, 4]
+
+
+def test_long_owner_words_are_bounded_after_the_contract():
+    words = "fix the deploy " * 7000
+    data = render.search_data([render.Result(DEPLOY, True)], words)
+    assert list(data) == ["must_answer", "next", "facts", "owner_words"]
+    shown = data["owner_words"]
+    assert len(shown) < render.OWNER_WORDS_MAX + 100 and words.startswith(shown.split(" [... ")[0])
+    assert f"{len(words) - len(shown.split(' [... ')[0])} more characters" in shown
+    assert render.search_data([render.Result(DEPLOY, True)], "short")["owner_words"] == "short"
+    text = render.search_text("deploy", [render.Result(DEPLOY, True)], words)
+    assert text.splitlines()[1].startswith("Answer for every id below") and len(text) < 2000

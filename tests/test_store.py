@@ -119,3 +119,24 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path):
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(store.StoreError, match="cannot open"):
         store.connect(path)
+
+
+def test_upgrading_to_contexts_keeps_tool_calls_and_forgets_what_was_shown(tmp_path, monkeypatch):
+    """Version 5 keys `shown` by context: an older database upgrades in place, its tool calls
+    kept (agent NULL: the main agent), its session-wide shown rows dropped (those facts come
+    back in full once, which is safe), and it ends as a fresh one does."""
+    steps = store.schema_steps()
+    path = tmp_path / "v4.db"
+    monkeypatch.setattr(store, "schema_steps", lambda source=None: steps[:4])
+    old = store.connect(path)
+    old.execute("INSERT INTO sessions (id, started) VALUES ('s1', 'now')")
+    old.execute("INSERT INTO turns (id, session, prompt_id, started) VALUES (1, 's1', 'p1', 'now')")
+    old.execute("INSERT INTO tool_calls VALUES ('toolu_1', 1, 'mcp__memory__memory_search', 'now')")
+    old.execute("INSERT INTO shown VALUES ('s1', 1, 1)")
+    old.close()
+    monkeypatch.undo()
+    upgraded = store.connect(path)
+    assert store.user_version(upgraded) == store.latest_version() >= 5
+    assert list(upgraded.execute("SELECT id, turn, agent FROM tool_calls")) == [("toolu_1", 1, None)]
+    assert list(upgraded.execute("SELECT * FROM shown")) == []
+    assert dump(upgraded)[0] == dump(store.connect(tmp_path / "fresh.db"))[0]

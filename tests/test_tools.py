@@ -81,3 +81,23 @@ def test_a_write_says_whether_the_gated_turn_still_owes_a_search(conn):
 def test_without_hooks_a_write_owes_nothing(conn, writer):
     answer = writer.write([{"op": "insert", "topic": "t", "kind": "state", "text": "x"}])
     assert answer.structured()["next"].startswith("Nothing owed")
+
+
+def test_a_fact_is_shown_once_per_context_that_saw_it(conn, writer):
+    """Subagents share the session id; so do two processes resuming one session at once. Each
+    gets a fact's text the first time it searches, whoever saw it before."""
+    a = writer.insert("deploy", "Deploys go through staging.")
+    ledger.open_turn(conn, "s1", "p1", "how do deploys work?")
+    for call, agent in (("toolu_main1", None), ("toolu_main2", None), ("toolu_sub1", "agent-7"),
+                        ("toolu_sub2", "agent-7"), ("toolu_other", "agent-8")):
+        ledger.record_tool_call(conn, call, "s1", "p1", "mcp__memory__memory_search", agent)
+
+    def full(call, process="proc-A"):
+        return tools.memory_search(conn, "deploy", tools.Caller("s1", call, process)).results[0].full
+
+    assert full("toolu_main1") and not full("toolu_main2")  # the main agent: once
+    assert full("toolu_sub1") and not full("toolu_sub2")  # its subagent has its own context
+    assert full("toolu_other")  # and so has another subagent
+    assert full("toolu_main2", process="proc-B")  # a second process resuming the session
+    assert tools.memory_search(conn, "deploy", tools.Caller("s1", "toolu_main1", "proc-A")).structured()["facts"] == [
+        {"id": a, "shown_before": True}]

@@ -107,6 +107,20 @@ def test_unanswered_reads_are_listed_and_nothing_applies(writer):
     assert f"facts {a}, {b} read this turn are not answered for: put each in kept" in message
 
 
+def test_only_facts_read_this_turn_may_be_kept(writer):
+    """Keeping confirms a fact: a turn cannot confirm what it never looked at."""
+    a = writer.insert("deploy", "Deploys go through staging.")
+    b = writer.insert("freeze", "Deploy freezes on Fridays.")
+    writer.conn.execute("UPDATE facts SET confirmed = '2020-01-01T00:00:00Z'")
+    assert {r.fact.id for r in writer.search("staging").results} == {a}
+    message = refused(writer, [], [a, b])
+    assert f"kept: fact {b} was not read this turn; only facts a memory_search returned this turn can be kept" in message
+    assert f"fact {a}" not in message.replace(f"fact {b}", "")
+    confirmed = dict(writer.conn.execute("SELECT id, confirmed FROM facts"))
+    assert confirmed == {a: "2020-01-01T00:00:00Z", b: "2020-01-01T00:00:00Z"}  # nothing confirmed
+    assert writer.write([], [a]).outcome.kept == [a]
+
+
 def test_keep_update_delete_each_answer(writer):
     a = writer.insert("deploy", "Deploys go through staging.")
     b = writer.insert("deploy", "Deploy freezes on Fridays.")

@@ -27,10 +27,11 @@ const clear = new Set();
 
 // Ask the Python gate. Resolves to its JSON answer, or null when it cannot answer (the answer
 // then goes out: fail open).
-async function askGate($, event, promptId) {
+async function askGate($, event, promptId, extra = {}) {
   if (!promptId) return null;
   const env = await $.process.hookEnv();
   const stdin = JSON.stringify({
+    ...extra,
     session_id: await $.session.id(),
     prompt_id: promptId,
     cwd: env.CLAUDE_PROJECT_DIR ?? (await $.session.cwd()),
@@ -102,7 +103,14 @@ export function register(on) {
       });
       gateTool = registered.tool;
     } catch (error) {
-      await $.ui.log("memory-gate: could not register its tool; answers will not be held", { to: "debug" });
+      // Never a silent off: the owner reads why, and the plugin's Stop hook still holds answers.
+      // The usual cause is `memory-gate install` too, whose MCP server `memory-gate` owns the name.
+      const why = error && error.message ? ` (${String(error.message).split("\n")[0].slice(0, 200)})` : "";
+      await $.ui.log(
+        `memory-gate: the mod could not register its gate tool${why}; only the Stop hook holds answers now. ` +
+          "If `memory-gate install` is also in place, run `memory-gate uninstall`: the plugin brings everything " +
+          "(`memory-gate doctor` names the clash).",
+      );
     }
     return result;
   });
@@ -161,12 +169,16 @@ export function register(on) {
     let verdict = null;
     const stop = held.find((chunk) => chunk.kind === "stop");
     const promptId = promptIds.get(e.turnId);
-    if (stop && stop.stopReason === "end_turn") {
+    // An answer cut by max_tokens is a final answer in the making (Claude Code asks the model to
+    // go on from it): held like a whole one, or its first part would reach the owner unmet.
+    if (stop && (stop.stopReason === "end_turn" || stop.stopReason === "max_tokens")) {
       if (clear.has(promptId)) {
         await $.ui.log("memory-gate: the server said nothing is owed; the answer goes out", { to: "debug" });
       } else {
         try {
-          verdict = await askGate($, "Hold", promptId);
+          // step: this turn's model requests so far, so that Python can tell whether --max-turns
+          // leaves room for a hold (a hold past it would lose the answer).
+          verdict = await askGate($, "Hold", promptId, { step: e.index + 1 });
         } catch (error) {
           verdict = null;
         }
@@ -179,6 +191,14 @@ export function register(on) {
       yield { kind: "input", index: 0, json: "{}" };
       yield { kind: "stop", stopReason: "tool_use", usage: stop.usage };
       return { ...result, answer: "", toolUses: [{ name: gateTool, input: {} }], stopReason: "tool_use" };
+    }
+    if (verdict && verdict.action === "release" && typeof verdict.reason === "string") {
+      // Out of holds: the answer goes out, and the owner is told in one line that memory is behind.
+      try {
+        await $.ui.log(verdict.reason);
+      } catch (error) {
+        // the answer goes out all the same
+      }
     }
     for (const chunk of held) yield chunk;
     return result;
