@@ -211,3 +211,43 @@ def test_waiting_is_newest_first_and_bounded(vconn):
 
 def test_embeddings_module_stays_off_the_database():
     assert not hasattr(embeddings, "apsw")
+
+
+def test_the_neighbourhood_knows_how_far_memory_lies_from_the_query(vconn, monkeypatch):
+    rng = random.Random(5)
+    # A crowd of facts around one direction, and one fact near the query.
+    crowd = [add(vconn, f"crowd {i}", [1, *(rng.uniform(-0.3, 0.3) for _ in range(7))]) for i in range(40)]
+    near = add(vconn, "near", [0, 1, 0.05, 0, 0, 0, 0, 0])
+    found = vectors.neighbourhood(vconn, query([0, 1, 0, 0, 0, 0, 0, 0]), limit=5)
+    assert found.nearest[0][0] == near and len(found.nearest) == 5
+    exact = [1 - sum(a * b for a, b in zip(unit([0, 1, 0, 0, 0, 0, 0, 0]), row)) for row in _stored(vconn)]
+    assert found.mean == pytest.approx(sum(exact) / len(exact), abs=1e-6)
+    # Past exact search, the mean comes from a sample of the stored vectors, spread over them.
+    monkeypatch.setattr(vectors, "EXACT_LIMIT", 5)
+    monkeypatch.setattr(vectors, "SAMPLE", 10)
+    with store.writing(vconn):
+        vectors.recenter(vconn)
+    sampled = vectors.neighbourhood(vconn, query([0, 1, 0, 0, 0, 0, 0, 0]), limit=5)
+    assert sampled.nearest[0][0] == near
+    assert sampled.mean == pytest.approx(found.mean, abs=0.05) and sampled.spread > 0
+    assert crowd[0] not in [fact for fact, _ in sampled.nearest[:1]]
+
+
+def test_the_reference_vectors_join_the_background(vconn):
+    add(vconn, "only", [1, 0, 0, 0, 0, 0, 0, 0])
+    alone = vectors.neighbourhood(vconn, query([1, 0, 0, 0, 0, 0, 0, 0]), limit=5)
+    assert alone.spread == 0.0  # one fact: no spread to judge by
+    rng = random.Random(9)
+    rows = [unit([rng.uniform(-1, 1) for _ in range(8)]) for _ in vectors.REFERENCE]
+    with store.writing(vconn):
+        assert vectors.store_reference(vconn, Vectors("m", rows))
+    assert not vectors.needs_reference(vconn)
+    joined = vectors.neighbourhood(vconn, query([1, 0, 0, 0, 0, 0, 0, 0]), limit=5)
+    assert joined.spread > 0 and joined.nearest == alone.nearest
+    # Of another model, they are not kept.
+    with store.writing(vconn):
+        assert not vectors.store_reference(vconn, Vectors("other", rows))
+
+
+def _stored(conn):
+    return [vectors._unpack(blob) for (blob,) in conn.execute("SELECT embedding FROM facts_vec")]
