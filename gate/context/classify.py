@@ -62,30 +62,37 @@ BACKGROUND = (
 
 class Verdict:
     """`applies` is True, False, or None when the classifier gave no answer; `score` is the
-    margin (embeddings) or P(yes) (chat), for ordering what is injected."""
+    margin (embeddings), P(yes) (chat) or points (hybrid), for ordering what is injected; `why`
+    says what the verdict rests on, for `memory-gate inject --explain`."""
 
-    __slots__ = ("rule", "applies", "score")
+    __slots__ = ("rule", "applies", "score", "why")
 
-    def __init__(self, rule: Rule, applies: bool | None, score: float | None = None):
+    def __init__(self, rule: Rule, applies: bool | None, score: float | None = None, why: str = ""):
         self.rule = rule
         self.applies = applies
         self.score = score
+        self.why = why
 
     def __repr__(self) -> str:
         return f"Verdict({self.rule.path!r}, {self.applies!r}, {self.score!r})"
 
 
 class Decision:
-    """Verdicts for the rules asked about, the one-line reason when any went unanswered, and
-    description vectors made on the way (for the cache)."""
+    """Verdicts for the rules asked about, the one-line reason when any went unanswered,
+    description vectors made on the way (for the cache), the rules weighed by words because the
+    classifier gave no answer for them (`by_words`), and a note on how the verdicts were reached
+    when it is not the whole classifier (meaning left out)."""
 
-    __slots__ = ("verdicts", "failure", "model", "made")
+    __slots__ = ("verdicts", "failure", "model", "made", "by_words", "note")
 
-    def __init__(self, verdicts: list[Verdict], failure: str | None = None, model: str = "", made: dict | None = None):
+    def __init__(self, verdicts: list[Verdict], failure: str | None = None, model: str = "", made: dict | None = None,
+                 note: str | None = None):
         self.verdicts = verdicts
         self.failure = failure
         self.model = model
         self.made = made or {}
+        self.by_words: list[str] = []
+        self.note = note
 
 
 def unanswered(rules: list[Rule], reason: str) -> Decision:
@@ -243,5 +250,47 @@ def by_embeddings(conn, endpoint, rules: list[Rule], request: str, earlier: list
         [[known[text] for text in parts(rule.description)] for rule in rules],
         [known[text] for text in BACKGROUND],
     )
-    verdicts = [Verdict(rule, value >= margin, value) for rule, value in zip(rules, margins)]
+    verdicts = [Verdict(rule, value >= margin, value, f"meaning margin {value:+.3f} (applies from {margin:+.3f})")
+                for rule, value in zip(rules, margins)]
     return Decision(verdicts, None, asked.model, made)
+
+
+# -- hybrid -------------------------------------------------------------------------------------
+
+
+def by_hybrid(conn, endpoint, rules: list[Rule], request: str, earlier: list[str], *, timeout: float) -> Decision:
+    """hybrid.py's verdicts, with the embeddings margins when `endpoint` is set and answers; when
+    it does not, by words alone, and the decision's note says why."""
+    from gate.context import hybrid
+
+    margins, model, made, note = None, "", {}, None
+    if endpoint is not None and rules and words_of(request).work:
+        meaning = by_embeddings(conn, endpoint, rules, request, earlier, margin=0.0, timeout=timeout)
+        if meaning.failure is None:
+            margins, model, made = [verdict.score for verdict in meaning.verdicts], meaning.model, meaning.made
+        else:
+            note = f"meaning left out ({meaning.failure}): rules weighed by words"
+    weighed, quiet = hybrid.weigh([rule.description for rule in rules], request, earlier, margins)
+    verdicts = [Verdict(rule, item.applies, item.points, quiet or item.why()) for rule, item in zip(rules, weighed)]
+    return Decision(verdicts, None, model, made, note)
+
+
+def words_of(request: str):
+    from gate.context import words
+
+    return words.keys(request)
+
+
+def by_words_instead(decision: Decision, request: str, earlier: list[str]) -> Decision:
+    """The rules `decision` left unanswered, weighed by words (hybrid.py without meaning) among
+    all the rules it was asked about; their paths go to `by_words`."""
+    from gate.context import hybrid
+
+    if all(verdict.applies is not None for verdict in decision.verdicts):
+        return decision
+    weighed, quiet = hybrid.weigh([verdict.rule.description for verdict in decision.verdicts], request, earlier)
+    for verdict, item in zip(decision.verdicts, weighed):
+        if verdict.applies is None:
+            verdict.applies, verdict.score, verdict.why = item.applies, item.points, "by words: " + (quiet or item.why())
+            decision.by_words.append(verdict.rule.path)
+    return decision

@@ -69,7 +69,9 @@ def submit(payload: dict) -> dict:
     if not isinstance(prompt, str):
         raise ValueError("hook input has no prompt")
     settings, inject, places = _setup(payload)
-    return inject.submit(settings, config.load_context(), places, session=session, prompt=prompt, source="mod").as_json()
+    context = config.load_context()
+    served = inject.submit(settings, context, places, session=session, prompt=prompt, source="mod")
+    return served.as_json(context.timeout)
 
 
 def answered(payload: dict) -> dict:
