@@ -167,7 +167,8 @@ def by_chat(url: str, model: str | None, rules: list[Rule], request: str, earlie
         worker.join(max(0.0, deadline - time.monotonic()) + 0.05)
     with lock:
         verdicts = [
-            Verdict(rule, answers[at] >= APPLIES_AT, answers[at]) if at in answers else Verdict(rule, None)
+            Verdict(rule, answers[at] >= APPLIES_AT, answers[at], f"P(yes) {answers[at]:.2f} (applies from {APPLIES_AT:g})")
+            if at in answers else Verdict(rule, None)
             for at, rule in enumerate(rules)
         ]
         failure = None

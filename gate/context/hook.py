@@ -93,6 +93,10 @@ EVENTS = {
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0].startswith("-"):  # --explain and --help: for people, not the per-prompt path
+        from gate.context import explain
+
+        return explain.main(args)
     event = args[0] if args else ""
     return hookio.serve(event, EVENTS.get(event), known=EVENTS, name=NAME, off="no rules injected for this prompt")
 

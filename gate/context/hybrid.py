@@ -43,7 +43,7 @@ RELATIVE = 0.8
 class Weighed:
     """One rule's points for one request, and what they rest on."""
 
-    __slots__ = ("points", "words", "topics", "meaning", "earlier", "applies")
+    __slots__ = ("points", "words", "topics", "meaning", "earlier", "applies", "needed")
 
     def __init__(self, points: float = 0.0, shared_words=(), topics=(), meaning: float | None = None,
                  earlier: str | None = None):
@@ -53,6 +53,7 @@ class Weighed:
         self.meaning = meaning
         self.earlier = earlier
         self.applies = False
+        self.needed = APPLIES_AT
 
     def why(self) -> str:
         parts = []
@@ -64,7 +65,8 @@ class Weighed:
             parts.append(f"meaning margin {self.meaning:+.3f}")
         if self.earlier is not None:
             parts.append(f"through the earlier request {self.earlier!r} (x{EARLIER:g})")
-        return "; ".join(parts) or "nothing shared"
+        verdict = f"{self.points:.2f} {'>=' if self.applies else '<'} {self.needed:.2f} needed"
+        return "; ".join(parts + [verdict]) if parts else "nothing shared"
 
 
 def rarity(described: list[words.Keys]) -> dict[str, float]:
@@ -126,6 +128,8 @@ def weigh(descriptions: list[str], request: str, earlier: list[str],
                         found[at] = item
                 break
     best = max((item.points for item in found), default=0.0)
+    needed = max(APPLIES_AT, RELATIVE * best)  # the best rule's share, for the others
     for item in found:
-        item.applies = item.points >= APPLIES_AT and item.points >= RELATIVE * best
+        item.needed = needed
+        item.applies = item.points >= needed
     return found, None

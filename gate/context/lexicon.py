@@ -11,7 +11,8 @@ Three word lists, folded as words.py folds text (lower case, no accents):
 - FILLER: words of a request that say it is work without saying which (`fix`, `add`, `please`,
   `faz`), which no overlap may rest on.
 - SMALL_TALK: words that carry no work at all (`thanks`, `yes`, `valeu`, `weather`). A request
-  made only of these and of filler injects nothing, whatever came before it.
+  made only of these (and stop words) injects nothing, whatever came before it; filler is still
+  a request ("try again").
 """
 
 from __future__ import annotations
@@ -237,7 +238,7 @@ SMALL_TALK = frozenset("""
     obrigado obrigada valeu vlw brigado beleza blz show bola otimo otima legal massa perfeito perfeita top
     sim claro isso certo certeza pode mandar manda bora vamos ok oi ola bom boa dia tarde noite tchau
     tudo bem como vai chover chuva tempo previsao amanha piada conta ganhou copa futebol era ficou ficar
-    muito bacana demais maravilha combinado fechado entendi
+    muito bacana demais maravilha combinado fechado entendi there here just really actually anyway
 """.split())
 
 # Libraries and frameworks a request names when it updates one ("bump react", "atualiza o

@@ -147,7 +147,8 @@ def keys(text: str) -> Keys:
     library = present & lexicon.LIBRARIES
     if library and (present & lexicon.UPDATE_VERBS or "@version" in specials):
         topics.setdefault("dependency", []).append(sorted(library)[0])
-    quiet = all(t in STOP or t in lexicon.SMALL_TALK or t in lexicon.FILLER or t.isdigit() for t in tokens)
+    # Filler is still a request ("try again", "do the same"); small talk and stop words alone are not.
+    quiet = all(t in STOP or t in lexicon.SMALL_TALK or t.isdigit() for t in tokens)
     return Keys(words, topics, not quiet or bool(specials))
 
 
