@@ -28,6 +28,7 @@ from gate.context.rules import Rule
 APPLIES_AT = 0.5  # P(yes) from the chat classifier
 PARALLEL_QUESTIONS = 8
 MAX_EARLIER = 500  # characters of each earlier request
+DESCRIPTIONS_PER_REQUEST = 16  # description texts per embeddings request
 
 CHAT_SYSTEM = (
     "You decide whether one of a project's rules applies to a request made to a coding assistant. "
@@ -226,26 +227,33 @@ def by_embeddings(conn, endpoint, rules: list[Rule], request: str, earlier: list
     from gate.context import state
 
     deadline = time.monotonic() + timeout
+    made: dict = {}
+    model = ""
     try:
         asked = endpoint.embed(queries(request, earlier), role=embeddings.QUERY, timeout=timeout)
+        model = asked.model
         texts = [text for rule in rules for text in parts(rule.description)] + list(BACKGROUND)
         known = {
             text: vector for text, vector in state.vectors(conn, asked.model, texts).items()
             if len(vector) == asked.dimension
         }
         missing = [text for text in dict.fromkeys(texts) if text not in known]
-        made = {}
-        if missing:
+        # In batches, so that a slow endpoint still gets some descriptions embedded (and cached)
+        # on each prompt, rather than none on every prompt.
+        for start in range(0, len(missing), DESCRIPTIONS_PER_REQUEST):
             left = deadline - time.monotonic()
             if left <= 0:
                 raise embeddings.VectorError(f"embeddings endpoint did not answer within {timeout:g} s")
-            answer = endpoint.embed(missing, role=embeddings.DOCUMENT, timeout=left)
+            batch = missing[start : start + DESCRIPTIONS_PER_REQUEST]
+            answer = endpoint.embed(batch, role=embeddings.DOCUMENT, timeout=left)
             if answer.dimension != asked.dimension:
                 raise embeddings.VectorError("embeddings endpoint answered vectors of different lengths")
-            made = dict(zip(missing, answer.rows))
+            made.update(zip(batch, answer.rows))
             known.update(made)
     except embeddings.VectorError as error:
-        return unanswered(rules, str(error))
+        failed = unanswered(rules, str(error))
+        failed.model, failed.made = model, made  # what was embedded before the failure is kept
+        return failed
     margins = scores(
         asked.rows,
         [[known[text] for text in parts(rule.description)] for rule in rules],
@@ -267,8 +275,9 @@ def by_hybrid(conn, endpoint, rules: list[Rule], request: str, earlier: list[str
     margins, model, made, note = None, "", {}, None
     if endpoint is not None and rules and words_of(request).work:
         meaning = by_embeddings(conn, endpoint, rules, request, earlier, margin=0.0, timeout=timeout)
+        model, made = meaning.model, meaning.made
         if meaning.failure is None:
-            margins, model, made = [verdict.score for verdict in meaning.verdicts], meaning.model, meaning.made
+            margins = [verdict.score for verdict in meaning.verdicts]
         else:
             note = f"meaning left out ({meaning.failure}): rules weighed by words"
     weighed, quiet = hybrid.weigh([rule.description for rule in rules], request, earlier, margins)
