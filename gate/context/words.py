@@ -24,16 +24,15 @@ _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?![\w.]*\w)")
 _PATH = re.compile(r"(?<![\w/])/[a-z][\w{}\-]*", re.IGNORECASE)
 _VERB = re.compile(r"\b(?:GET|POST|PUT|PATCH|DELETE)\b")
 # One pass, the longest ending first; what is left keeps at least MIN_STEM letters.
-_ENDINGS = sorted(
+_ENDINGS = frozenset(
     """
-    ations ation ations itions ition ings ing ies ied ers ed es s ly ments ment ness able ible ity izes ized
+    ations ation itions ition ings ing ies ied ers ed es s ly ments ment ness able ible ity izes ized
     ize ises ised ise ate ates y
     coes cao amentos amento imentos imento ando endo indo ados adas idos idas ado ada ido ida
     agens agem dades dade ar er ir os as o a e
-    """.split(),
-    key=len,
-    reverse=True,
+    """.split()
 )
+_LENGTHS = sorted({len(ending) for ending in _ENDINGS}, reverse=True)
 MIN_STEM = 4
 
 STOP = frozenset(
@@ -58,6 +57,8 @@ STOP = frozenset(
 
 
 def fold(text: str) -> str:
+    if text.isascii():
+        return text.lower()
     decomposed = unicodedata.normalize("NFD", text.lower())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
@@ -66,9 +67,9 @@ def stem(word: str) -> str:
     """A prefix the word's forms share, English and Portuguese alike (one ending cut)."""
     if len(word) <= MIN_STEM or not word.isalpha():
         return word
-    for ending in _ENDINGS:
-        if word.endswith(ending) and len(word) - len(ending) >= MIN_STEM:
-            return word[: -len(ending)]
+    for size in _LENGTHS:  # a set lookup per length: the lexicon's index stems every entry per process
+        if len(word) - size >= MIN_STEM and word[-size:] in _ENDINGS:
+            return word[:-size]
     return word
 
 
@@ -83,7 +84,7 @@ def _index() -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
         stems: dict[str, set[str]] = {}
         for topic, spelled in lexicon.TOPICS.items():
             for entry in spelled.split():
-                entry = fold(entry)
+                entry = entry if entry.isascii() else fold(entry)  # the lexicon is written folded
                 exact.setdefault(entry, set()).add(topic)
                 if "_" not in entry and not entry.startswith("@"):
                     stems.setdefault(stem(entry), set()).add(topic)
