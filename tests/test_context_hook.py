@@ -291,7 +291,16 @@ def test_an_unwritable_rules_folder_still_gets_the_notice(project, chat):
     assert "MIGRATIONS" in context_of(output) and "did not answer" in output["systemMessage"]
 
 
-def test_the_per_prompt_path_imports_the_standard_library_and_apsw_only(project):
+@pytest.fixture(params=["chat", "hybrid"])
+def any_classifier(request, project, fake_embeddings):
+    if request.param == "hybrid":  # the default, with meaning
+        project.env.pop("MEMORY_GATE_CONTEXT_CLASSIFIER")
+        project.env["MEMORY_GATE_EMBED_URL"] = fake_embeddings.url
+    return project
+
+
+def test_the_per_prompt_path_imports_the_standard_library_and_apsw_only(any_classifier):
+    project = any_classifier
     script = (
         "import sys, io, json\n"
         "sys.stdin = io.StringIO(json.dumps({'session_id': 's', 'prompt_id': 'p', 'prompt': 'a migration', 'cwd': sys.argv[1]}))\n"
