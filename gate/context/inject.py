@@ -73,10 +73,10 @@ def submit(settings: config.Settings, context: config.ContextSettings, places: l
         with store.writing(conn):
             earlier = state.claim(conn, session, prompt, source=source, prompt_id=prompt_id)
             given = state.given(conn, session) if earlier is not None else set()
-        if earlier is None or not classify.words_of(prompt).work:
+        if earlier is None:
             return Served()
         pending, _ = rules.load(places, leave_out=given)
-        if not pending:
+        if not pending or not classify.words_of(prompt).work:  # the words' index only when rules wait
             return Served()
         name = context.classifier
         if name == "claude" and source == "mod":
