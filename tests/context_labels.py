@@ -1,10 +1,12 @@
-"""The labeled set of injected-context (tests/data/context_labels.json) and how the embeddings
-classifier scores on it, shared by bench/context.py and the test that holds its floor.
+"""The labelled set of injected-context (tests/data/context_labels.json) and how the classifiers
+score on it, shared by bench/context.py and the tests that hold their floors.
 
-Every request is paired with every rule description (14 x 56 = 784 pairs, 50 of them positive):
-that is how the classifier meets them, every pending rule weighed against every prompt.
-Scoring goes through gate/context/classify.py's own functions (description parts, background,
-the request with its earlier requests), so what is measured is what runs.
+Every request is paired with every rule description (210 x 25 = 5,250 pairs): that is how the
+classifiers meet them, every pending rule weighed against every prompt. The set has two halves:
+requests at even positions tune (the hybrid classifier's constants and lexicon were corrected
+looking at these only), requests at odd positions are what its figures are reported on.
+Scoring goes through gate/context's own functions (hybrid.weigh, classify.scores with its
+description parts and background), so what is measured is what runs.
 """
 
 from __future__ import annotations
@@ -13,14 +15,19 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import embeddings
-from gate.context import classify
+from gate import embeddings, stopwords, text
+from gate.context import classify, hybrid
 
 DATA = Path(__file__).resolve().parent / "data" / "context_labels.json"
+HALVES = ("tune", "test")
 
 
 def load() -> dict:
     return json.loads(DATA.read_text(encoding="utf-8"))
+
+
+def half(position: int) -> str:
+    return HALVES[position % 2]
 
 
 @dataclass
@@ -28,8 +35,13 @@ class Pair:
     request: int
     rule: str
     lang: str
-    margin: float
     applies: bool
+    says: bool  # what the classifier said
+    score: float = 0.0
+
+    @property
+    def half(self) -> str:
+        return half(self.request)
 
 
 def _embed(endpoint, texts: list[str], role: str) -> dict[str, tuple]:
@@ -41,8 +53,9 @@ def _embed(endpoint, texts: list[str], role: str) -> dict[str, tuple]:
     return out
 
 
-def margins(url: str, model: str = "multilingual-e5-small", data: dict | None = None) -> list[Pair]:
-    """Every (request, rule) pair of the set with the embeddings classifier's margin."""
+def margins(url: str, model: str = "multilingual-e5-small", data: dict | None = None) -> list[list[float]]:
+    """The embeddings classifier's margin for every request (rows) and rule (columns, in the
+    set's order), as classify.by_embeddings computes it."""
     data = data or load()
     endpoint = embeddings.Endpoint(url, model, quiet_after_timeout=0.0)
     rules = data["rules"]
@@ -51,14 +64,55 @@ def margins(url: str, model: str = "multilingual-e5-small", data: dict | None = 
     documents = [part for text in rules.values() for part in classify.parts(text)] + list(classify.BACKGROUND)
     document_vectors = _embed(endpoint, documents, embeddings.DOCUMENT)
     background = [document_vectors[text] for text in classify.BACKGROUND]
-    names = list(rules)
-    rule_parts = [[document_vectors[part] for part in classify.parts(rules[name])] for name in names]
-    pairs = []
+    rule_parts = [[document_vectors[part] for part in classify.parts(description)] for description in rules.values()]
+    return [classify.scores([query_vectors[text] for text in asked[at]], rule_parts, background)
+            for at in range(len(data["requests"]))]
+
+
+def _pairs(data: dict, says) -> list[Pair]:
+    names = list(data["rules"])
+    out = []
     for at, item in enumerate(data["requests"]):
-        scored = classify.scores([query_vectors[text] for text in asked[at]], rule_parts, background)
-        for name, margin in zip(names, scored):
-            pairs.append(Pair(at, name, item["lang"], margin, name in item["applies"]))
-    return pairs
+        verdicts = says(at, item)
+        for name, (said, score) in zip(names, verdicts):
+            out.append(Pair(at, name, item["lang"], name in item["applies"], said, score))
+    return out
+
+
+def by_hybrid(data: dict | None = None, margins_of: list[list[float]] | None = None) -> list[Pair]:
+    """The hybrid classifier's verdicts, with meaning when `margins_of` (from margins()) is given."""
+    data = data or load()
+    descriptions = list(data["rules"].values())
+
+    def says(at: int, item: dict):
+        weighed, _ = hybrid.weigh(descriptions, item["request"], item.get("previous", []),
+                                  margins_of[at] if margins_of else None)
+        return [(w.applies, w.points) for w in weighed]
+
+    return _pairs(data, says)
+
+
+def by_margin(margins_of: list[list[float]], margin: float, data: dict | None = None) -> list[Pair]:
+    """The embeddings classifier's verdicts at `margin`."""
+    data = data or load()
+    return _pairs(data, lambda at, item: [(value >= margin, value) for value in margins_of[at]])
+
+
+def _content(words: str) -> set[str]:
+    return {word for word in text.words(words) if word not in stopwords.ALL and not word.isdigit()}
+
+
+def by_keyword_overlap(data: dict | None = None) -> list[Pair]:
+    """The baseline: a rule applies when the request shares one word with its description, stop
+    words (English, Portuguese) aside, case and accents folded."""
+    data = data or load()
+    described = [_content(description) for description in data["rules"].values()]
+    return _pairs(data, lambda at, item: [(bool(_content(item["request"]) & words), 0.0) for words in described])
+
+
+def by_everything(data: dict | None = None) -> list[Pair]:
+    data = data or load()
+    return _pairs(data, lambda at, item: [(True, 0.0)] * len(data["rules"]))
 
 
 @dataclass
@@ -75,15 +129,18 @@ class Quality:
         return 2 * self.precision * self.recall / total if total else 0.0
 
 
-def quality(pairs: list[Pair], margin: float) -> Quality:
-    tp = sum(1 for pair in pairs if pair.applies and pair.margin >= margin)
-    fp = sum(1 for pair in pairs if not pair.applies and pair.margin >= margin)
-    fn = sum(1 for pair in pairs if pair.applies and pair.margin < margin)
+def quality(pairs: list[Pair]) -> Quality:
+    tp = sum(1 for pair in pairs if pair.applies and pair.says)
+    fp = sum(1 for pair in pairs if not pair.applies and pair.says)
+    fn = sum(1 for pair in pairs if pair.applies and not pair.says)
     return Quality(tp / (tp + fp) if tp + fp else 1.0, tp / (tp + fn) if tp + fn else 1.0, tp, fp, fn)
 
 
-def best_margin(pairs: list[Pair]) -> float:
-    """The margin with the best F1 on `pairs` (ties: the lower margin, for recall: a rule missed
-    is what the feature exists to prevent; one injected in vain costs some context once)."""
-    candidates = sorted({round(pair.margin, 4) for pair in pairs})
-    return max(candidates, key=lambda margin: (round(quality(pairs, margin).f1, 6), -margin))
+def subset(pairs: list[Pair], *, half: str | None = None, lang: str | None = None) -> list[Pair]:
+    return [pair for pair in pairs if (half is None or pair.half == half) and (lang is None or pair.lang == lang)]
+
+
+def best_margin(margins_of: list[list[float]], data: dict, on: str = "tune") -> float:
+    """The embeddings margin with the best F1 on one half (ties: the lower margin)."""
+    candidates = sorted({round(value, 3) for row in margins_of for value in row if 0.0 <= value <= 0.15})
+    return max(candidates, key=lambda m: (round(quality(subset(by_margin(margins_of, m, data), half=on)).f1, 6), -m))

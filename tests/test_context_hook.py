@@ -113,33 +113,52 @@ def test_the_classifier_gets_the_two_previous_requests_never_the_file(project, c
     assert "MIGRATIONS:" not in everything and "migrations.md" not in everything and "css.md" not in everything
 
 
-def test_a_classifier_that_does_not_answer_injects_every_pending_rule_with_a_notice(project, chat):
+def test_a_classifier_that_does_not_answer_leaves_the_rules_to_words_with_a_notice(project, chat):
     chat.mode = "garbage"
-    output = project.prompt("What does this regex do?")
-    assert "MIGRATIONS" in context_of(output) and "CSS: use the design tokens." in context_of(output)
+    output = project.prompt("Add a migration for the orders table.")
+    assert "MIGRATIONS" in context_of(output) and "CSS" not in context_of(output)
     notice = output["systemMessage"]
     assert notice.startswith("injected-context: the chat classifier did not answer") and "\n" not in notice
-    assert "2 rule files injected unchecked" in notice
+    assert "2 rule files weighed by words instead, 1 injected" in notice
     log = project.user_rules / "injected-context.log"
     [line] = log.read_text().splitlines()
-    assert "session=s1 classifier=chat" in line and "migrations.md" in line and "css.md" in line
-    assert project.prompt("And another question.") is None  # nothing pending any more: no second notice
+    assert "session=s1 classifier=chat" in line and "injected: " in line and line.endswith("migrations.md")
+    again = project.prompt("What does this regex do?")
+    assert context_of(again) == "" and "1 rule file weighed by words instead, 0 injected" in again["systemMessage"]
 
 
-def test_a_classifier_that_times_out_injects_everything(tmp_path):
+def test_a_classifier_that_times_out_leaves_the_rules_to_words(tmp_path):
     slow = FakeChat(mode="slow")
     try:
         box = Project(tmp_path, MEMORY_GATE_CONTEXT_CLASSIFIER="chat", MEMORY_GATE_CONTEXT_CHAT_URL=slow.url,
                       MEMORY_GATE_CONTEXT_TIMEOUT="0.5")
         box.rule("migrations.md", MIGRATIONS)
-        output = box.prompt("Hello")
+        output = box.prompt("Write the migration for the new column")
     finally:
         slow.close()
     assert "MIGRATIONS" in context_of(output) and "did not answer in time" in output["systemMessage"]
 
 
-def test_without_a_classifier_nothing_is_injected_and_no_database_is_made(tmp_path):
+def test_by_default_the_hybrid_classifier_weighs_the_rules_by_words(tmp_path):
     box = Project(tmp_path)
+    box.rule("migrations.md", MIGRATIONS)
+    box.rule("css.md", CSS, user=True)
+    assert context_of(box.prompt("What does this regex do?")) == ""
+    assert "MIGRATIONS" in context_of(box.prompt("Add a nullable column to the users table."))
+    assert "CSS" in context_of(box.prompt("O rodapé fica desalinhado no celular, ajuste o layout."))
+
+
+@pytest.mark.parametrize("prompt", ["thanks, looks good", "yes", "Sim, pode mandar.", "valeu!", "ok 👍"])
+def test_a_prompt_with_no_work_injects_nothing_and_asks_no_classifier(project, chat, prompt):
+    project.prompt("Explain what this regex does.")  # an earlier request: a follow-up could lean on it
+    asked = len(chat.requests)
+    chat.p_yes = 1.0
+    assert project.prompt(prompt) is None
+    assert len(chat.requests) == asked
+
+
+def test_with_no_classifier_nothing_is_injected_and_no_database_is_made(tmp_path):
+    box = Project(tmp_path, MEMORY_GATE_CONTEXT_CLASSIFIER="none")
     box.rule("migrations.md", MIGRATIONS)
     assert box.prompt("Write a migration.") is None
     assert not box.database().exists()
@@ -148,7 +167,7 @@ def test_without_a_classifier_nothing_is_injected_and_no_database_is_made(tmp_pa
 def test_a_misconfigured_classifier_counts_as_not_answering(tmp_path):
     box = Project(tmp_path, MEMORY_GATE_CONTEXT_CLASSIFIER="embeddings")
     box.rule("migrations.md", MIGRATIONS)
-    output = box.prompt("Hello")
+    output = box.prompt("Change the schema of the orders table")
     assert "MIGRATIONS" in context_of(output) and "needs MEMORY_GATE_EMBED_URL" in output["systemMessage"]
 
 
@@ -182,7 +201,7 @@ def test_a_prompt_the_mod_served_is_left_alone_by_the_settings_hook(project, cha
     assert project.prompt("Write a migration.") is None  # the same prompt, inside the mod's next()
     assert len(chat.requests) == asked  # not weighed a second time
     chat.p_yes = 0.9
-    assert "CSS" in context_of(project.prompt("Anything else."))  # a later prompt is the hook's
+    assert "CSS" in context_of(project.prompt("Anything else for the header?"))  # a later prompt is the hook's
 
 
 def test_two_settings_hooks_of_one_prompt_serve_it_once(project):
@@ -207,13 +226,15 @@ def test_with_claude_as_classifier_the_mod_asks_and_answers(project):
     [(rule, _)] = [(item["rule"], item["text"]) for item in again["ask"]["rules"]]
     code, answered, _ = project.run("Answered", {"session_id": "s1", "labels": {rule: None},
                                                  "reason": "Claude Code's model failed: HTTP 500"})
-    assert "CSS" in answered["context"][0] and "HTTP 500" in answered["notice"]
+    assert "CSS" in answered["context"][0] and "HTTP 500" in answered["notice"]  # by words: the prompt is on CSS
+    assert "1 rule file weighed by words instead, 1 injected" in answered["notice"]
 
 
-def test_with_claude_as_classifier_the_settings_hook_alone_injects_unchecked(project):
+def test_with_claude_as_classifier_the_settings_hook_alone_weighs_by_words(project):
     project.env["MEMORY_GATE_CONTEXT_CLASSIFIER"] = "claude"
-    output = project.prompt("Hello")
-    assert "MIGRATIONS" in context_of(output) and "runs only inside the injected-context mod" in output["systemMessage"]
+    output = project.prompt("Restyle the CSS of the header")
+    assert "CSS" in context_of(output) and "MIGRATIONS" not in context_of(output)
+    assert "runs only inside the injected-context mod" in output["systemMessage"]
 
 
 def test_answers_for_files_that_are_not_rules_are_ignored(project, tmp_path):
@@ -264,13 +285,22 @@ def test_an_unwritable_rules_folder_still_gets_the_notice(project, chat):
     chat.mode = "error"
     project.user_rules.chmod(0o500)
     try:
-        output = project.prompt("Hello")
+        output = project.prompt("Write a migration")
     finally:
         project.user_rules.chmod(0o700)
     assert "MIGRATIONS" in context_of(output) and "did not answer" in output["systemMessage"]
 
 
-def test_the_per_prompt_path_imports_the_standard_library_and_apsw_only(project):
+@pytest.fixture(params=["chat", "hybrid"])
+def any_classifier(request, project, fake_embeddings):
+    if request.param == "hybrid":  # the default, with meaning
+        project.env.pop("MEMORY_GATE_CONTEXT_CLASSIFIER")
+        project.env["MEMORY_GATE_EMBED_URL"] = fake_embeddings.url
+    return project
+
+
+def test_the_per_prompt_path_imports_the_standard_library_and_apsw_only(any_classifier):
+    project = any_classifier
     script = (
         "import sys, io, json\n"
         "sys.stdin = io.StringIO(json.dumps({'session_id': 's', 'prompt_id': 'p', 'prompt': 'a migration', 'cwd': sys.argv[1]}))\n"

@@ -166,16 +166,17 @@ def test_the_mod_asks_claude_codes_own_model(tmp_path):
 
 
 @pytest.mark.parametrize("delivery", ["settings", "mod"])
-def test_a_classifier_that_is_down_injects_every_rule_with_a_notice(tmp_path, down_url, delivery):
+def test_a_classifier_that_is_down_leaves_the_rules_to_words_with_a_notice(tmp_path, down_url, delivery):
     with Sandbox(tmp_path) as box:
         injected = Injected(box, delivery, MEMORY_GATE_CONTEXT_CLASSIFIER="chat",
                             MEMORY_GATE_CONTEXT_CHAT_URL=down_url.replace("embeddings", "chat/completions"))
-        run = injected.run("Explain what this regular expression does.")
+        run = injected.run("Add a migration for the orders table.")
     body = turn_request(run)
-    assert request_text(body).count(MIGRATIONS) == 1 and request_text(body).count(CSS) == 1
+    assert request_text(body).count(MIGRATIONS) == 1 and CSS[:14] not in request_text(body)
     notice = "injected-context: the chat classifier did not answer (chat endpoint unreachable"
     shown = run.ui_logs("injected-context") if delivery == "mod" else [run.stdout + run.debug_log()]
-    assert any(notice in line for line in shown), run.stdout[-3000:]
+    assert any(notice in line and "2 rule files weighed by words instead, 1 injected" in line for line in shown), \
+        run.stdout[-3000:]
     log = box.home / ".claude" / "hooks" / "context" / "injected-context.log"
     assert "classifier=chat did not answer" in log.read_text()
 
@@ -196,3 +197,114 @@ def test_the_plugin_validates(tmp_path):
         result = subprocess.run([box.claude, "plugin", "validate", str(PLUGIN)], env=box.env(), capture_output=True,
                                 text=True, timeout=60)
     assert result.returncode == 0 and "Validation passed" in result.stdout, result.stdout + result.stderr
+
+
+# -- the claude classifier: the question, the answer, time-outs, refusals --------------------------
+
+
+def classify_question(body: dict) -> str:
+    """The text of a $.model.classify request, as the small model reads it."""
+    return request_text(body)
+
+
+def test_the_claude_question_holds_the_description_and_the_request_and_nothing_else(tmp_path):
+    with Sandbox(tmp_path) as box:
+        box.fake.side_reply = answer_classify
+        injected = Injected(box, "mod", MEMORY_GATE_CONTEXT_CLASSIFIER="claude")
+        run = injected.run("Add a migration for the orders table.")
+        assert box.fake.errors == []
+    side = box.fake.side_requests
+    assert len(side) == 2
+    for body in side:
+        text = classify_question(body)
+        assert "Add a migration for the orders table." in text
+        assert '"applies"' in text and '"unrelated"' in text  # the labels the answer is read by
+        assert MIGRATIONS[:20] not in text and CSS[:14] not in text and ".md" not in text
+        assert body.get("stream") is not True and "tools" not in body
+    descriptions = sorted("migrations" if "database migrations" in classify_question(b) else "css" for b in side)
+    assert descriptions == ["css", "migrations"]
+    assert request_text(turn_request(run)).count(MIGRATIONS) == 1 and CSS[:14] not in request_text(turn_request(run))
+    assert not run.ui_logs("injected-context")  # both answered: no notice
+
+
+@pytest.mark.parametrize(("spelled", "read"), [
+    ("Applies", True), ("applies.", True), (" applies\n", True), ("It applies, I think.", True), ("maybe", None),
+])
+def test_the_answer_is_read_by_its_label(tmp_path, spelled, read):
+    """Claude Code reads the label out of its model's answer whatever its case, punctuation or
+    words around it; an answer naming neither label leaves the rule to words, with a notice."""
+    with Sandbox(tmp_path) as box:
+        box.fake.side_reply = lambda body: spelled if "database migrations" in request_text(body) else "unrelated"
+        injected = Injected(box, "mod", MEMORY_GATE_CONTEXT_CLASSIFIER="claude")
+        run = injected.run("Explain what this regular expression does.")
+    body = turn_request(run)
+    shown = run.ui_logs("injected-context")
+    if read:
+        assert request_text(body).count(MIGRATIONS) == 1 and shown == []
+    else:  # by words, a regular expression is no migration
+        assert MIGRATIONS[:20] not in request_text(body)
+        assert any("(Claude Code's model named no label); 1 rule file weighed by words instead, 0 injected" in line
+                   for line in shown), shown
+    assert CSS[:14] not in request_text(body)
+
+
+def test_a_model_that_does_not_answer_in_time_leaves_the_rules_to_words(tmp_path):
+    import threading
+    import time
+
+    release, asked, answered_at = threading.Event(), [], []
+
+    def stalled(body: dict):
+        asked.append(time.monotonic())
+        release.wait(60)  # the fake API holds the small model's answer until the turn's request comes
+        return "applies"
+
+    def main_request(body: dict):
+        answered_at.append(time.monotonic())
+        release.set()
+        return "Done."
+
+    with Sandbox(tmp_path) as box:
+        box.fake.side_reply = stalled
+        box.fake.add(main_request)
+        injected = Injected(box, "mod", MEMORY_GATE_CONTEXT_CLASSIFIER="claude", MEMORY_GATE_CONTEXT_TIMEOUT="1")
+        try:
+            run = injected.run("Add a migration for the orders table.")
+        finally:
+            release.set()
+    assert len(asked) == 2 and answered_at
+    assert answered_at[0] - max(asked) < 15  # the prompt went on after the time-out, not after the model
+    body = turn_request(run)
+    assert request_text(body).count(MIGRATIONS) == 1 and CSS[:14] not in request_text(body)  # words decided
+    shown = run.ui_logs("injected-context")
+    assert any("the claude classifier did not answer (Claude Code's model did not answer within 1 s)" in line
+               and "2 rule files weighed by words instead, 1 injected" in line for line in shown), shown
+
+
+def test_a_refusal_leaves_the_rules_to_words(tmp_path):
+    from fake_anthropic import reply
+
+    with Sandbox(tmp_path) as box:
+        box.fake.side_reply = lambda body: reply("I can't help with that request.", stop_reason="refusal")
+        injected = Injected(box, "mod", MEMORY_GATE_CONTEXT_CLASSIFIER="claude")
+        run = injected.run("Make the header CSS use the brand colours.")
+    body = turn_request(run)
+    assert request_text(body).count(CSS) == 1 and MIGRATIONS[:20] not in request_text(body)
+    shown = run.ui_logs("injected-context")
+    assert any("the claude classifier did not answer" in line and "weighed by words instead" in line
+               for line in shown), shown
+    log = box.home / ".claude" / "hooks" / "context" / "injected-context.log"
+    assert "classifier=claude did not answer" in log.read_text()
+
+
+def test_a_prompt_with_no_work_asks_claude_nothing(tmp_path):
+    with Sandbox(tmp_path) as box:
+        box.fake.side_reply = answer_classify
+        injected = Injected(box, "mod", MEMORY_GATE_CONTEXT_CLASSIFIER="claude")
+        with injected.session() as session:
+            thanks = session.send("thanks, looks good")
+            sim = session.send("sim")
+        assert box.fake.errors == []
+    assert box.fake.side_requests == []
+    for turn in (thanks, sim):
+        assert MIGRATIONS[:20] not in request_text(turn_request(turn)) and CSS[:14] not in request_text(turn_request(turn))

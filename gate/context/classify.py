@@ -28,6 +28,7 @@ from gate.context.rules import Rule
 APPLIES_AT = 0.5  # P(yes) from the chat classifier
 PARALLEL_QUESTIONS = 8
 MAX_EARLIER = 500  # characters of each earlier request
+DESCRIPTIONS_PER_REQUEST = 16  # description texts per embeddings request
 
 CHAT_SYSTEM = (
     "You decide whether one of a project's rules applies to a request made to a coding assistant. "
@@ -62,30 +63,37 @@ BACKGROUND = (
 
 class Verdict:
     """`applies` is True, False, or None when the classifier gave no answer; `score` is the
-    margin (embeddings) or P(yes) (chat), for ordering what is injected."""
+    margin (embeddings), P(yes) (chat) or points (hybrid), for ordering what is injected; `why`
+    says what the verdict rests on, for `memory-gate inject --explain`."""
 
-    __slots__ = ("rule", "applies", "score")
+    __slots__ = ("rule", "applies", "score", "why")
 
-    def __init__(self, rule: Rule, applies: bool | None, score: float | None = None):
+    def __init__(self, rule: Rule, applies: bool | None, score: float | None = None, why: str = ""):
         self.rule = rule
         self.applies = applies
         self.score = score
+        self.why = why
 
     def __repr__(self) -> str:
         return f"Verdict({self.rule.path!r}, {self.applies!r}, {self.score!r})"
 
 
 class Decision:
-    """Verdicts for the rules asked about, the one-line reason when any went unanswered, and
-    description vectors made on the way (for the cache)."""
+    """Verdicts for the rules asked about, the one-line reason when any went unanswered,
+    description vectors made on the way (for the cache), the rules weighed by words because the
+    classifier gave no answer for them (`by_words`), and a note on how the verdicts were reached
+    when it is not the whole classifier (meaning left out)."""
 
-    __slots__ = ("verdicts", "failure", "model", "made")
+    __slots__ = ("verdicts", "failure", "model", "made", "by_words", "note")
 
-    def __init__(self, verdicts: list[Verdict], failure: str | None = None, model: str = "", made: dict | None = None):
+    def __init__(self, verdicts: list[Verdict], failure: str | None = None, model: str = "", made: dict | None = None,
+                 note: str | None = None):
         self.verdicts = verdicts
         self.failure = failure
         self.model = model
         self.made = made or {}
+        self.by_words: list[str] = []
+        self.note = note
 
 
 def unanswered(rules: list[Rule], reason: str) -> Decision:
@@ -160,7 +168,8 @@ def by_chat(url: str, model: str | None, rules: list[Rule], request: str, earlie
         worker.join(max(0.0, deadline - time.monotonic()) + 0.05)
     with lock:
         verdicts = [
-            Verdict(rule, answers[at] >= APPLIES_AT, answers[at]) if at in answers else Verdict(rule, None)
+            Verdict(rule, answers[at] >= APPLIES_AT, answers[at], f"P(yes) {answers[at]:.2f} (applies from {APPLIES_AT:g})")
+            if at in answers else Verdict(rule, None)
             for at, rule in enumerate(rules)
         ]
         failure = None
@@ -218,30 +227,80 @@ def by_embeddings(conn, endpoint, rules: list[Rule], request: str, earlier: list
     from gate.context import state
 
     deadline = time.monotonic() + timeout
+    made: dict = {}
+    model = ""
     try:
         asked = endpoint.embed(queries(request, earlier), role=embeddings.QUERY, timeout=timeout)
+        model = asked.model
         texts = [text for rule in rules for text in parts(rule.description)] + list(BACKGROUND)
         known = {
             text: vector for text, vector in state.vectors(conn, asked.model, texts).items()
             if len(vector) == asked.dimension
         }
         missing = [text for text in dict.fromkeys(texts) if text not in known]
-        made = {}
-        if missing:
+        # In batches, so that a slow endpoint still gets some descriptions embedded (and cached)
+        # on each prompt, rather than none on every prompt.
+        for start in range(0, len(missing), DESCRIPTIONS_PER_REQUEST):
             left = deadline - time.monotonic()
             if left <= 0:
                 raise embeddings.VectorError(f"embeddings endpoint did not answer within {timeout:g} s")
-            answer = endpoint.embed(missing, role=embeddings.DOCUMENT, timeout=left)
+            batch = missing[start : start + DESCRIPTIONS_PER_REQUEST]
+            answer = endpoint.embed(batch, role=embeddings.DOCUMENT, timeout=left)
             if answer.dimension != asked.dimension:
                 raise embeddings.VectorError("embeddings endpoint answered vectors of different lengths")
-            made = dict(zip(missing, answer.rows))
+            made.update(zip(batch, answer.rows))
             known.update(made)
     except embeddings.VectorError as error:
-        return unanswered(rules, str(error))
+        failed = unanswered(rules, str(error))
+        failed.model, failed.made = model, made  # what was embedded before the failure is kept
+        return failed
     margins = scores(
         asked.rows,
         [[known[text] for text in parts(rule.description)] for rule in rules],
         [known[text] for text in BACKGROUND],
     )
-    verdicts = [Verdict(rule, value >= margin, value) for rule, value in zip(rules, margins)]
+    verdicts = [Verdict(rule, value >= margin, value, f"meaning margin {value:+.3f} (applies from {margin:+.3f})")
+                for rule, value in zip(rules, margins)]
     return Decision(verdicts, None, asked.model, made)
+
+
+# -- hybrid -------------------------------------------------------------------------------------
+
+
+def by_hybrid(conn, endpoint, rules: list[Rule], request: str, earlier: list[str], *, timeout: float) -> Decision:
+    """hybrid.py's verdicts, with the embeddings margins when `endpoint` is set and answers; when
+    it does not, by words alone, and the decision's note says why."""
+    from gate.context import hybrid
+
+    margins, model, made, note = None, "", {}, None
+    if endpoint is not None and rules and words_of(request).work:
+        meaning = by_embeddings(conn, endpoint, rules, request, earlier, margin=0.0, timeout=timeout)
+        model, made = meaning.model, meaning.made
+        if meaning.failure is None:
+            margins = [verdict.score for verdict in meaning.verdicts]
+        else:
+            note = f"meaning left out ({meaning.failure}): rules weighed by words"
+    weighed, quiet = hybrid.weigh([rule.description for rule in rules], request, earlier, margins)
+    verdicts = [Verdict(rule, item.applies, item.points, quiet or item.why()) for rule, item in zip(rules, weighed)]
+    return Decision(verdicts, None, model, made, note)
+
+
+def words_of(request: str):
+    from gate.context import words
+
+    return words.keys(request)
+
+
+def by_words_instead(decision: Decision, request: str, earlier: list[str]) -> Decision:
+    """The rules `decision` left unanswered, weighed by words (hybrid.py without meaning) among
+    all the rules it was asked about; their paths go to `by_words`."""
+    from gate.context import hybrid
+
+    if all(verdict.applies is not None for verdict in decision.verdicts):
+        return decision
+    weighed, quiet = hybrid.weigh([verdict.rule.description for verdict in decision.verdicts], request, earlier)
+    for verdict, item in zip(decision.verdicts, weighed):
+        if verdict.applies is None:
+            verdict.applies, verdict.score, verdict.why = item.applies, item.points, "by words: " + (quiet or item.why())
+            decision.by_words.append(verdict.rule.path)
+    return decision

@@ -69,7 +69,9 @@ def submit(payload: dict) -> dict:
     if not isinstance(prompt, str):
         raise ValueError("hook input has no prompt")
     settings, inject, places = _setup(payload)
-    return inject.submit(settings, config.load_context(), places, session=session, prompt=prompt, source="mod").as_json()
+    context = config.load_context()
+    served = inject.submit(settings, context, places, session=session, prompt=prompt, source="mod")
+    return served.as_json(context.timeout)
 
 
 def answered(payload: dict) -> dict:
@@ -91,6 +93,10 @@ EVENTS = {
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0].startswith("-"):  # --explain and --help: for people, not the per-prompt path
+        from gate.context import explain
+
+        return explain.main(args)
     event = args[0] if args else ""
     return hookio.serve(event, EVENTS.get(event), known=EVENTS, name=NAME, off="no rules injected for this prompt")
 

@@ -8,8 +8,12 @@ most relevant first, while they fit; a rule that does not fit is named by its pa
 request to read the file before starting, and counts as given. The mod's context entries hold
 100,000 characters before the same happens, so the mod packs to that.
 
-When the classifier gives no answer for a rule (down, slow, garbage, not configured properly),
-that rule is injected anyway, the owner gets a one-line notice, and a line goes to
+A prompt with no work in it (thanks, yes, small talk) is recorded as the session's latest
+request and weighed by no classifier: nothing applies to it.
+
+When the classifier gives no answer for a rule (down, slow, garbage, a refusal, not configured
+properly), that rule is weighed by words instead (the hybrid classifier without meaning, which
+needs nothing but the rule files), the owner gets a one-line notice, and a line goes to
 `injected-context.log` in the owner's rules folder (never the project's, which a team may
 commit).
 """
@@ -38,12 +42,13 @@ class Served:
         self.notice = notice
         self.questions = questions
 
-    def as_json(self) -> dict:
+    def as_json(self, timeout: float = config.DEFAULT_CONTEXT_TIMEOUT) -> dict:
         out: dict = {"context": self.entries}
         if self.notice:
             out["notice"] = self.notice
         if self.questions is not None:
-            out["ask"] = {"labels": list(classify.LABELS), "model": classify.CLAUDE_MODEL, "rules": self.questions}
+            out["ask"] = {"labels": list(classify.LABELS), "model": classify.CLAUDE_MODEL,
+                          "timeoutMs": int(timeout * 1000), "rules": self.questions}
         return out
 
 
@@ -71,7 +76,7 @@ def submit(settings: config.Settings, context: config.ContextSettings, places: l
         if earlier is None:
             return Served()
         pending, _ = rules.load(places, leave_out=given)
-        if not pending:
+        if not pending or not classify.words_of(prompt).work:  # the words' index only when rules wait
             return Served()
         name = context.classifier
         if name == "claude" and source == "mod":
@@ -79,13 +84,18 @@ def submit(settings: config.Settings, context: config.ContextSettings, places: l
                 {"rule": rule.path, "text": classify.classify_text(rule.description, prompt, earlier)}
                 for rule in pending
             ])
-        decision = _classify(conn, settings, context, pending, prompt, earlier)
+        decision = classify.by_words_instead(_classify(conn, settings, context, pending, prompt, earlier), prompt, earlier)
         return finish(conn, session, decision, name, places, MOD_BUDGET if source == "mod" else HOOK_BUDGET)
     finally:
         conn.close()
 
 
 def _classify(conn, settings, context, pending, prompt, earlier) -> classify.Decision:
+    if context.classifier == "hybrid":
+        from gate import embeddings
+
+        return classify.by_hybrid(conn, embeddings.Endpoint.from_settings(settings), pending, prompt, earlier,
+                                  timeout=context.timeout)
     if context.classifier == "embeddings":
         from gate import embeddings
 
@@ -117,7 +127,11 @@ def answered(settings: config.Settings, places: list[str], *, session: str, labe
         failure = reason or "Claude Code's model named no label"
     conn = store.connect(config.find_database(settings))
     try:
-        return finish(conn, session, classify.Decision(verdicts, failure), name, places, MOD_BUDGET)
+        decision = classify.Decision(verdicts, failure)
+        if failure:
+            prompt, earlier = state.latest(conn, session)
+            decision = classify.by_words_instead(decision, prompt, earlier)
+        return finish(conn, session, decision, name, places, MOD_BUDGET)
     finally:
         conn.close()
 
@@ -132,14 +146,18 @@ def finish(conn, session: str, decision: classify.Decision, name: str, places: l
             state.keep_vectors(conn, decision.model, decision.made)
         fresh = set(state.give(conn, session, [path for path, _ in packed]))
     entries = [entry for path, entry in packed if path in fresh]
-    blind = [verdict.rule.path for verdict in chosen if verdict.applies is None and verdict.rule.path in fresh]
-    notice = None
-    if blind:
-        log = log_failure(places[0], session, name, decision.failure or "no answer", blind)
+    notices = []
+    if decision.by_words:
+        weighed = decision.by_words
+        injected = [path for path in decision.by_words if path in fresh]
+        log = log_failure(places[0], session, name, decision.failure or "no answer", weighed, injected)
         where = f" (see {log})" if log else ""
-        count = f"{len(blind)} rule file{'s' if len(blind) != 1 else ''}"
-        notice = f"injected-context: the {name} classifier did not answer ({decision.failure}); {count} injected unchecked{where}"
-    return Served(entries, notice)
+        count = f"{len(weighed)} rule file{'s' if len(weighed) != 1 else ''}"
+        notices.append(f"injected-context: the {name} classifier did not answer ({decision.failure}); {count} "
+                       f"weighed by words instead, {len(injected)} injected{where}")
+    if decision.note:
+        notices.append(f"injected-context: {decision.note}")
+    return Served(entries, " ".join(notices) or None)
 
 
 # -- packing -----------------------------------------------------------------------------------
@@ -182,14 +200,14 @@ def joined(entries: list[str]) -> str:
 # -- the failure log ------------------------------------------------------------------------------
 
 
-def log_failure(folder: str, session: str, name: str, reason: str, paths: list[str]) -> str | None:
+def log_failure(folder: str, session: str, name: str, reason: str, paths: list[str], injected: list[str]) -> str | None:
     """Append one line to injected-context.log in `folder` (made private if missing); its path,
     or None when it cannot be written (the notice still goes out)."""
     path = os.path.join(folder, LOG_NAME)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     line = (
         f"{stamp} session={session} classifier={name} did not answer ({' '.join(reason.split())}); "
-        f"injected unchecked: {', '.join(paths)}\n"
+        f"weighed by words: {', '.join(paths) or 'none'}; injected: {', '.join(injected) or 'none'}\n"
     )
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)

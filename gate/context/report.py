@@ -10,10 +10,10 @@ from gate import config
 from gate.context import inject, rules
 
 NONE_CONFIGURED = (
-    "no classifier configured, so no rule is injected: set MEMORY_GATE_CONTEXT_CLASSIFIER to embeddings "
-    "(with MEMORY_GATE_EMBED_URL), chat (with MEMORY_GATE_CONTEXT_CHAT_URL) or claude (in the "
-    "injected-context mod)"
+    "MEMORY_GATE_CONTEXT_CLASSIFIER=none, so no rule is injected: unset it for the hybrid classifier (words, "
+    "and meaning with MEMORY_GATE_EMBED_URL), or set claude (in the injected-context mod), embeddings or chat"
 )
+EXPLAIN = "`memory-gate inject --explain PROMPT` shows why each rule file would or would not be injected"
 
 
 def doctor(settings: config.Settings, environ=None, *, probe: bool = True) -> tuple[dict, list[str]]:
@@ -33,6 +33,15 @@ def doctor(settings: config.Settings, environ=None, *, probe: bool = True) -> tu
     report["classifier"] = context.classifier or "none"
     if context.classifier is None:
         report["note"] = NONE_CONFIGURED
+    elif context.classifier == "hybrid":
+        if settings.embed_url:
+            report["hybrid"] = {"words": "yes", "meaning": settings.embed_url, "model": settings.embed_model}
+            if probe:
+                report["hybrid"]["answers"] = _probe_embeddings(settings, [])
+        else:
+            report["hybrid"] = {"words": "yes", "meaning": "no (set MEMORY_GATE_EMBED_URL to add it)"}
+        report["note"] = ("hybrid (the default): rules weighed by the words and topics they share with the request; "
+                          "where the injected-context mod runs, claude is the better pick. " + EXPLAIN)
     elif context.classifier == "embeddings":
         report["embeddings"] = {"url": settings.embed_url, "model": settings.embed_model, "margin": context.margin}
         if not settings.embed_url:
@@ -49,7 +58,7 @@ def doctor(settings: config.Settings, environ=None, *, probe: bool = True) -> tu
             report["chat"]["answers"] = _probe_chat(context, problems)
     else:
         report["note"] = ("claude: Claude Code's own small model, asked by the injected-context mod; where only the "
-                          "settings hook runs, every pending rule is injected unchecked")
+                          "settings hook runs, and for a rule it leaves unanswered, words decide. " + EXPLAIN)
     log = os.path.join(places[0], inject.LOG_NAME)
     if os.path.exists(log):
         report["log"] = {"path": log, "last": _last_line(log)}

@@ -61,6 +61,13 @@ def claim(conn, session: str, prompt: str, *, source: str, prompt_id: str | None
     return previous
 
 
+def latest(conn, session: str) -> tuple[str, list[str]]:
+    """The session's latest request and the two before it (oldest first); ("", []) when none."""
+    rows = [text for (text,) in conn.execute(
+        "SELECT prompt FROM context_requests WHERE session = ? ORDER BY id DESC LIMIT 3", (session,))][::-1]
+    return (rows[-1], rows[:-1]) if rows else ("", [])
+
+
 def given(conn, session: str) -> set[str]:
     return {rule for (rule,) in conn.execute("SELECT rule FROM context_given WHERE session = ?", (session,))}
 

@@ -3,7 +3,7 @@
 // user message as the prompt. Once per session; again after /compact or /clear.
 //
 // The work lives in Python (`memory-gate inject Submit|Answered`, gate/context/): which rules
-// are pending, the embeddings or chat classifier, what the session was given. This file only
+// are pending, the hybrid, embeddings or chat classifier, what the session was given. This file only
 // asks it, and, when the configured classifier is Claude Code's own model, puts Python's
 // questions to $.model.classify (one per pending rule; the model sees the description and the
 // request, never the rule's name or body) and hands the answers back.
@@ -29,15 +29,28 @@ async function askPython($, event, payload) {
   return JSON.parse(lines[lines.length - 1] || "{}");
 }
 
+// One question per pending rule, all at once, each bounded by the classifier's time-out
+// (MEMORY_GATE_CONTEXT_TIMEOUT, sent by Python as ask.timeoutMs): a rule the model does not label
+// in time, labels with neither label, or refuses, goes back as null, and Python weighs it by
+// words instead.
+function withinTime(promise, ms) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error("did not answer within " + ms / 1000 + " s"), { late: true })), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 async function askModel($, ask) {
   const labels = {};
   let reason = null;
+  const ms = Number.isFinite(ask.timeoutMs) && ask.timeoutMs > 0 ? ask.timeoutMs : 5000;
   const answers = await Promise.allSettled(
-    ask.rules.map((item) => $.model.classify(item.text, ask.labels, { model: ask.model })),
+    ask.rules.map((item) => withinTime($.model.classify(item.text, ask.labels, { model: ask.model }), ms)),
   );
   answers.forEach((answer, at) => {
     const rule = ask.rules[at].rule;
-    if (answer.status === "fulfilled" && answer.value !== undefined) {
+    if (answer.status === "fulfilled" && ask.labels.includes(answer.value)) {
       labels[rule] = answer.value;
       return;
     }
@@ -45,8 +58,9 @@ async function askModel($, ask) {
     if (reason === null) {
       reason =
         answer.status === "fulfilled"
-          ? "Claude Code's model named no label"
-          : "Claude Code's model failed: " + String(answer.reason?.message ?? answer.reason).split("\n")[0].slice(0, 160);
+          ? "Claude Code's model named no label" + (answer.value ? " (" + String(answer.value).slice(0, 40) + ")" : "")
+          : "Claude Code's model " + (answer.reason?.late ? "" : "failed: ") +
+            String(answer.reason?.message ?? answer.reason).split("\n")[0].slice(0, 160);
     }
   });
   return { labels, reason };
