@@ -11,7 +11,7 @@ import json
 import sys
 from collections import deque
 from collections.abc import Callable, Sequence
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 import apsw
@@ -308,6 +308,10 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
 }
 
 
+# SQLite's integers, and so memory's ids and counts, stop here.
+LARGEST = 2**63 - 1
+
+
 def _day(text: str) -> str:
     """argparse type: a day, YYYY-MM-DD."""
     try:
@@ -318,11 +322,50 @@ def _day(text: str) -> str:
     raise argparse.ArgumentTypeError(f"{text!r} is not a day: write YYYY-MM-DD, e.g. 2026-11-01")
 
 
+def _moment(text: str) -> str:
+    """argparse type: a day (YYYY-MM-DD) or a time (YYYY-MM-DDTHH:MM[:SS], UTC as write.log keeps
+    it), as the prefix of write.log's times it is compared with."""
+    given = text.strip().replace(" ", "T").removesuffix("Z")
+    try:
+        if len(given) == 10:
+            return _day(given)
+        if len(given) in (16, 19) and given[10] == "T" and datetime.fromisoformat(given):
+            return given
+    except (ValueError, argparse.ArgumentTypeError):
+        pass
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not a day or a time: write YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC), e.g. 2026-11-01 or 2026-11-01T09:30"
+    )
+
+
 def _count(text: str) -> int:
-    """argparse type: a positive whole number."""
-    if text.isdigit() and int(text) > 0:
-        return int(text)
-    raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    """argparse type: a positive whole number, one SQLite can hold."""
+    if not (text.isascii() and text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number: write one such as 10")
+    if int(text) > LARGEST:
+        raise argparse.ArgumentTypeError(f"{text} is too large: memory's ids and counts stop at {LARGEST}")
+    return int(text)
+
+
+def _whole(text: str) -> int:
+    """argparse type: a whole number (a fact id), one SQLite can hold."""
+    digits = text.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: write a fact id such as 12")
+    if abs(int(text)) > LARGEST:
+        raise argparse.ArgumentTypeError(f"{text} is too large: memory's ids stop at {LARGEST}")
+    return int(text)
+
+
+def _database(text: str) -> str:
+    """argparse type: the path of a database file (it need not exist yet)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path: give the database file, e.g. --db ./memory.db")
+    if Path(text).is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text} is a folder: give the database file, e.g. --db {Path(text) / 'memory.db'}"
+        )
+    return text
 
 
 def _people(add: Callable[[str], argparse.ArgumentParser]) -> None:
@@ -362,7 +405,7 @@ def parser() -> argparse.ArgumentParser:
         description="Project memory for coding agents that keeps only what is still true.",
         epilog="Example: memory-gate search deploy staging. Run `memory-gate COMMAND --help` for more.",
     )
-    top.add_argument("--db", metavar="PATH", help="use this database instead of the project's (also MEMORY_GATE_DB)")
+    top.add_argument("--db", metavar="PATH", type=_database, help="use this database instead of the project's (also MEMORY_GATE_DB)")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name: str) -> argparse.ArgumentParser:
@@ -378,12 +421,12 @@ def parser() -> argparse.ArgumentParser:
     sub = add("search")
     sub.add_argument("terms", nargs="+", help="words to look for")
     sub.add_argument("--json", action="store_true", help="print a JSON list of facts (id, topic, kind, text, date)")
-    sub.add_argument("--limit", type=int, default=search.RESULTS, help=f"at most this many (default {search.RESULTS})")
+    sub.add_argument("--limit", type=_count, default=search.RESULTS, metavar="N", help=f"at most N facts (default {search.RESULTS})")
     sub.add_argument("--explain", action="store_true", help="print the FTS5 expressions each tier would run, and stop")
     sub = add("log")
-    sub.add_argument("--fact", type=int, metavar="ID", help="only changes to this fact")
+    sub.add_argument("--fact", type=_whole, metavar="ID", help="only changes to this fact")
     sub.add_argument("--session", metavar="ID", help="only changes made by this session")
-    sub.add_argument("--since", metavar="DATE", help="only changes on or after this day (YYYY-MM-DD) or time")
+    sub.add_argument("--since", metavar="DATE", type=_moment, help="only changes on or after this day (YYYY-MM-DD) or time (YYYY-MM-DDTHH:MM, UTC)")
     sub.add_argument("--limit", type=_count, metavar="N", help="only the last N changes")
     sub.add_argument("--json", action="store_true", help="print a JSON list of log entries")
     _people(add)
