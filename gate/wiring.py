@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -141,7 +142,7 @@ def settings_install(project: str) -> dict:
                 for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
                     if install.is_our_hook(hook):
                         counts[event] = counts.get(event, 0) + 1
-                        found.setdefault(scope, {}).setdefault("commands", set()).add(hook["command"].split(" hook ")[0])
+                        found.setdefault(scope, {}).setdefault("commands", set()).add(shlex.split(hook["command"])[0])
         server = servers.get(install.SERVER) if isinstance(servers, dict) else None
         if counts or install.is_our_server(server):
             entry = found.setdefault(scope, {})
