@@ -8,7 +8,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 from claude_harness import CLAUDE, OFFLINE_ENV, needs_claude
 from conftest import REPO
 

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from claude_harness import CLAUDE, OFFLINE_ENV, needs_claude
 from conftest import REPO
 
