@@ -11,10 +11,8 @@ import json
 import sys
 from collections import deque
 from collections.abc import Callable, Sequence
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
-
-import apsw
 
 from gate import audit, commands, config, embeddings, history, query, search, secrets, store, terminal, vectors
 from gate.terminal import UserError
@@ -24,7 +22,7 @@ EXAMPLES = {
     "serve": "memory-gate serve          # Claude Code starts this through the plugin or .mcp.json",
     "search": 'memory-gate search deploy staging\n  memory-gate search --json "K8s ingress"',
     "log": "memory-gate log --fact 12\n  memory-gate log --since 2026-11-01 --json",
-    "doctor": "memory-gate doctor\n  memory-gate --db ./memory.db doctor --json",
+    "doctor": "memory-gate doctor\n  memory-gate --db ./memory.db doctor --json --no-claude\n  memory-gate doctor --claude ~/bin/claude",
     "reindex": "memory-gate reindex\n  MEMORY_GATE_EMBED_URL=http://127.0.0.1:8080/v1/embeddings memory-gate reindex",
     "install": "memory-gate install               # every project: ~/.claude/settings.json, ~/.claude.json\n"
     "  memory-gate install --project .   # this project only, in your personal files\n"
@@ -145,51 +143,6 @@ def _print_entry(entry: dict) -> None:
 # -- doctor ---------------------------------------------------------------------------------
 
 
-def doctor_report(settings: config.Settings) -> tuple[dict, list[str]]:
-    """What doctor prints, and the problems it found (empty when all is well)."""
-    path = Path(config.find_database(settings))
-    report: dict = {
-        "database": str(path),
-        "exists": path.exists(),
-        "sqlite": apsw.sqlite_lib_version(),
-        "apsw": apsw.apsw_version(),
-        "schema_latest": store.latest_version(),
-    }
-    problems: list[str] = []
-    if not path.exists():
-        report["note"] = "no database yet: the first memory_write creates it"
-        return report, problems
-    try:
-        conn = store.connect(path, create=False)
-    except store.StoreError as error:
-        return report, [str(error)]
-    report["schema_version"] = store.user_version(conn)
-    integrity = store.check_integrity(conn)
-    report["integrity"] = "ok" if not integrity else integrity
-    if integrity:
-        problems.append("integrity check failed: " + "; ".join(integrity) + ". Run `memory-gate reindex` if only the index is named; restore from a backup otherwise.")
-    kinds = dict(conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
-    report["facts"] = {kind: kinds.get(kind, 0) for kind in ("state", "event", "decision", "trap")}
-    report["sessions"] = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
-    report["turns"] = conn.execute("SELECT count(*) FROM turns").fetchone()[0]
-    check = audit.check(conn, audit.log_path(path))
-    report["write_log"] = {
-        "path": str(audit.log_path(path)),
-        "lines": check.lines,
-        "torn": len(check.torn),
-        "never_committed": len(check.uncommitted),
-        "writes_missing_lines": len(check.missing),
-    }
-    advice = check.advice()
-    if advice:
-        report["write_log"]["advice"] = advice
-    if not check.ok:
-        problems += [note for note in advice if "lack log lines" in note]
-    report["meaning"], found = vectors.status(conn, embeddings.Endpoint.from_settings(settings))
-    problems += found
-    return report, problems
-
-
 def install_clash(project: str) -> list[str]:
     """The plugin and `memory-gate install` both on for this project: the mod then cannot hold
     answers (its gate tool's name is taken by the installed server)."""
@@ -212,20 +165,27 @@ def install_clash(project: str) -> list[str]:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from gate.context import report as injected_context
+    from gate import doctor
 
-    settings = _settings(args)
-    report, problems = doctor_report(settings)
-    report["injected_context"], found = injected_context.doctor(settings)
-    problems = problems + found + install_clash(settings.project_dir)
+    checks: dict[str, doctor.Check] = {"memory": doctor.memory, "injected_context": doctor.injected_context}
+    if not args.no_claude:
+        from gate import wiring
+
+        checks["claude_code"] = lambda settings: wiring.check(settings, args.claude)
+    checks["install_clash"] = lambda settings: ({}, doctor.stated(install_clash(settings.project_dir)))
+    report, findings = doctor.run(_settings(args), checks)
+    problems = [finding for finding in findings if finding.severity == doctor.PROBLEM]
     if args.json:
-        print(json.dumps({**report, "problems": problems}, indent=2))
+        print(json.dumps({
+            **report, "problems": [finding.line().removeprefix("PROBLEM: ") for finding in problems],
+            "findings": [finding.to_json() for finding in findings],
+        }, indent=2))
     else:
         _print_report(report)
-        for problem in problems:
-            print(f"PROBLEM: {problem}")
+        for finding in sorted(findings, key=lambda finding: (doctor.PROBLEM, doctor.WARNING, doctor.NOTE).index(finding.severity)):
+            print(finding.line())
         if not problems:
-            print("all well")
+            print("all well" if not findings else "no problems")
     return 1 if problems else 0
 
 
@@ -328,11 +288,15 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
     "stats": ("facts by kind, how turns complied with the gate, and what a search costs the context", commands.cmd_stats),
     "export": ("write every fact as JSON lines, ids and bookkeeping included (memory is unchanged)", commands.cmd_export),
     "import": ("add the facts of a JSON lines file, all or none, each logged; duplicates are skipped", commands.cmd_import),
-    "doctor": ("check the database, the index and write.log; print versions and counts", cmd_doctor),
+    "doctor": ("check memory (database, index, write.log) and how Claude Code runs it; each problem with its mend", cmd_doctor),
     "reindex": ("rebuild the word index and the vectors from the facts (with an embeddings endpoint)", cmd_reindex),
     "install": ("put memory-gate's hooks, MCP server and tool permissions into Claude Code's settings (no plugin needed)", cmd_install),
     "uninstall": ("take out of Claude Code's settings exactly what install put in", cmd_uninstall),
 }
+
+
+# SQLite's integers, and so memory's ids and counts, stop here.
+LARGEST = 2**63 - 1
 
 
 def _day(text: str) -> str:
@@ -345,11 +309,50 @@ def _day(text: str) -> str:
     raise argparse.ArgumentTypeError(f"{text!r} is not a day: write YYYY-MM-DD, e.g. 2026-11-01")
 
 
+def _moment(text: str) -> str:
+    """argparse type: a day (YYYY-MM-DD) or a time (YYYY-MM-DDTHH:MM[:SS], UTC as write.log keeps
+    it), as the prefix of write.log's times it is compared with."""
+    given = text.strip().replace(" ", "T").removesuffix("Z")
+    try:
+        if len(given) == 10:
+            return _day(given)
+        if len(given) in (16, 19) and given[10] == "T" and datetime.fromisoformat(given):
+            return given
+    except (ValueError, argparse.ArgumentTypeError):
+        pass
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not a day or a time: write YYYY-MM-DD or YYYY-MM-DDTHH:MM (UTC), e.g. 2026-11-01 or 2026-11-01T09:30"
+    )
+
+
 def _count(text: str) -> int:
-    """argparse type: a positive whole number."""
-    if text.isdigit() and int(text) > 0:
-        return int(text)
-    raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    """argparse type: a positive whole number, one SQLite can hold."""
+    if not (text.isascii() and text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number: write one such as 10")
+    if int(text) > LARGEST:
+        raise argparse.ArgumentTypeError(f"{text} is too large: memory's ids and counts stop at {LARGEST}")
+    return int(text)
+
+
+def _whole(text: str) -> int:
+    """argparse type: a whole number (a fact id), one SQLite can hold."""
+    digits = text.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: write a fact id such as 12")
+    if abs(int(text)) > LARGEST:
+        raise argparse.ArgumentTypeError(f"{text} is too large: memory's ids stop at {LARGEST}")
+    return int(text)
+
+
+def _database(text: str) -> str:
+    """argparse type: the path of a database file (it need not exist yet)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path: give the database file, e.g. --db ./memory.db")
+    if Path(text).is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text} is a folder: give the database file, e.g. --db {Path(text) / 'memory.db'}"
+        )
+    return text
 
 
 def _people(add: Callable[[str], argparse.ArgumentParser]) -> None:
@@ -389,7 +392,7 @@ def parser() -> argparse.ArgumentParser:
         description="Project memory for coding agents that keeps only what is still true.",
         epilog="Example: memory-gate search deploy staging. Run `memory-gate COMMAND --help` for more.",
     )
-    top.add_argument("--db", metavar="PATH", help="use this database instead of the project's (also MEMORY_GATE_DB)")
+    top.add_argument("--db", metavar="PATH", type=_database, help="use this database instead of the project's (also MEMORY_GATE_DB)")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name: str) -> argparse.ArgumentParser:
@@ -405,17 +408,20 @@ def parser() -> argparse.ArgumentParser:
     sub = add("search")
     sub.add_argument("terms", nargs="+", help="words to look for")
     sub.add_argument("--json", action="store_true", help="print a JSON list of facts (id, topic, kind, text, date)")
-    sub.add_argument("--limit", type=int, default=search.RESULTS, help=f"at most this many (default {search.RESULTS})")
+    sub.add_argument("--limit", type=_count, default=search.RESULTS, metavar="N", help=f"at most N facts (default {search.RESULTS})")
     sub.add_argument("--explain", action="store_true", help="print the FTS5 expression the search would run and how it keeps facts, and stop")
     sub = add("log")
-    sub.add_argument("--fact", type=int, metavar="ID", help="only changes to this fact")
+    sub.add_argument("--fact", type=_whole, metavar="ID", help="only changes to this fact")
     sub.add_argument("--session", metavar="ID", help="only changes made by this session")
-    sub.add_argument("--since", metavar="DATE", help="only changes on or after this day (YYYY-MM-DD) or time")
+    sub.add_argument("--since", metavar="DATE", type=_moment, help="only changes on or after this day (YYYY-MM-DD) or time (YYYY-MM-DDTHH:MM, UTC)")
     sub.add_argument("--limit", type=_count, metavar="N", help="only the last N changes")
     sub.add_argument("--json", action="store_true", help="print a JSON list of log entries")
     _people(add)
     sub = add("doctor")
     sub.add_argument("--json", action="store_true", help="print the report as JSON")
+    which = sub.add_mutually_exclusive_group()
+    which.add_argument("--claude", metavar="CMD", help="the Claude Code to check (default: claude on PATH)")
+    which.add_argument("--no-claude", action="store_true", help="check memory only, not how Claude Code runs memory-gate")
     add("reindex")
     for name in ("install", "uninstall"):
         sub = add(name)

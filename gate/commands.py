@@ -253,6 +253,8 @@ def _export_to(conn, path: Path, show: terminal.Progress) -> int:
     """Into a private file beside the target, renamed over it when complete: a crash or a full
     disk never leaves half an export under the name."""
     folder = path.absolute().parent
+    if path.is_dir():
+        raise UserError(f"cannot write {path}: it is a folder; give a file name, e.g. --output {path / 'memory.jsonl'}")
     if not folder.is_dir():
         raise UserError(f"cannot write {path}: folder {folder} does not exist")
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)

@@ -28,6 +28,17 @@ def automated(prompt: str | None) -> bool:
     return isinstance(prompt, str) and prompt.lstrip().startswith(AUTOMATED)
 
 
+def asks_for_help(args: list[str], usage: str) -> bool:
+    """`memory-gate hook --help`: a person at the shell, not Claude Code. Prints the usage."""
+    if args[:1] in (["-h"], ["--help"]):
+        try:
+            print(usage, flush=True)
+        except BrokenPipeError:  # `| head`: the reader has what it wanted
+            pass
+        return True
+    return False
+
+
 class Skip(Exception):
     """The hook has nothing to do, or cannot do it: the turn goes on, nothing said."""
 

@@ -215,8 +215,21 @@ EVENTS = {
 # -- entry point ------------------------------------------------------------------------------
 
 
+USAGE = """usage: memory-gate hook EVENT [--tools PREFIX] < input.json
+
+Claude Code runs this: the plugin's hooks and mod, or the settings hooks `memory-gate install`
+wrote (hooks/hooks.json). EVENT is one of UserPromptSubmit, PreToolUse, SessionStart, Stop (the
+settings hooks), Hold or Status (the mod's questions); the hook's JSON comes on stdin, and the
+answer, if any, goes to stdout as JSON. PREFIX names the memory tools in messages.
+
+Example:
+  echo '{"session_id": "s", "prompt_id": "p", "prompt": "hi"}' | memory-gate hook UserPromptSubmit"""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if hookio.asks_for_help(args, USAGE):
+        return 0
     prefix = ""
     if "--tools" in args:
         at = args.index("--tools")

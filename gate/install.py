@@ -2,9 +2,9 @@
 
 What goes in (the same as the plugin gives Claude Code, proven end to end in tests):
 
-- a settings file gets the four hooks (UserPromptSubmit, PreToolUse on the memory tools,
-  SessionStart on compact|clear, Stop), each one short `memory-gate hook EVENT` line, and allow
-  rules for the two memory tools;
+- a settings file gets the four hooks of hooks/hooks.json (UserPromptSubmit, PreToolUse on the
+  memory tools, SessionStart on compact|clear, Stop), each one short `memory-gate hook EVENT`
+  line, and allow rules for the two memory tools;
 - Claude Code's state file (~/.claude.json) gets the stdio MCP server `memory-gate`, which
   names the tools `mcp__memory-gate__memory_search` and `mcp__memory-gate__memory_write`.
 
@@ -48,17 +48,11 @@ from gate.settingsfile import (
 SERVER = "memory-gate"
 TOOLS = f"mcp__{SERVER}__"
 RULES = (f"{TOOLS}memory_search", f"{TOOLS}memory_write")
-# Event, matcher, whether its messages name the tools (so the hook is told their prefix).
-EVENTS = (
-    ("UserPromptSubmit", None, True),
-    ("PreToolUse", f"{TOOLS}memory_(search|write)", False),
-    ("SessionStart", "compact|clear", False),
-    ("Stop", None, True),
-)
-TIMEOUT = 10
 RECORD_NAME = "memory-gate-install.json"
 EXECUTABLE_NAMES = ("memory-gate", "memory-gate.exe")
-
+# The settings hooks, written once: the top-level hooks/hooks.json of a checkout, shipped inside
+# the package in a wheel. Install writes them with the executable's path in place of the bare name.
+HOOKS_FILE = "hooks.json"
 
 
 class InstallError(Exception):
@@ -85,16 +79,33 @@ def executable(argv0: str, python: str) -> str:
     return shutil.which("memory-gate") or "memory-gate"
 
 
-def hook_command(exe: str, event: str, tools: bool) -> str:
-    return f"{shlex.quote(exe)} hook {event}" + (f" --tools {TOOLS}" if tools else "")
+def hooks_path() -> Path:
+    """hooks/hooks.json at the repository root in a checkout, gate/hooks.json in a wheel."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / HOOKS_FILE, here.parent / "hooks" / HOOKS_FILE):
+        if candidate.is_file():
+            return candidate
+    raise InstallError(f"hooks/{HOOKS_FILE} is missing beside {here}: reinstall memory-gate")
+
+
+def settings_hooks() -> dict[str, list]:
+    """The `hooks` object of hooks/hooks.json: each event's matcher groups, running `memory-gate`
+    by name."""
+    return json.loads(hooks_path().read_text(encoding="utf-8"))["hooks"]
 
 
 def hook_groups(exe: str) -> dict[str, dict]:
-    """Each event's matcher group, as it goes into `hooks.<event>`."""
+    """Each event's matcher group, as it goes into `hooks.<event>`: hooks/hooks.json's, with
+    the executable's path (quoted for the shell) in place of `memory-gate`."""
     groups = {}
-    for event, matcher, tools in EVENTS:
-        hook = {"type": "command", "command": hook_command(exe, event, tools), "timeout": TIMEOUT}
-        groups[event] = ({"matcher": matcher} if matcher else {}) | {"hooks": [hook]}
+    for event, (group,) in settings_hooks().items():
+        hooks = []
+        for hook in group["hooks"]:
+            name, _, rest = hook["command"].partition(" ")
+            if name != SERVER:
+                raise InstallError(f"{hooks_path()}: the {event} hook runs {name!r}, not memory-gate: reinstall memory-gate")
+            hooks.append({**hook, "command": f"{shlex.quote(exe)} {rest}"})
+        groups[event] = {**group, "hooks": hooks}
     return groups
 
 

@@ -54,8 +54,12 @@ def facts(
 
 def cutoff(days: int, now: datetime | None = None) -> str:
     """The moment `days` days before now, as the ledger writes times (UTC, to the second, Z)."""
-    moment = (now or datetime.now(timezone.utc)) - timedelta(days=days)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        moment = (now or datetime.now(timezone.utc)) - timedelta(days=days)
+    except OverflowError:
+        return ""  # before the first day of the calendar: no fact is that old
+    # isoformat pads the year to four digits, so the text compares as the time does.
+    return moment.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
 
 
 def unconfirmed(conn: apsw.Connection, before: str, *, limit: int | None = None) -> Iterator[Fact]:

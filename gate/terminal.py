@@ -33,6 +33,13 @@ def settings(args: argparse.Namespace) -> config.Settings:
 
 def open_existing(settings: config.Settings) -> tuple[Path, apsw.Connection]:
     path = Path(config.find_database(settings))
+    if settings.database is not None and path.is_dir():
+        raise UserError(f"{path} is a folder, not a database: point --db or MEMORY_GATE_DB at the file, e.g. {path / 'memory.db'}")
+    if settings.database is not None and not path.exists():
+        raise UserError(
+            f"no database at {path}, which --db or MEMORY_GATE_DB names: check the path, or leave "
+            "both out to use this project's memory (`memory-gate doctor` says where it is)"
+        )
     if not path.exists():
         raise UserError(
             f"no memory yet for {settings.cwd} (looked for {path}). It is created by the first "

@@ -41,6 +41,13 @@ OFFLINE_ENV = {
     "DISABLE_TELEMETRY": "1",
     "DISABLE_AUTOUPDATER": "1",
     "DISABLE_ERROR_REPORTING": "1",
+    # `-p` sends its first request once stdio MCP servers from settings are connected or about
+    # 2 s have passed; on a busy machine the server (importing the MCP SDK) can take longer, and
+    # the first request then lacks the memory tools. Wait for the connection itself (Claude Code
+    # goes on the moment it is up), bounded inside a test's time-out; and give the server as long
+    # to connect (MCP_TIMEOUT): with both CPUs saturated it was seen 'failed' at the default.
+    "CLAUDE_CODE_MCP_STARTUP_WAIT_MS": "45000",
+    "MCP_TIMEOUT": "45000",
 }
 PASSTHROUGH_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "SYSTEMROOT")
 DEFAULT_TIMEOUT = 60.0

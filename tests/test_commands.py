@@ -135,7 +135,7 @@ def test_undo_of_an_update_a_delete_and_an_insert(capsys, memory):
     assert code == 0 and f"fact {new}, which it inserted, is deleted" in out
     line = json.loads(audit.log_path(path).read_text().splitlines()[-1])
     assert line["session"] == "cli" and line["words"] == f"memory-gate undo {entry_names(capsys, new)[0]}"
-    assert run(capsys, "doctor")[0] == 0
+    assert run(capsys, "doctor", "--no-claude")[0] == 0
 
 
 def test_undo_refused_names_the_later_change_and_changes_nothing(capsys, memory):
@@ -217,7 +217,7 @@ def test_import_embeds_what_it_brought_in(capsys, memory, tmp_path, fake_embeddi
     monkeypatch.setenv("MEMORY_GATE_EMBED_URL", fake_embeddings.url)
     report = json.loads(run(capsys, "--db", str(tmp_path / "v" / "memory.db"), "import", "--json", str(dump))[1])
     assert report["vectors"] == {"embedded": 1, "waiting": 0}
-    doctor = json.loads(run(capsys, "--db", str(tmp_path / "v" / "memory.db"), "doctor", "--json")[1])
+    doctor = json.loads(run(capsys, "--db", str(tmp_path / "v" / "memory.db"), "doctor", "--json", "--no-claude")[1])
     assert doctor["meaning"]["facts_without_vector"] == 0
 
 

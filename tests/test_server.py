@@ -7,7 +7,6 @@ from pathlib import Path
 import signal
 import subprocess
 import sys
-import time
 
 import anyio
 import golden
@@ -176,7 +175,12 @@ def test_sigint_stops_the_server_cleanly(project, tmp_path):
         [sys.executable, "-m", "gate", "serve"], cwd=project, env=child_env(home),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    time.sleep(1.0)  # let it import the SDK and start reading stdin
+    # Ready once it answers a request: the SDK is imported and stdin is being read.
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}
+    process.stdin.write(json.dumps(hello).encode() + b"\n")
+    process.stdin.flush()
+    assert json.loads(process.stdout.readline())["id"] == 1
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=10)
     assert process.returncode == 0, stderr.decode()

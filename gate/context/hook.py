@@ -91,12 +91,23 @@ EVENTS = {
 }
 
 
+USAGE = """usage: memory-gate inject EVENT < input.json
+
+Claude Code runs this: injected-context's hooks (UserPromptSubmit, SessionStart) and its mod's
+questions (Submit, Answered); the hook's JSON comes on stdin, the answer goes to stdout as JSON.
+
+Example:
+  echo '{"session_id": "s", "prompt": "add a migration"}' | memory-gate inject UserPromptSubmit"""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0].startswith("-"):  # --explain and --help: for people, not the per-prompt path
+    if args[:1] == ["--explain"]:  # for people, not the per-prompt path
         from gate.context import explain
 
         return explain.main(args)
+    if hookio.asks_for_help(args, USAGE):
+        return 0
     event = args[0] if args else ""
     return hookio.serve(event, EVENTS.get(event), known=EVENTS, name=NAME, off="no rules injected for this prompt")
 

@@ -16,6 +16,11 @@
 
 const NOTICE = "injected-context: ";
 
+// The plugin's launcher finds memory-gate whatever Claude Code's PATH is (bin/memory-gate).
+function launcher(env) {
+  return env.CLAUDE_PLUGIN_ROOT ? env.CLAUDE_PLUGIN_ROOT + "/bin/memory-gate" : "memory-gate";
+}
+
 async function askPython($, event, payload) {
   const env = await $.process.hookEnv();
   const stdin = JSON.stringify({
@@ -23,7 +28,7 @@ async function askPython($, event, payload) {
     cwd: env.CLAUDE_PROJECT_DIR ?? (await $.session.cwd()),
     ...payload,
   });
-  const run = await $.process.run(["memory-gate", "inject", event], { env, stdin, timeoutMs: 30000 });
+  const run = await $.process.run([launcher(env), "inject", event], { env, stdin, timeoutMs: 30000 });
   if (run.exitCode !== 0) throw new Error("memory-gate inject " + event + " exited with " + run.exitCode);
   const lines = run.stdout.trim().split("\n");
   return JSON.parse(lines[lines.length - 1] || "{}");

@@ -25,6 +25,11 @@ const reasons = new Map(); // tool_use_id of a swapped-in call -> what it says
 // their final answer goes out without asking the gate again. A search after it clears the mark.
 const clear = new Set();
 
+// The plugin's launcher finds memory-gate whatever Claude Code's PATH is (bin/memory-gate).
+function launcher(env) {
+  return env.CLAUDE_PLUGIN_ROOT ? env.CLAUDE_PLUGIN_ROOT + "/bin/memory-gate" : "memory-gate";
+}
+
 // Ask the Python gate. Resolves to its JSON answer, or null when it cannot answer (the answer
 // then goes out: fail open).
 async function askGate($, event, promptId, extra = {}) {
@@ -36,7 +41,7 @@ async function askGate($, event, promptId, extra = {}) {
     prompt_id: promptId,
     cwd: env.CLAUDE_PROJECT_DIR ?? (await $.session.cwd()),
   });
-  const run = await $.process.run(["memory-gate", "hook", event, "--tools", MEMORY_TOOLS], {
+  const run = await $.process.run([launcher(env), "hook", event, "--tools", MEMORY_TOOLS], {
     env,
     stdin,
     timeoutMs: 10000,

@@ -1,0 +1,162 @@
+"""The two plugins and the settings hooks agree: one set of hook definitions (hooks/hooks.json),
+one launcher, and every command Claude Code runs goes through it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from claude_harness import Sandbox, needs_claude
+from conftest import REPO
+
+from gate import install
+
+LAUNCHER = '"${CLAUDE_PLUGIN_ROOT}/bin/memory-gate"'
+PLUGINS = ("memory-gate", "injected-context")
+
+
+def plugin_file(plugin: str, *path: str):
+    return REPO.joinpath("mods", plugin, *path)
+
+
+def test_the_plugins_hooks_are_hooks_json_under_the_plugins_names():
+    plugin = plugin_file("memory-gate", "hooks", "hooks.json").read_text()
+    as_settings = plugin.replace(LAUNCHER.replace('"', '\\"'), "memory-gate").replace("mcp__plugin_memory-gate_memory__", install.TOOLS)
+    assert json.loads(as_settings)["hooks"] == install.settings_hooks()
+
+
+def test_install_writes_hooks_json_with_the_executables_path():
+    groups = install.hook_groups("/opt/mg/bin/memory-gate")
+    assert set(groups) == set(install.settings_hooks())
+    for event, (group,) in install.settings_hooks().items():
+        commands = [hook["command"] for hook in groups[event]["hooks"]]
+        assert commands == [hook["command"].replace("memory-gate", "/opt/mg/bin/memory-gate", 1) for hook in group["hooks"]]
+
+
+@pytest.mark.parametrize("plugin", PLUGINS)
+def test_every_command_a_plugin_runs_goes_through_its_launcher(plugin):
+    hooks = json.loads(plugin_file(plugin, "hooks", "hooks.json").read_text())["hooks"]
+    commands = [hook["command"] for groups in hooks.values() for group in groups for hook in group["hooks"]]
+    assert commands and all(command.startswith(LAUNCHER + " ") for command in commands)
+    assert '$.process.run([launcher(env), ' in plugin_file(plugin, "hooks", "register.js").read_text()
+    assert '"memory-gate"' not in plugin_file(plugin, "hooks", "register.js").read_text().replace('"/bin/memory-gate"', "").replace(': "memory-gate"', "")
+    launcher = plugin_file(plugin, "bin", "memory-gate")
+    assert os.access(launcher, os.X_OK)
+    assert launcher.read_bytes() == plugin_file("memory-gate", "bin", "memory-gate").read_bytes(), "the two launchers are one file"
+
+
+def test_the_plugins_server_runs_through_the_launcher():
+    server = json.loads(plugin_file("memory-gate", ".mcp.json").read_text())["mcpServers"]["memory"]
+    assert server == {"command": "${CLAUDE_PLUGIN_ROOT}/bin/memory-gate", "args": ["serve"]}
+
+
+def launch(tmp_path, *argv, path="/usr/bin:/bin", installed=None):
+    """Run a copy of the launcher, as Claude Code would, with the given PATH."""
+    folder = tmp_path / "plugin" / "bin"
+    folder.mkdir(parents=True, exist_ok=True)
+    launcher = folder / "memory-gate"
+    launcher.write_bytes(plugin_file("memory-gate", "bin", "memory-gate").read_bytes())
+    launcher.chmod(0o755)
+    if installed is not None:
+        (folder / "installed").write_text(f"{installed}\n")
+    return subprocess.run([str(launcher), *argv], capture_output=True, text=True, env={"PATH": path}, stdin=subprocess.DEVNULL, timeout=10)
+
+
+def fake_memory_gate(folder, name="memory-gate"):
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / name
+    script.write_text(f'#!/bin/sh\necho "{folder} $*"\n')
+    script.chmod(0o755)
+    return script
+
+
+def test_the_launcher_runs_the_recorded_command_first(tmp_path):
+    recorded = fake_memory_gate(tmp_path / "venv" / "bin")
+    on_path = fake_memory_gate(tmp_path / "elsewhere")
+    result = launch(tmp_path, "hook", "Stop", path=f"{on_path.parent}:/usr/bin:/bin", installed=recorded)
+    assert result.returncode == 0 and result.stdout == f"{recorded.parent} hook Stop\n"
+
+
+def test_the_launcher_falls_back_to_path_and_never_to_itself(tmp_path):
+    on_path = fake_memory_gate(tmp_path / "elsewhere")
+    itself = tmp_path / "plugin" / "bin"
+    result = launch(tmp_path, "serve", path=f"{itself}:{on_path.parent}:/usr/bin:/bin", installed=tmp_path / "gone")
+    assert result.returncode == 0 and result.stdout == f"{on_path.parent} serve\n"
+
+
+def test_without_memory_gate_the_prompt_hook_says_memory_is_off(tmp_path):
+    result = launch(tmp_path, "hook", "UserPromptSubmit", "--tools", "x", installed=tmp_path / "gone")
+    assert result.returncode == 0
+    message = json.loads(result.stdout)["systemMessage"]
+    assert "memory is off" in message and "scripts/install" in message and f"recorded {tmp_path / 'gone'}" in message
+    result = launch(tmp_path, "inject", "UserPromptSubmit")
+    assert "injected-context is off" in json.loads(result.stdout)["systemMessage"]
+
+
+@pytest.mark.parametrize("argv", [("hook", "Stop"), ("hook", "Hold"), ("inject", "Submit")])
+def test_without_memory_gate_the_other_hooks_stay_out_of_the_way(tmp_path, argv):
+    result = launch(tmp_path, *argv)
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_without_memory_gate_the_server_exits_naming_the_mend(tmp_path):
+    result = launch(tmp_path, "serve")
+    assert result.returncode == 1 and "memory is off" in result.stderr and "scripts/install" in result.stderr
+
+
+# -- real Claude Code, with no memory-gate on its PATH ------------------------------------------
+
+BARE_PATH = "/usr/bin:/bin"  # no venv: what a fresh account's Claude Code has
+
+
+def copied_plugin(tmp_path, installed=None):
+    """The plugin as scripts/install leaves it: a copy, told where memory-gate is."""
+    import shutil
+
+    copy = tmp_path / "plugins" / "memory-gate"
+    shutil.copytree(plugin_file("memory-gate"), copy, ignore=shutil.ignore_patterns("types", "installed"))
+    if installed is not None:
+        (copy / "bin" / "installed").write_text(f"{installed}\n")
+    return copy
+
+
+def memory_is_off(run) -> list[str]:
+    return [event["content"] for event in run.of_type("system", "informational") if "memory is off" in event.get("content", "")]
+
+
+@needs_claude
+def test_the_plugin_finds_the_recorded_memory_gate_whatever_the_path(tmp_path):
+    import sys
+
+    from fake_anthropic import reply, tool_use
+
+    plugin = copied_plugin(tmp_path, installed=os.path.join(os.path.dirname(sys.executable), "memory-gate"))
+    tools = "mcp__plugin_memory-gate_memory__"
+    with Sandbox(tmp_path / "box") as box:
+        box.fake.add(
+            reply(tool_use(tools + "memory_search", {"terms": "deploy"})),
+            reply(tool_use(tools + "memory_write", {"ops": [{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}], "kept": []})),
+            "Noted.",
+        )
+        run = box.run("Remember that deploys go through staging.", plugin_dirs=[plugin], env={"PATH": BARE_PATH})
+        assert run.result_text == "Noted.", run.explain()
+        servers = {server["name"]: server["status"] for server in run.of_type("system", "init")[0]["mcp_servers"]}
+        assert servers["plugin:memory-gate:memory"] == "connected" and memory_is_off(run) == []
+        assert [result.get("is_error", False) for result in run.tool_results()] == [False, False]
+        assert box.fake.errors == []
+
+
+@needs_claude
+def test_without_memory_gate_the_session_says_memory_is_off_and_the_turn_goes_on(tmp_path):
+    plugin = copied_plugin(tmp_path)
+    with Sandbox(tmp_path / "box") as box:
+        box.fake.add("Plain answer.")
+        run = box.run("Hello?", plugin_dirs=[plugin], env={"PATH": BARE_PATH})
+        assert run.returncode == 0 and run.result_text == "Plain answer.", run.explain()
+        [message] = memory_is_off(run)
+        assert message.startswith("UserPromptSubmit says: memory-gate: memory is off") and "scripts/install" in message
+        servers = {server["name"]: server["status"] for server in run.of_type("system", "init")[0]["mcp_servers"]}
+        assert servers["plugin:memory-gate:memory"] == "failed"
+        assert box.fake.errors == []

@@ -1,0 +1,126 @@
+"""`memory-gate doctor` on Claude Code's side, against the real Claude Code: each way memory can
+be off or doubled is a problem with its mend, and a sound install is all well."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from claude_harness import CLAUDE, OFFLINE_ENV, needs_claude
+from conftest import REPO
+
+from gate import doctor, wiring
+
+BIN = Path(sys.executable).parent
+
+
+def test_the_tested_version_is_the_one_the_tests_pin():
+    pinned = json.loads((REPO / "package.json").read_text())["devDependencies"]["@anthropic-ai/claude-code"]
+    assert wiring.TESTED == pinned
+
+
+def test_a_finding_states_the_fact_then_the_mend():
+    finding = doctor.Finding("fact 12 is gone", doctor.WARNING, "Run `memory-gate undo`")
+    assert finding.line() == "WARNING: fact 12 is gone. Run `memory-gate undo`"
+    assert finding.to_json() == {"what": "fact 12 is gone", "severity": "warning", "mend": "Run `memory-gate undo`"}
+
+
+class User:
+    """An empty HOME with Claude Code and memory-gate, and a project; runs doctor there."""
+
+    def __init__(self, root: Path):
+        self.home, self.project = root / "home", root / "project"
+        self.home.mkdir()
+        self.project.mkdir()
+        self.env = {"HOME": str(self.home), "PATH": os.pathsep.join([str(BIN), "/usr/bin", "/bin"]), **OFFLINE_ENV}
+
+    def run(self, *argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(argv, cwd=self.project, capture_output=True, text=True, env=self.env, timeout=120)
+
+    def doctor(self) -> tuple[int, dict, list[dict]]:
+        done = self.run(str(BIN / "memory-gate"), "doctor", "--json", "--claude", CLAUDE)
+        report = json.loads(done.stdout)
+        return done.returncode, report["claude_code"], report["findings"]
+
+    def plugin_from(self, folder: Path) -> None:
+        assert self.run(CLAUDE, "plugin", "marketplace", "add", str(folder)).returncode == 0
+        assert self.run(CLAUDE, "plugin", "install", "memory-gate@memory-gate").returncode == 0
+
+
+def problems(findings: list[dict]) -> list[str]:
+    return [f"{finding['what']}. {finding['mend']}" for finding in findings if finding["severity"] == "problem"]
+
+
+def marketplace_copy(root: Path, installed: str | None) -> Path:
+    """The plugins as scripts/install leaves them: copied, each told where memory-gate is."""
+    copy = root / "marketplace"
+    shutil.copytree(REPO / ".claude-plugin", copy / ".claude-plugin")
+    shutil.copytree(REPO / "mods", copy / "mods", ignore=shutil.ignore_patterns("types", "installed"))
+    if installed:
+        for plugin in (copy / "mods").iterdir():
+            (plugin / "bin" / "installed").write_text(installed + "\n")
+    return copy
+
+
+@needs_claude
+def test_no_plugin_and_no_settings_is_memory_off(tmp_path):
+    code, report, findings = User(tmp_path).doctor()
+    assert code == 1 and report["version"] == wiring.TESTED
+    assert problems(findings) == ["Claude Code has no memory-gate: no plugin enabled, no settings install, so memory is off "
+                                  "in every session. Run scripts/install (the plugin), or `memory-gate install` (settings, no plugin)"]
+
+
+@needs_claude
+def test_a_settings_install_is_all_well_and_its_server_lists_the_tools(tmp_path):
+    user = User(tmp_path)
+    assert user.run(str(BIN / "memory-gate"), "install").returncode == 0
+    code, report, findings = user.doctor()
+    assert (code, findings) == (0, [])
+    assert report["servers"] == {str(BIN / "memory-gate"): {"way": "settings (user)", "tools": ["memory_search", "memory_write"]}}
+
+
+@needs_claude
+def test_the_installed_plugin_is_all_well_and_the_settings_too_is_wired_twice(tmp_path):
+    user = User(tmp_path)
+    user.plugin_from(marketplace_copy(tmp_path, str(BIN / "memory-gate")))
+    code, report, findings = user.doctor()
+    assert (code, findings) == (0, []), findings
+    assert report["plugin"]["runs"] == {"command": str(BIN / "memory-gate"), "found": "recorded by scripts/install"}
+    assert list(report["servers"].values()) == [{"way": "plugin", "tools": ["memory_search", "memory_write"]}]
+    user.run(str(BIN / "memory-gate"), "install")
+    code, _, findings = user.doctor()
+    [twice] = problems(findings)
+    assert code == 1 and "wired in twice" in twice and "`memory-gate uninstall`" in twice and "claude plugin disable" in twice
+
+
+@needs_claude
+def test_a_plugin_read_from_a_checkout_that_moved_fails_and_says_how_to_mend(tmp_path):
+    user = User(tmp_path)
+    checkout = marketplace_copy(tmp_path, None)
+    user.plugin_from(checkout)
+    _, _, findings = user.doctor()
+    assert any(finding["severity"] == "warning" and "read in place from" in finding["what"] for finding in findings)
+    checkout.rename(tmp_path / "moved")
+    code, _, findings = user.doctor()
+    [failed, *_] = problems(findings)
+    assert code == 1 and "fails to load" in failed and "run scripts/install" in failed
+
+
+@needs_claude
+def test_a_plugin_that_cannot_find_memory_gate_is_memory_off(tmp_path):
+    user = User(tmp_path)
+    user.plugin_from(marketplace_copy(tmp_path, str(tmp_path / "gone" / "memory-gate")))
+    user.env["PATH"] = "/usr/bin:/bin"
+    done = user.run(str(BIN / "memory-gate"), "doctor", "--json", "--claude", CLAUDE)
+    found = problems(json.loads(done.stdout)["findings"])
+    assert done.returncode == 1 and any("cannot find memory-gate" in problem and "which is gone" in problem for problem in found), found
+
+
+def test_without_claude_code_doctor_warns_and_checks_memory(tmp_path):
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "MEMORY_GATE_HOME": str(tmp_path / "mg")}
+    done = subprocess.run([str(BIN / "memory-gate"), "doctor", "--claude", "no-such-claude"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0 and "WARNING: Claude Code (`no-such-claude`) is not on PATH" in done.stdout and "no problems" in done.stdout
