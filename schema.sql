@@ -253,3 +253,10 @@ CREATE VIRTUAL TABLE facts_vec USING vec0(
     +embedding blob,
     chunk_size = 1024
 );
+
+-- version 5: what each search looked for
+
+-- The terms of each recorded memory_search, so that `memory-gate view` can show what a turn
+-- searched for. NULL for searches recorded before this version, and for terms that looked like
+-- a credential (gate/secrets.py): those are never stored.
+ALTER TABLE searches ADD COLUMN terms TEXT;

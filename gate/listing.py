@@ -27,10 +27,37 @@ def facts(
     topic: str | None = None,
     kind: str | None = None,
     since: str | None = None,
+    unconfirmed_before: str | None = None,
     limit: int | None = None,
+    offset: int = 0,
 ) -> Iterator[Fact]:
     """Facts, the most recently changed (or created) first. `topic`: the topic holds these
-    letters (any case); `kind`: exactly this kind; `since`: changed on or after this day."""
+    letters (any case); `kind`: exactly this kind; `since`: changed on or after this day;
+    `unconfirmed_before`: no turn kept or updated it since this ledger time (see `cutoff`);
+    `offset`: skip that many (a page further down)."""
+    where, args = _filters(topic, kind, since, unconfirmed_before)
+    sql = f"SELECT {FACT_COLUMNS} FROM facts{where} ORDER BY updated DESC, id DESC"
+    if limit is not None or offset:
+        sql += " LIMIT ? OFFSET ?"
+        args += [-1 if limit is None else limit, offset]
+    for row in conn.execute(sql, args):
+        yield Fact(*row)
+
+
+def count(
+    conn: apsw.Connection,
+    *,
+    topic: str | None = None,
+    kind: str | None = None,
+    since: str | None = None,
+    unconfirmed_before: str | None = None,
+) -> int:
+    """How many facts `facts` lists with these filters."""
+    where, args = _filters(topic, kind, since, unconfirmed_before)
+    return conn.execute(f"SELECT count(*) FROM facts{where}", args).fetchone()[0]
+
+
+def _filters(topic, kind, since, unconfirmed_before) -> tuple[str, list]:
     where, args = [], []
     if topic:
         where.append("topic LIKE ? ESCAPE '\\'")
@@ -41,15 +68,10 @@ def facts(
     if since:
         where.append("updated >= ?")
         args.append(since)
-    sql = f"SELECT {FACT_COLUMNS} FROM facts"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY updated DESC, id DESC"
-    if limit is not None:
-        sql += " LIMIT ?"
-        args.append(limit)
-    for row in conn.execute(sql, args):
-        yield Fact(*row)
+    if unconfirmed_before:
+        where.append("confirmed < ?")
+        args.append(unconfirmed_before)
+    return (" WHERE " + " AND ".join(where) if where else ""), args
 
 
 def cutoff(days: int, now: datetime | None = None) -> str:
