@@ -254,9 +254,13 @@ CREATE VIRTUAL TABLE facts_vec USING vec0(
     chunk_size = 1024
 );
 
--- version 5: what each search looked for
+-- version 5: what each search looked for; facts by kind
 
 -- The terms of each recorded memory_search, so that `memory-gate view` can show what a turn
 -- searched for. NULL for searches recorded before this version, and for terms that looked like
 -- a credential (gate/secrets.py): those are never stored.
 ALTER TABLE searches ADD COLUMN terms TEXT;
+
+-- `memory-gate view` lists one kind, the most recently changed first, and counts it: read in
+-- index order, a page of 100k facts costs a few milliseconds rather than a scan.
+CREATE INDEX facts_by_kind ON facts (kind, updated);

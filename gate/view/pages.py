@@ -53,7 +53,7 @@ def facts(guard: Guard, page: Page, filters: Filters) -> str:
     )
     form = f"""<form class="filters" method="get" action="/">
 <input type="hidden" name="t" value="{e(guard.token)}">
-<label>topic holds<input name="topic" value="{e(filters.topic)}" placeholder="deploy"></label>
+<label>topic words start with<input name="topic" value="{e(filters.topic)}" placeholder="deploy"></label>
 <label>kind<select name="kind"><option value="">any</option>{kinds}</select></label>
 <label>changed since<input type="date" name="since" value="{e(filters.since)}"></label>
 <label>not confirmed in<span><input type="number" min="1" name="stale" value="{e(filters.stale or "")}" style="width:5em"> days</span></label>

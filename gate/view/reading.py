@@ -28,7 +28,7 @@ TURNS_PER_PAGE = 20
 class Filters:
     """The facts list's filters, as the page's form sends them (empty: no filter)."""
 
-    topic: str = ""
+    topic: str = ""  # the topic holds words starting so (listing.topic_match)
     kind: str = ""
     since: str = ""  # changed on or after this day
     stale: int = 0  # not confirmed by a turn in this many days (what `review` finds)
@@ -38,7 +38,7 @@ class Filters:
 
     def arguments(self) -> dict:
         return {
-            "topic": self.topic or None, "kind": self.kind or None, "since": self.since or None,
+            "topic_words": self.topic or None, "kind": self.kind or None, "since": self.since or None,
             "unconfirmed_before": listing.cutoff(self.stale) if self.stale else None,
         }
 
