@@ -384,3 +384,13 @@ def test_without_edit_a_change_is_refused_and_says_how_to_enable_it(view, page):
     answer = page.request.post(view.at("/facts/2/delete"), form={"rev": "1", "csrf": "x"},
                                headers={"Origin": view.origin})
     assert answer.status == 403
+
+
+def test_a_post_without_the_pages_form_token_is_refused_even_from_the_page_origin(editor, page):
+    # Browsers that send no Origin header are held by the form token alone.
+    lines = len(editor.log())
+    for csrf in ("", "guessed"):
+        answer = page.request.post(editor.at("/facts/2/delete"), form={"rev": "1", "csrf": csrf},
+                                   headers={"Origin": editor.origin})
+        assert answer.status == 403 and "form token" in answer.text()
+    assert len(editor.log()) == lines
