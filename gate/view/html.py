@@ -101,6 +101,7 @@ td.nowrap, .nowrap { white-space: nowrap; }
 .diff { display: grid; grid-template-columns: 1fr 1fr; gap: .8em; margin-top: .3em; }
 .diff div { white-space: pre-wrap; padding: .4em .6em; border-radius: 6px; }
 .diff .before { background: #ffebe9; } .diff .after { background: #dafbe1; }
+.diff div[data-label]::before { content: attr(data-label); display: block; font-size: 11px; color: var(--soft); }
 .turn { border: 1px solid var(--line); border-radius: 8px; padding: .6em .9em; margin: .8em 0; }
 .turn .head { display: flex; gap: 1em; flex-wrap: wrap; font-size: 12px; color: var(--soft); }
 .turn .words { margin: .4em 0; white-space: pre-wrap; }

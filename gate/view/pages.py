@@ -190,15 +190,15 @@ def _version(guard: Guard, change: history.Change, undoable: bool) -> str:
             for key in ("topic", "kind", "date") if before.get(key) != after.get(key)
         )
         text = (
-            f'<div class="diff"><div class="before" title="before">{shown(before.get("text"))}</div>'
-            f'<div class="after" title="after">{shown(after.get("text"))}</div></div>'
+            f'<div class="diff"><div class="before" data-label="before">{shown(before.get("text"))}</div>'
+            f'<div class="after" data-label="after">{shown(after.get("text"))}</div></div>'
         )
         detail = fields + text
     elif change.op == "delete":
-        detail = f'<div class="diff"><div class="before" title="deleted">{shown(before.get("text"))}</div><div></div></div>'
+        detail = f'<div class="diff"><div class="before" data-label="deleted">{shown(before.get("text"))}</div><div></div></div>'
     else:
         detail = (f'<div class="why">{e(after.get("kind"))} · {shown(after.get("topic"))} · {e(after.get("date"))}</div>'
-                  f'<div class="diff"><div></div><div class="after" title="inserted">{shown(after.get("text"))}</div></div>')
+                  f'<div class="diff"><div></div><div class="after" data-label="inserted">{shown(after.get("text"))}</div></div>')
     undo = ""
     if undoable:
         url = e(guard.url(f"/facts/{entry['id']}/undo"))

@@ -115,7 +115,7 @@ TIER_MEANING = {
     "exact": "holds every word (or a known abbreviation of it)",
     "forms": "holds every word, some in another form",
     "loose": "holds at least half of the words",
-    "words": "found by words (the words most facts hold were left out)",
+    "words": "found by words (with the words most facts hold left out)",
 }
 
 
@@ -123,7 +123,9 @@ def find(conn: apsw.Connection, terms: str, endpoint: embeddings.Endpoint | None
     """memory_search's answer for `terms`, recording nothing, with why each fact came back."""
     ranking = tools.rank(conn, terms, endpoint=endpoint)
     ids = [found.id for found in ranking.facts]
-    tiers = _tiers(conn, terms, ids)
+    # By words alone, a fact that holds every term is a strong hit and any other a loose one, so
+    # only the strong tiers need asking; with meaning, a fact may be near without a word in common.
+    tiers = _tiers(conn, terms, ids, loose=ranking.query is not None)
     near: dict[int, int] = {}
     if ranking.query is not None:
         try:
@@ -134,28 +136,29 @@ def find(conn: apsw.Connection, terms: str, endpoint: embeddings.Endpoint | None
     hits = [Hit(found, tiers.get(found.id), near.get(found.id)) for found in ranking.facts]
     for position, hit in enumerate(hits):
         if hit.words is None and hit.meaning is None:
-            hits[position] = Hit(hit.fact, "words", None)
+            # Found by words alone but by no full tier: the loose tier, or a tier run with the words
+            # most facts hold left out (gate/search.py).
+            hits[position] = Hit(hit.fact, "loose" if ranking.query is None else "words", None)
     return Found(terms, hits, ranking.notes, ranking.query is not None)
 
 
-def _tiers(conn: apsw.Connection, terms: str, ids: list[int]) -> dict[int, str]:
-    """The first tier (gate/query.py) whose expression each of these facts matches."""
+def _tiers(conn: apsw.Connection, terms: str, ids: list[int], *, loose: bool) -> dict[int, str]:
+    """The first tier (gate/query.py) whose expression each of these facts matches (the loose
+    tier only if `loose`). Asked one fact at a time: FTS5 seeks a rowid, where `rowid IN (...)`
+    would match the whole index."""
     found: dict[int, str] = {}
-    if not ids:
-        return found
-    for tier in fts.parse(terms).tiers():
-        rest = [fact_id for fact_id in ids if fact_id not in found]
-        if not rest:
-            break
-        marks = ",".join("?" * len(rest))
-        try:
-            rows = conn.execute(
-                f"SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? AND rowid IN ({marks})",
-                (tier.expression, *rest),
-            )
-            found |= {row[0]: tier.name for row in rows}
-        except apsw.SQLError:
-            continue
+    tiers = [tier for tier in fts.parse(terms).tiers() if loose or tier.name != "loose"]
+    for fact_id in ids:
+        for tier in tiers:
+            try:
+                row = conn.execute(
+                    "SELECT 1 FROM facts_fts WHERE facts_fts MATCH ? AND rowid = ?", (tier.expression, fact_id)
+                ).fetchone()
+            except apsw.SQLError:
+                continue
+            if row:
+                found[fact_id] = tier.name
+                break
     return found
 
 
