@@ -48,7 +48,7 @@ def facts(
     `unconfirmed_before`: no turn kept or updated it since this ledger time (see `cutoff`);
     `topic_words`: the topic holds words starting so (see `topic_match`); `offset`: skip that
     many (a page further down)."""
-    where, args = _filters(topic, kind, since, unconfirmed_before, topic_words)
+    where, args = _filters(topic, kind, since, unconfirmed_before, topic_words, ordered=True)
     sql = f"SELECT {FACT_COLUMNS} FROM facts{where} ORDER BY updated DESC, id DESC"
     if limit is not None or offset:
         sql += " LIMIT ? OFFSET ?"
@@ -71,7 +71,10 @@ def count(
     return conn.execute(f"SELECT count(*) FROM facts{where}", args).fetchone()[0]
 
 
-def _filters(topic, kind, since, unconfirmed_before, topic_words=None) -> tuple[str, list]:
+def _filters(topic, kind, since, unconfirmed_before, topic_words=None, *, ordered=False) -> tuple[str, list]:
+    """The WHERE clause and its arguments. `ordered`: for a list read newest change first, where
+    the unconfirmed filter must not take the confirmed index (SQLite would then sort every
+    stale fact to return the first page; reading the updated index in order stops at a page)."""
     where, args = [], []
     matched = topic_match(topic_words) if topic_words else None
     if topic_words and matched is None:
@@ -89,7 +92,7 @@ def _filters(topic, kind, since, unconfirmed_before, topic_words=None) -> tuple[
         where.append("updated >= ?")
         args.append(since)
     if unconfirmed_before:
-        where.append("confirmed < ?")
+        where.append("+confirmed < ?" if ordered else "confirmed < ?")
         args.append(unconfirmed_before)
     return (" WHERE " + " AND ".join(where) if where else ""), args
 
