@@ -58,7 +58,7 @@ def shots():
 def page(browser):
     context = browser.new_context(viewport={"width": 1200, "height": 800})
     opened = context.new_page()
-    opened.set_default_timeout(15_000)
+    opened.set_default_timeout(30_000)  # a busy machine may be slow; nothing waits longer than it must
     yield opened
     context.close()
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 TOKEN = "t"
-CSRF = "csrf"
 
 
 class Refused(Exception):
@@ -45,8 +44,8 @@ class Guard:
         query = {TOKEN: self.token} | {key: value for key, value in params.items() if value not in (None, "", False)}
         return f"{path}?{urlencode(query)}"
 
-    def check(self, method: str, host: str | None, query_token: str | None, headers) -> None:
-        """Raise Refused unless this request may be read (any method) at all."""
+    def check(self, host: str | None, query_token: str | None) -> None:
+        """Raise Refused unless this request, of any method, may be served at all."""
         if host not in self.hosts():
             raise Refused(f"this page answers on {self.origin} only")
         if not query_token or not hmac.compare_digest(query_token, self.token):

@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from gate import audit, config, embeddings, stats, store, terminal
 from gate.view import editing, pages, reading
-from gate.view.access import Guard, Refused
+from gate.view.access import TOKEN, Guard, Refused
 from gate.view.html import frame
 from gate.view.redact import redact
 
@@ -195,7 +195,7 @@ class Guarded:
             return await self.app(scope, receive, send)
         request = Request(scope)
         try:
-            self.guard.check(request.method, request.headers.get("host"), request.query_params.get("t"), request.headers)
+            self.guard.check(request.headers.get("host"), request.query_params.get(TOKEN))
         except Refused as refused:
             return await PlainTextResponse(str(refused), 403)(scope, receive, send)
         return await self.app(scope, receive, send)
