@@ -147,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
                     lib = timed(lambda: reading.find(conn, next(terms), None), args.repeat)
                 else:
                     get(path)  # warm the page cache
-                    web = timed(lambda: get(path), args.repeat)
-                    lib = timed(lambda: library(conn), args.repeat)
+                    # The fact page reads the whole log: a few repeats say what it costs.
+                    repeat = 5 if label.startswith("fact page") else args.repeat
+                    web = timed(lambda: get(path), repeat)
+                    lib = timed(lambda: library(conn), repeat)
                 goal = "" if label.startswith("fact page") else f"< {TARGET_MS:.0f} ms"
                 met = "" if not goal else (" met" if percentile(web, 0.95) < TARGET_MS else " MISSED")
                 failed |= met == " MISSED"

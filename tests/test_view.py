@@ -323,6 +323,8 @@ def test_a_request_without_the_token_is_refused(view, page):
         answer = page.goto(url)
         assert answer.status == 403, url
         assert "needs the token" in page.content() and "Deploys" not in page.content()
+    assert page.goto(view.at("/facts/99")).status == 404  # with the token: an honest 404
+    assert page.goto(view.at(f"/facts/{1 << 64}")).status == 404
     import http.client
 
     connection = http.client.HTTPConnection(view.origin.removeprefix("http://"))

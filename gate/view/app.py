@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from gate import audit, config, embeddings, stats, store, terminal
+from gate import audit, config, embeddings, stats, store, terminal, write
 from gate.view import editing, pages, reading
 from gate.view.access import TOKEN, Guard, Refused
 from gate.view.html import frame
@@ -95,6 +95,8 @@ def build(view: View) -> Starlette:
     async def fact(request: Request, *, message: str | None = None, error: str | None = None,
                    draft: dict | None = None, status: int = 200) -> Response:
         fact_id = request.path_params["fact"]
+        if not write.is_id(fact_id):
+            return PlainTextResponse(f"no fact {fact_id}: ids are whole numbers below 2**63", 404)
         story = await view.run(reading.story, view.log, fact_id)
         message = message or request.query_params.get("done")
         body = pages.fact(guard, fact_id, story, editable=view.editable, message=message, error=error, draft=draft)
@@ -111,6 +113,8 @@ def build(view: View) -> Starlette:
         if not view.editable:
             return PlainTextResponse(READ_ONLY, 403)
         fact_id, action = request.path_params["fact"], request.path_params["action"]
+        if not write.is_id(fact_id):
+            return PlainTextResponse(f"no fact {fact_id}: ids are whole numbers below 2**63", 404)
         rev = _int(form.get("rev"))
         fields = {key: str(form.get(key, "")) for key in ("topic", "kind", "text", "date")}
         try:
