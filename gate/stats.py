@@ -35,12 +35,17 @@ def answer_chars(structured: dict) -> int:
     return len(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
 
 
+def kept_terms(terms: str) -> str | None:
+    """What a search's record keeps of its terms: none that look like a credential
+    (gate/secrets.py), and no more than TERMS_KEPT characters. Before the transaction: the check
+    costs more than the insert, and the write lock is everyone's."""
+    return None if secrets.find(terms) else terms[:TERMS_KEPT]
+
+
 def record_search(conn: apsw.Connection, turn_id: int, *, facts: int, full: int, chars: int, at: str,
                   terms: str | None = None) -> None:
-    """Inside the search's transaction: what it looked for, what it returned and what that cost.
-    Terms that look like a credential are not stored (gate/secrets.py)."""
-    if terms is not None:
-        terms = None if secrets.find(terms) else terms[:TERMS_KEPT]
+    """Inside the search's transaction: what it looked for (`kept_terms`), what it returned and
+    what that cost."""
     conn.execute(
         "INSERT INTO searches (turn, at, facts, full, chars, terms) VALUES (?, ?, ?, ?, ?, ?)",
         (turn_id, at, facts, full, chars, terms),

@@ -58,6 +58,7 @@ def memory_search(
         return SearchAnswer(terms, [], None)
     notes: list[str] = []
     query = _embed_query(conn, terms, endpoint, notes)
+    recorded_terms = stats.kept_terms(terms)
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -69,7 +70,7 @@ def memory_search(
             answer = SearchAnswer(terms, results, turn.prompt, notes)
             stats.record_search(
                 conn, turn.id, facts=len(results), full=sum(result.full for result in results),
-                chars=stats.answer_chars(answer.structured()), at=ledger.now(), terms=terms,
+                chars=stats.answer_chars(answer.structured()), at=ledger.now(), terms=recorded_terms,
             )
             conn.execute("COMMIT")
         except BaseException:
