@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from gate import ledger, render, stats, tools
+from gate import ledger, render, stats, store, tools
 
 
 def hook_turn(conn, prompt_id, *, holds=0, outcome=None, session="s-stats"):
@@ -82,3 +82,22 @@ def test_a_search_that_could_not_be_recorded_records_no_cost(writer, monkeypatch
 @pytest.mark.parametrize("chars, expected", [(0, 0), (3, 1), (400, 100), (1001, 250)])
 def test_tokens_are_estimated_at_four_characters(chars, expected):
     assert stats.tokens(chars) == expected
+
+
+def test_a_search_records_its_terms_but_never_a_credential(writer):
+    writer.insert("deploy", "Deploys go through staging.")
+    writer.search("deploy staging")
+    writer.search("deploy with ghp_" + "a1B2" * 9)  # an agent pasting a token into a query
+    writer.search("x" * 1000)
+    terms = [row[0] for row in writer.conn.execute("SELECT terms FROM searches ORDER BY id")]
+    assert terms == ["deploy staging", None, "x" * stats.TERMS_KEPT]
+
+
+def test_the_viewers_own_turns_are_left_out_like_the_command_lines(writer):
+    from gate import changeset
+
+    for session in (changeset.CLI_SESSION, changeset.VIEWER_SESSION):
+        with store.writing(writer.conn):
+            changeset.cli_turn(writer.conn, "memory-gate view: edited fact 1", session)
+    turns = stats.report(writer.conn)["turns"]
+    assert turns["unsettled"] == 0 and turns["without_hooks"] == 0
