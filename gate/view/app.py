@@ -188,6 +188,20 @@ def _edit(conn, log, fact_id, fields, rev, endpoint):
     return editing.edit(conn, log, fact_id, fields, rev=rev, endpoint=endpoint)
 
 
+def _open(url: str) -> None:
+    """Open the page in the owner's browser, unless the only one there is a terminal browser
+    (lynx, w3m: Python falls back to them without a display), which would take over this
+    terminal and its Ctrl-C."""
+    try:
+        browser = webbrowser.get()
+    except webbrowser.Error:
+        browser = None
+    if browser is None or type(browser) is webbrowser.GenericBrowser:
+        print("  no graphical browser here: open the address above in yours", flush=True)
+        return
+    browser.open(url)
+
+
 class Guarded:
     """ASGI middleware: nothing is served, not even a 404, without the right Host and token."""
 
@@ -232,7 +246,7 @@ def serve(settings: config.Settings, *, port: int, editable: bool, open_browser:
     print(f"memory-gate view: {url}", flush=True)
     print(f"  {path}; {mode}. Ctrl-C stops it.", flush=True)
     if open_browser:
-        webbrowser.open(url)
+        _open(url)
     server = uvicorn.Server(uvicorn.Config(build(view), log_level="warning", lifespan="off", access_log=False))
     try:
         server.run(sockets=[listener])
