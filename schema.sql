@@ -230,6 +230,22 @@ CREATE TABLE searches (
 CREATE INDEX facts_by_updated ON facts (updated);
 CREATE INDEX facts_by_confirmed ON facts (confirmed);
 
+-- version 5: what each search looked for; facts by kind; searches and writes by turn
+
+-- The terms of each recorded memory_search, so that `memory-gate view` can show what a turn
+-- searched for. NULL for searches recorded before this version, and for terms that looked like
+-- a credential (gate/secrets.py): those are never stored.
+ALTER TABLE searches ADD COLUMN terms TEXT;
+
+-- `memory-gate view` lists one kind, the most recently changed first, and counts it: read in
+-- index order, a page of 100k facts costs a few milliseconds rather than a scan.
+CREATE INDEX facts_by_kind ON facts (kind, updated);
+
+-- The viewer's timeline shows each turn with its searches and what its writes did: found by
+-- turn, not by scanning every search and write ever made.
+CREATE INDEX searches_by_turn ON searches (turn);
+CREATE INDEX writes_by_turn ON writes (turn);
+
 -- template vectors: the vector index (sqlite-vec), {bits} = the dimension rounded up to bytes
 
 -- One row per fact, rowid = fact id. `embedding` is the fact's unit-length float32 vector,
@@ -253,14 +269,3 @@ CREATE VIRTUAL TABLE facts_vec USING vec0(
     +embedding blob,
     chunk_size = 1024
 );
-
--- version 5: what each search looked for; facts by kind
-
--- The terms of each recorded memory_search, so that `memory-gate view` can show what a turn
--- searched for. NULL for searches recorded before this version, and for terms that looked like
--- a credential (gate/secrets.py): those are never stored.
-ALTER TABLE searches ADD COLUMN terms TEXT;
-
--- `memory-gate view` lists one kind, the most recently changed first, and counts it: read in
--- index order, a page of 100k facts costs a few milliseconds rather than a scan.
-CREATE INDEX facts_by_kind ON facts (kind, updated);
