@@ -39,7 +39,10 @@ def kept_terms(terms: str) -> str | None:
     """What a search's record keeps of its terms: none that look like a credential
     (gate/secrets.py), and no more than TERMS_KEPT characters. Before the transaction: the check
     costs more than the insert, and the write lock is everyone's."""
-    return None if secrets.find(terms) else terms[:TERMS_KEPT]
+    if secrets.find(terms):
+        return None
+    # Whatever the agent typed, lone surrogates included: SQLite stores UTF-8 only.
+    return terms[:TERMS_KEPT].encode("utf-8", "replace").decode("utf-8")
 
 
 def record_search(conn: apsw.Connection, turn_id: int, *, facts: int, full: int, chars: int, at: str,
