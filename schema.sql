@@ -256,6 +256,22 @@ ALTER TABLE tool_calls ADD COLUMN agent TEXT;
 -- words. `memory-gate stats` and `doctor` say how often that happened.
 ALTER TABLE searches ADD COLUMN meaning TEXT;
 
+-- version 7: what each search looked for; facts by kind; searches and writes by turn
+
+-- The terms of each recorded memory_search, so that `memory-gate view` can show what a turn
+-- searched for. NULL for searches recorded before this version, and for terms that looked like
+-- a credential (gate/secrets.py): those are never stored.
+ALTER TABLE searches ADD COLUMN terms TEXT;
+
+-- `memory-gate view` lists one kind, the most recently changed first, and counts it: read in
+-- index order, a page of 100k facts costs a few milliseconds rather than a scan.
+CREATE INDEX facts_by_kind ON facts (kind, updated);
+
+-- The viewer's timeline shows each turn with its searches and what its writes did: found by
+-- turn, not by scanning every search and write ever made.
+CREATE INDEX searches_by_turn ON searches (turn);
+CREATE INDEX writes_by_turn ON writes (turn);
+
 -- template vectors: the vector index (sqlite-vec), {bits} = the dimension rounded up to bytes
 
 -- One row per fact, rowid = fact id. `embedding` is the fact's unit-length float32 vector,

@@ -29,8 +29,11 @@ from gate import audit, embeddings, ledger, secrets, store, vectors
 FLUSH_LINES = 1000
 # Fact ids per vectors.sync call, under SQLite's limit on bound parameters.
 SYNC_BATCH = 500
-# Who changes memory from the command line, as write.log and `writes` name it.
+# Who changes memory by hand, as write.log and `writes` name it: the command line, and the page
+# of `memory-gate view`. Their turns are not the agent's: stats leaves them out.
 CLI_SESSION = "cli"
+VIEWER_SESSION = "viewer"
+HAND_SESSIONS = (CLI_SESSION, VIEWER_SESSION)
 FIELDS = ("topic", "kind", "text", "date")
 BOOKKEEPING = ("created", "updated", "confirmed", "rev")
 
@@ -51,10 +54,10 @@ def author(turn: ledger.Turn) -> Author:
     return Author(turn.session, turn.prompt_id or f"server:{turn.id}", secrets.redact(turn.prompt))
 
 
-def cli_turn(conn: apsw.Connection, command: str) -> ledger.Turn:
-    """A turn of the command line's own session, whose words are the command as it was typed:
-    the "why" of a change made by hand. Inside the caller's transaction."""
-    return ledger.open_turn(conn, CLI_SESSION, f"cli-{uuid.uuid4().hex[:12]}", command)
+def cli_turn(conn: apsw.Connection, command: str, session: str = CLI_SESSION) -> ledger.Turn:
+    """A turn of a hand session (the command line's, or the viewer's), whose words are the
+    command as it was typed: the "why" of a change made by hand. Inside the caller's transaction."""
+    return ledger.open_turn(conn, session, f"{session}-{uuid.uuid4().hex[:12]}", command)
 
 
 class ChangeSet:

@@ -36,6 +36,7 @@ EXAMPLES = {
     "stats": "memory-gate stats\n  memory-gate stats --json",
     "export": "memory-gate export --output memory.jsonl\n  memory-gate export > memory.jsonl",
     "import": "memory-gate import memory.jsonl\n  memory-gate import --new-ids --dry-run other-project.jsonl",
+    "view": "memory-gate view                 # read-only, opens the browser\n  memory-gate view --edit --port 8765 --no-browser",
 }
 
 
@@ -275,6 +276,29 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- view -----------------------------------------------------------------------------------
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from gate.view import app  # Starlette and uvicorn: only `view` pays for importing them
+
+    return app.serve(_settings(args), port=args.port, editable=args.edit, open_browser=not args.no_browser)
+
+
+def _port(text: str) -> int:
+    """argparse type: a TCP port, or 0 for a free one."""
+    if text.isdigit() and int(text) <= 65535:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"{text!r} is not a port: give a number from 1 to 65535, or 0 for a free one")
+
+
+def _add_view(add: Callable[[str], argparse.ArgumentParser]) -> None:
+    sub = add("view")
+    sub.add_argument("--port", type=_port, default=0, metavar="N", help="listen on 127.0.0.1:N (default: a free port)")
+    sub.add_argument("--edit", action="store_true", help="allow editing, deleting and undoing facts from the page")
+    sub.add_argument("--no-browser", action="store_true", help="print the page's address without opening a browser")
+
+
 # -- parser ---------------------------------------------------------------------------------
 
 COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
@@ -292,6 +316,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
     "reindex": ("rebuild the word index and the vectors from the facts (with an embeddings endpoint)", cmd_reindex),
     "install": ("put memory-gate's hooks, MCP server and tool permissions into Claude Code's settings (no plugin needed)", cmd_install),
     "uninstall": ("take out of Claude Code's settings exactly what install put in", cmd_uninstall),
+    "view": ("a local page to see, search and (with --edit) correct memory, live", cmd_view),
 }
 
 
@@ -423,6 +448,7 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument("--claude", metavar="CMD", help="the Claude Code to check (default: claude on PATH)")
     which.add_argument("--no-claude", action="store_true", help="check memory only, not how Claude Code runs memory-gate")
     add("reindex")
+    _add_view(add)
     for name in ("install", "uninstall"):
         sub = add(name)
         where = sub.add_mutually_exclusive_group()

@@ -162,6 +162,15 @@ def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = 
     return found
 
 
+def candidates(conn: apsw.Connection, typed: str) -> dict[int, Candidate]:
+    """Every fact words consider for this query, by id, with its tier and share of the query:
+    why a fact matched, for people (`memory-gate view`)."""
+    return {candidate.id: candidate for candidate in _candidates(conn, typed, wanted=POOL)}
+
+
+TIERS = ("exact", "forms", "some")  # Candidate.tier's names
+
+
 def _judge(candidates: list[Candidate]) -> WordHits:
     """The candidates worth the agent's context, best first. A fact holding only a weak share of
     the query is a poor match, and one far behind the best is noise: keep a candidate whose terms

@@ -7,7 +7,7 @@ it back and the model did what was missing; it was *released unmet* when the gat
 holding it as often as it may ('released'). Hook turns with no outcome are *unsettled*: still
 running, stopped before the Stop hook, or a prompt Claude Code made up itself (a subagent's
 notification), which is not gated. Turns of a client without hooks are counted apart: nothing
-holds their answers. The command line's own turns (`memory-gate undo`, `import`) are left out.
+holds their answers. Turns of the hand sessions (`memory-gate undo`, `import`, the viewer's edits) are left out.
 
 What a search costs the context is recorded by each search in its own transaction (table
 `searches`): the characters of the answer the model reads. Tokens are estimated at CHARS_PER_TOKEN
@@ -21,10 +21,13 @@ import json
 
 import apsw
 
-from gate.changeset import CLI_SESSION
+from gate import secrets
+from gate.changeset import HAND_SESSIONS
 from gate.write import KINDS
 
 CHARS_PER_TOKEN = 4
+# A search's terms are a few keywords; a pasted page is kept only this far.
+TERMS_KEPT = 300
 
 
 def answer_chars(structured: dict) -> int:
@@ -32,13 +35,24 @@ def answer_chars(structured: dict) -> int:
     return len(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
 
 
+def kept_terms(terms: str) -> str | None:
+    """What a search's record keeps of its terms: none that look like a credential
+    (gate/secrets.py), and no more than TERMS_KEPT characters. Before the transaction: the check
+    costs more than the insert, and the write lock is everyone's."""
+    if secrets.find(terms):
+        return None
+    # Whatever the agent typed, lone surrogates included: SQLite stores UTF-8 only.
+    return terms[:TERMS_KEPT].encode("utf-8", "replace").decode("utf-8")
+
+
 def record_search(conn: apsw.Connection, turn_id: int, *, facts: int, full: int, chars: int, at: str,
-                  meaning: str | None = None) -> None:
-    """Inside the search's transaction: what it returned, what that cost, and whether meaning
-    took part ('used', the reason it did not, or None with no endpoint configured)."""
+                  terms: str | None = None, meaning: str | None = None) -> None:
+    """Inside the search's transaction: what it looked for (`kept_terms`), what it returned, what
+    that cost, and whether meaning took part ('used', the reason it did not, or None with no
+    endpoint configured)."""
     conn.execute(
-        "INSERT INTO searches (turn, at, facts, full, chars, meaning) VALUES (?, ?, ?, ?, ?, ?)",
-        (turn_id, at, facts, full, chars, meaning),
+        "INSERT INTO searches (turn, at, facts, full, chars, terms, meaning) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (turn_id, at, facts, full, chars, terms, meaning),
     )
 
 
@@ -81,8 +95,8 @@ def report(conn: apsw.Connection) -> dict:
         " count(CASE WHEN outcome = 'released' THEN 1 END),"
         " count(CASE WHEN prompt_id IS NOT NULL AND outcome IS NULL THEN 1 END),"
         " count(CASE WHEN prompt_id IS NULL THEN 1 END)"
-        " FROM turns WHERE session != ?",
-        (CLI_SESSION,),
+        " FROM turns WHERE session NOT IN (?, ?)",
+        HAND_SESSIONS,
     ).fetchone()
     gated = at_once + after_hold + released
     turns = {
@@ -98,12 +112,12 @@ def report(conn: apsw.Connection) -> dict:
 
     searched, read = conn.execute(
         "SELECT count(*), coalesce(sum((SELECT count(*) FROM reads WHERE reads.turn = turns.id)), 0)"
-        " FROM turns WHERE searched > 0 AND session != ?",
-        (CLI_SESSION,),
+        " FROM turns WHERE searched > 0 AND session NOT IN (?, ?)",
+        HAND_SESSIONS,
     ).fetchone()
     reads = {"turns_that_searched": searched, "facts_read": read, "per_turn": _mean(read, searched)}
 
-    total = conn.execute("SELECT coalesce(sum(searched), 0) FROM turns WHERE session != ?", (CLI_SESSION,)).fetchone()[0]
+    total = conn.execute("SELECT coalesce(sum(searched), 0) FROM turns WHERE session NOT IN (?, ?)", HAND_SESSIONS).fetchone()[0]
     count, facts_sum, full_sum, chars_sum = conn.execute(
         "SELECT count(*), coalesce(sum(facts), 0), coalesce(sum(full), 0), coalesce(sum(chars), 0) FROM searches"
     ).fetchone()

@@ -78,6 +78,7 @@ def memory_search(
         return SearchAnswer(terms, [], None)
     notes: list[str] = []
     query = _embed_query(conn, terms, endpoint, notes)
+    recorded_terms = stats.kept_terms(terms)
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -90,7 +91,7 @@ def memory_search(
             answer = SearchAnswer(terms, results, turn.prompt, notes)
             stats.record_search(
                 conn, turn.id, facts=len(results), full=sum(result.full for result in results),
-                chars=stats.answer_chars(answer.structured()), at=ledger.now(),
+                chars=stats.answer_chars(answer.structured()), at=ledger.now(), terms=recorded_terms,
                 meaning=_meaning(endpoint, query, notes),
             )
             conn.execute("COMMIT")
@@ -103,6 +104,25 @@ def memory_search(
         ordered = _ranked(conn, terms, query, endpoint, notes, limit)
         return SearchAnswer(terms, [render.Result(fact, full=True) for fact in ordered], None, notes)
     return answer
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """What memory_search would return for these terms, and how it ranked them."""
+
+    facts: list[search.Fact]
+    query: embeddings.Vectors | None  # the query's vector; None: words only
+    notes: list[str]
+
+
+def rank(
+    conn: apsw.Connection, terms: str, *, limit: int = search.RESULTS, endpoint: embeddings.Endpoint | None = None
+) -> Ranking:
+    """memory_search's ranking, recording nothing (no turn, no read): for people looking at
+    memory (`memory-gate view`)."""
+    notes: list[str] = []
+    query = _embed_query(conn, terms, endpoint, notes)
+    return Ranking(_ranked(conn, terms, query, endpoint, notes, limit), query, notes)
 
 
 def _ranked(

@@ -76,8 +76,10 @@ def undo(
     *,
     command: str,
     endpoint: embeddings.Endpoint | None = None,
+    session: str = changeset.CLI_SESSION,
 ) -> Undone:
-    """Revert the change `name` (WRITE:FACT) in one logged transaction, or raise CannotUndo."""
+    """Revert the change `name` (WRITE:FACT) in one logged transaction, or raise CannotUndo.
+    `session`: who undoes it, as write.log names it (the command line, or the viewer)."""
     target, past = find(conn, log, name)
     fact = target.entry["id"]
     later = past[past.index(target) + 1 :]
@@ -102,7 +104,7 @@ def undo(
         ahead = changeset.embed_ahead(conn, endpoint, [vectors.fact_text(back["topic"], back["text"])], [fact])
     extra = {"undoes": f"{target.entry['write']}:{fact}"}
     with store.writing(conn):
-        turn = changeset.cli_turn(conn, command)
+        turn = changeset.cli_turn(conn, command, session)
         changes = changeset.ChangeSet(conn, changeset.author(turn), log)
         now = changes.snapshot(fact)
         if now != expected:

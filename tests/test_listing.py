@@ -31,3 +31,22 @@ def test_unconfirmed_facts_come_longest_first(writer):
     assert before == "2026-01-30T00:00:00Z"
     assert [fact.id for fact in listing.unconfirmed(writer.conn, before)] == [b, a]
     assert listing.count_unconfirmed(writer.conn, before) == 2
+
+
+def test_pages_topic_words_and_unconfirmed_filter_as_the_viewer_asks(writer):
+    a = writer.insert("staging deploys", "Deploys go through staging.")
+    b = writer.insert("deploy script", "scripts/deploy.sh needs DEPLOY_ENV.", kind="trap")
+    c = writer.insert("Café menu", "The café opens at eight.", kind="event")
+    stamp(writer.conn, a, "2026-03-01T00:00:00Z", "2026-01-01T00:00:00Z")
+    stamp(writer.conn, b, "2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z")
+    stamp(writer.conn, c, "2026-01-01T00:00:00Z", "2026-03-01T00:00:00Z")
+    ids = lambda **filters: [fact.id for fact in listing.facts(writer.conn, **filters)]  # noqa: E731
+    assert ids(limit=2, offset=1) == [b, c] and ids(offset=2) == [c]
+    assert ids(topic_words="DEPLO") == [a, b] and ids(topic_words="stag depl") == [a]
+    assert ids(topic_words="cafe") == [c]  # accents folded, as the word index folds them
+    assert ids(topic_words="ploy") == []  # words that start so, not letters anywhere
+    assert ids(topic_words='"') == [] and ids(topic_words="-") == []  # no word: LIKE, nothing holds it
+    assert ids(unconfirmed_before="2026-02-01T00:00:00Z") == [a]
+    assert listing.count(writer.conn) == 3
+    assert listing.count(writer.conn, topic_words="deploy", kind="trap") == 1
+    assert listing.topic_match('say "hi"') == 'topic : ("say"* "hi"*)'

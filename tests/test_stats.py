@@ -4,7 +4,7 @@ import pytest
 
 from conftest import Writer
 
-from gate import ledger, render, stats, tools
+from gate import ledger, render, stats, store, tools
 
 
 def hook_turn(conn, prompt_id, *, holds=0, outcome=None, session="s-stats"):
@@ -102,3 +102,22 @@ def test_how_often_search_fell_back_to_words(conn, fake_embeddings, down_url):
     meaning = stats.report(conn)["searches"]["meaning"]
     assert meaning["with_meaning"] == 1 and meaning["words_only"] == 2 and meaning["words_only_share"] == 66.7
     assert meaning["reasons"] == [{"reason": "embeddings endpoint unreachable (connection refused)", "searches": 2}]
+
+
+def test_a_search_records_its_terms_but_never_a_credential(writer):
+    writer.insert("deploy", "Deploys go through staging.")
+    writer.search("deploy staging")
+    writer.search("deploy with ghp_" + "a1B2" * 9)  # an agent pasting a token into a query
+    writer.search("x" * 1000)
+    terms = [row[0] for row in writer.conn.execute("SELECT terms FROM searches ORDER BY id")]
+    assert terms == ["deploy staging", None, "x" * stats.TERMS_KEPT]
+
+
+def test_the_viewers_own_turns_are_left_out_like_the_command_lines(writer):
+    from gate import changeset
+
+    for session in (changeset.CLI_SESSION, changeset.VIEWER_SESSION):
+        with store.writing(writer.conn):
+            changeset.cli_turn(writer.conn, "memory-gate view: edited fact 1", session)
+    turns = stats.report(writer.conn)["turns"]
+    assert turns["unsettled"] == 0 and turns["without_hooks"] == 0

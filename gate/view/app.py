@@ -1,0 +1,258 @@
+"""The viewer's web application and its server: `memory-gate view`.
+
+One connection to the project's database serves every page, one request at a time under a lock
+(pages read in milliseconds; a change is one short transaction). Each live-update stream polls
+its own connection's `PRAGMA data_version`, which moves whenever any other connection commits:
+a running agent's search or write, a hook, `memory-gate undo`, or this page's own edits. The
+page then fetches its main part again (the `X-Part: main` header) and swaps it in.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import sys
+import threading
+import webbrowser
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import apsw
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from gate import audit, config, embeddings, stats, store, terminal, write
+from gate.view import editing, pages, reading
+from gate.view.access import TOKEN, Guard, Refused
+from gate.view.html import frame
+from gate.view.redact import redact
+
+# How often a live stream looks for another connection's commit.
+POLL_SECONDS = 0.25
+READ_ONLY = "this page is read-only: run `memory-gate view --edit` to edit, delete and undo"
+
+
+class View:
+    """Everything the pages need: the database, the guard, and whether changes are allowed."""
+
+    def __init__(self, path: Path, conn: apsw.Connection, guard: Guard, *, editable: bool,
+                 endpoint: embeddings.Endpoint | None):
+        self.path, self.conn, self.guard, self.editable, self.endpoint = path, conn, guard, editable, endpoint
+        self.log = audit.log_path(path)
+        self.lock = threading.Lock()
+
+    async def run(self, work: Callable, *args, **kwargs):
+        """`work(conn, ...)` in a worker thread, one at a time on the view's connection."""
+
+        def locked():
+            with self.lock:
+                return work(self.conn, *args, **kwargs)
+
+        return await anyio.to_thread.run_sync(locked)
+
+    def page(self, request: Request, *, title: str, body: str, here: str, status: int = 200) -> Response:
+        # same-origin: the token in the URL never goes out in a Referer, yet the page's own forms
+        # still carry their Origin (no-referrer would make it "null" and every change refused).
+        headers = {"Cache-Control": "no-store", "Referrer-Policy": "same-origin"}
+        if request.headers.get("x-part") == "main":
+            return HTMLResponse(body, status, headers=headers)
+        nonce = secrets.token_urlsafe(16)
+        headers["Content-Security-Policy"] = (
+            "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; "
+            f"script-src 'nonce-{nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        )
+        html = frame(self.guard, title=title, body=body, here=here, editable=self.editable, nonce=nonce,
+                     database=str(self.path))
+        return HTMLResponse(html, status, headers=headers)
+
+
+def _int(text: str | None, default: int = 0) -> int:
+    return int(text) if text and text.isdigit() and len(text) < 10 else default
+
+
+def build(view: View) -> Starlette:
+    guard = view.guard
+
+    async def facts(request: Request) -> Response:
+        query = request.query_params
+        kind = query.get("kind", "")
+        since = query.get("since", "")
+        filters = reading.Filters(
+            topic=query.get("topic", "").strip()[:100], kind=kind if kind in ("state", "event", "decision", "trap") else "",
+            since=since if len(since) == 10 and since[4] == "-" else "", stale=_int(query.get("stale")),
+        )
+        page = await view.run(reading.facts_page, filters, _int(query.get("page"), 1))
+        return view.page(request, title="Facts", body=pages.facts(guard, page, filters), here="/")
+
+    async def search(request: Request) -> Response:
+        terms = request.query_params.get("q", "")
+        found = await view.run(reading.find, terms, view.endpoint) if terms.strip() else None
+        return view.page(request, title="Search", body=pages.search(guard, found), here="/search")
+
+    async def fact(request: Request, *, message: str | None = None, error: str | None = None,
+                   draft: dict | None = None, status: int = 200) -> Response:
+        fact_id = request.path_params["fact"]
+        if not write.is_id(fact_id):
+            return PlainTextResponse(f"no fact {fact_id}: ids are whole numbers below 2**63", 404)
+        story = await view.run(reading.story, view.log, fact_id)
+        message = message or request.query_params.get("done")
+        body = pages.fact(guard, fact_id, story, editable=view.editable, message=message, error=error, draft=draft)
+        found = story.fact is not None or story.changes
+        return view.page(request, title=f"Fact {fact_id}", body=body, here="", status=status if found else 404)
+
+    async def change(request: Request) -> Response:
+        """POST /facts/N/edit, /delete, /undo: checked, made, then back to the fact's page."""
+        form = await request.form()
+        try:
+            guard.check_change(request.headers, form.get("csrf"))
+        except Refused as refused:
+            return PlainTextResponse(str(refused), 403)
+        if not view.editable:
+            return PlainTextResponse(READ_ONLY, 403)
+        fact_id, action = request.path_params["fact"], request.path_params["action"]
+        if not write.is_id(fact_id):
+            return PlainTextResponse(f"no fact {fact_id}: ids are whole numbers below 2**63", 404)
+        rev = _int(form.get("rev"))
+        fields = {key: str(form.get(key, "")) for key in ("topic", "kind", "text", "date")}
+        try:
+            if action == "edit":
+                done = await view.run(_edit, view.log, fact_id, fields, rev, view.endpoint)
+            elif action == "delete":
+                done = await view.run(editing.delete, view.log, fact_id, rev=rev)
+            elif action == "undo":
+                done = await view.run(editing.revert, view.log, str(form.get("entry", "")), endpoint=view.endpoint)
+            else:
+                return PlainTextResponse(f"no such change: {action}", 404)
+        except editing.Refused as refused:
+            draft = fields if action == "edit" else None
+            return await fact(request, error=str(refused), draft=draft, status=400)
+        except (apsw.BusyError, apsw.Error, store.StoreError, OSError) as error:
+            return await fact(request, error=f"nothing was changed: {store.explain(error)}", status=503)
+        return RedirectResponse(guard.url(f"/facts/{fact_id}", done=done), 303)
+
+    async def turns(request: Request) -> Response:
+        found = await view.run(reading.turns_page, _int(request.query_params.get("before")) or None)
+        older = found[-1].id if len(found) == reading.TURNS_PER_PAGE else None
+        return view.page(request, title="Turns", body=pages.turns(guard, found, older), here="/turns")
+
+    async def figures(request: Request) -> Response:
+        def read(conn):
+            return stats.report(conn), reading.outcomes_by_day(conn), reading.search_cost_by_day(conn)
+
+        report, days, cost = await view.run(read)
+        return view.page(request, title="Stats", body=pages.stats(report, days, cost), here="/stats")
+
+    async def events(request: Request) -> Response:
+        from sse_starlette import EventSourceResponse
+
+        async def stream():
+            watcher = store.connect(view.path, create=False)
+            try:
+                seen = reading.version(watcher)
+                yield {"event": "hello", "data": "live"}
+                while True:
+                    await anyio.sleep(POLL_SECONDS)
+                    now = await anyio.to_thread.run_sync(reading.version, watcher)
+                    if now != seen:
+                        seen = now
+                        yield {"event": "change", "data": str(now)}
+            finally:
+                watcher.close()
+
+        return EventSourceResponse(stream(), ping=15, headers={"Cache-Control": "no-store"})
+
+    routes = [
+        Route("/", facts),
+        Route("/search", search),
+        Route("/facts/{fact:int}", fact),
+        Route("/facts/{fact:int}/{action}", change, methods=["POST"]),
+        Route("/turns", turns),
+        Route("/stats", figures),
+        Route("/events", events),
+    ]
+    return Guarded(Starlette(routes=routes), guard)
+
+
+def _edit(conn, log, fact_id, fields, rev, endpoint):
+    """The edit form shows the text with credentials masked: a text sent back unchanged keeps
+    what memory holds, rather than storing the mask."""
+    row = conn.execute("SELECT topic, text FROM facts WHERE id = ?", (fact_id,)).fetchone()
+    if row is not None:
+        for key, held in zip(("topic", "text"), row):
+            if fields.get(key, "").replace("\r\n", "\n").strip() == redact(held).strip():
+                fields[key] = held
+    fields["text"] = fields.get("text", "").replace("\r\n", "\n")
+    return editing.edit(conn, log, fact_id, fields, rev=rev, endpoint=endpoint)
+
+
+def _open(url: str) -> None:
+    """Open the page in the owner's browser, unless the only one there is a terminal browser
+    (lynx, w3m: Python falls back to them without a display), which would take over this
+    terminal and its Ctrl-C."""
+    try:
+        browser = webbrowser.get()
+    except webbrowser.Error:
+        browser = None
+    if browser is None or type(browser) is webbrowser.GenericBrowser:
+        print("  no graphical browser here: open the address above in yours", flush=True)
+        return
+    browser.open(url)
+
+
+class Guarded:
+    """ASGI middleware: nothing is served, not even a 404, without the right Host and token."""
+
+    def __init__(self, app, guard: Guard):
+        self.app, self.guard = app, guard
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        request = Request(scope)
+        try:
+            self.guard.check(request.headers.get("host"), request.query_params.get(TOKEN))
+        except Refused as refused:
+            return await PlainTextResponse(str(refused), 403)(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+def serve(settings: config.Settings, *, port: int, editable: bool, open_browser: bool) -> int:
+    import uvicorn
+
+    path, conn = terminal.open_existing(settings)
+    store.load_vectors(conn)  # vectors kept in step with edits, and search by meaning, when it loads
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("127.0.0.1", port))
+    except OSError as error:
+        listener.close()
+        raise terminal.UserError(
+            f"cannot listen on 127.0.0.1:{port} ({error.strerror}): choose another port with --port N, "
+            "or leave --port out for a free one"
+        ) from error
+    listener.listen(64)
+    guard = Guard(port=listener.getsockname()[1])
+    # A person waits seconds for a search or an edit, not a turn's fraction of one.
+    endpoint = terminal.patient_endpoint(settings)
+    if endpoint is not None:
+        endpoint.search_timeout = terminal.PATIENT_TIMEOUT
+    view = View(path, conn, guard, editable=editable, endpoint=endpoint)
+    url = guard.origin + guard.url("/")
+    mode = "editing on" if editable else "read-only (--edit to edit, delete and undo)"
+    print(f"memory-gate view: {url}", flush=True)
+    print(f"  {path}; {mode}. Ctrl-C stops it.", flush=True)
+    if open_browser:
+        _open(url)
+    server = uvicorn.Server(uvicorn.Config(build(view), log_level="warning", lifespan="off", access_log=False))
+    try:
+        server.run(sockets=[listener])
+    finally:
+        with view.lock:
+            conn.close()
+        listener.close()
+    print("memory-gate view: stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,257 @@
+"""What the pages show, read over a connection as plain values; nothing here changes memory,
+and a search here records nothing as read (tools.rank: memory_search's ranking, no turn).
+
+Lists are pages (LIMIT and OFFSET over the index `show` reads in order), so a memory of any
+size answers a page in milliseconds; bench/view.py measures it at 100k facts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import apsw
+
+from gate import changeset, embeddings, history, listing, search, tools
+from gate.search import Fact
+
+PER_PAGE = 50
+TURNS_PER_PAGE = 20
+
+
+# -- facts ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The facts list's filters, as the page's form sends them (empty: no filter)."""
+
+    topic: str = ""  # the topic holds words starting so (listing.topic_match)
+    kind: str = ""
+    since: str = ""  # changed on or after this day
+    stale: int = 0  # not confirmed by a turn in this many days (what `review` finds)
+
+    def active(self) -> bool:
+        return bool(self.topic or self.kind or self.since or self.stale)
+
+    def arguments(self) -> dict:
+        return {
+            "topic_words": self.topic or None, "kind": self.kind or None, "since": self.since or None,
+            "unconfirmed_before": listing.cutoff(self.stale) if self.stale else None,
+        }
+
+
+@dataclass(frozen=True)
+class Page:
+    facts: list[Fact]
+    total: int
+    number: int  # from 1
+    per_page: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.per_page))
+
+
+def facts_page(conn: apsw.Connection, filters: Filters, number: int = 1, per_page: int = PER_PAGE) -> Page:
+    """One page of the facts that pass the filters, the most recently changed first."""
+    arguments = filters.arguments()
+    total = listing.count(conn, **arguments)
+    number = max(1, min(number, max(1, -(-total // per_page))))
+    found = list(listing.facts(conn, **arguments, limit=per_page, offset=(number - 1) * per_page))
+    return Page(found, total, number, per_page)
+
+
+def fact(conn: apsw.Connection, fact_id: int) -> Fact | None:
+    return search.load(conn, [fact_id]).get(fact_id)
+
+
+@dataclass(frozen=True)
+class Story:
+    """A fact's page: the fact as memory holds it now (None: deleted or never there) and every
+    committed change to it from write.log, oldest first."""
+
+    fact: Fact | None
+    changes: list[history.Change]
+
+    @property
+    def latest(self) -> history.Change | None:
+        """The change that can be undone: only the latest (gate/undo.py)."""
+        return self.changes[-1] if self.changes else None
+
+    @property
+    def in_step(self) -> bool:
+        """Whether memory holds the fact as its last logged change left it."""
+        last = self.latest
+        now = None if self.fact is None else {key: getattr(self.fact, key) for key in changeset.FIELDS}
+        return last is not None and (last.after if last.op != "delete" else None) == now
+
+
+def story(conn: apsw.Connection, log: Path, fact_id: int) -> Story:
+    return Story(fact(conn, fact_id), list(history.changes(conn, log, fact_id)))
+
+
+# -- search ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hit:
+    fact: Fact
+    words: str | None  # how words found it: exact, forms, some (gate/search.py TIERS); None: not by words
+    share: float  # the share of the query's weight its words carry (0 when not found by words)
+    meaning: int | None  # its place among the facts near in meaning; None: not near
+
+
+@dataclass
+class Found:
+    terms: str
+    hits: list[Hit]
+    notes: list[str] = field(default_factory=list)
+    by_meaning: bool = False
+
+
+TIER_MEANING = {
+    "exact": "holds every word (or a known abbreviation of it)",
+    "forms": "holds every word, some in another form",
+    "some": "holds some of the words",
+}
+
+
+def find(conn: apsw.Connection, terms: str, endpoint: embeddings.Endpoint | None) -> Found:
+    """memory_search's answer for `terms`, recording nothing, with why each fact came back."""
+    ranking = tools.rank(conn, terms, endpoint=endpoint)
+    try:
+        by_words = search.candidates(conn, terms)
+    except search.MalformedQuery:
+        by_words = {}  # tools.rank already said so in its notes
+    near: dict[int, int] = {}
+    if ranking.query is not None:
+        try:
+            nearest = search.by_meaning(conn, ranking.query, max_distance=endpoint.max_distance)
+            near = {fact_id: place for place, fact_id in enumerate(nearest, start=1)}
+        except embeddings.VectorError:
+            pass  # tools.rank already said so in its notes
+    hits = []
+    for found in ranking.facts:
+        word = by_words.get(found.id)
+        hits.append(Hit(found, search.TIERS[word.tier] if word else None, word.coverage if word else 0.0,
+                        near.get(found.id)))
+    return Found(terms, hits, ranking.notes, ranking.query is not None)
+
+
+# -- turns ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Read:
+    fact: int
+    topic: str | None  # None: no longer in memory
+    answer: str  # kept, updated, deleted, unchanged, answered, not answered
+
+
+@dataclass(frozen=True)
+class TurnView:
+    id: int
+    session: str
+    prompt_id: str | None
+    words: str | None
+    started: str
+    searches: list[tuple[str | None, int]]  # (terms, facts returned); terms None: not recorded
+    searched: int
+    reads: list[Read]
+    changes: list[dict]  # what its writes did: {"op", "id"}
+    wrote: int
+    holds: int
+    outcome: str | None
+
+    @property
+    def verdict(self) -> str:
+        if self.outcome == "met":
+            return "complied" if not self.holds else "complied after a hold"
+        if self.outcome == "released":
+            return "released unmet"
+        if self.prompt_id is None:
+            return "no hooks: not gated"
+        return "not ruled on"
+
+
+def turns_page(conn: apsw.Connection, before: int | None = None, limit: int = TURNS_PER_PAGE) -> list[TurnView]:
+    """The agents' turns, the newest first (the hand sessions' own turns left out); `before`: only
+    turns older than that id (the next page)."""
+    rows = list(conn.execute(
+        "SELECT id, session, prompt_id, prompt, started, searched, wrote, holds, outcome FROM turns"
+        f" WHERE session NOT IN ({','.join('?' * len(changeset.HAND_SESSIONS))}) AND id < ?"
+        " ORDER BY id DESC LIMIT ?",
+        (*changeset.HAND_SESSIONS, before or 1 << 62, limit),
+    ))
+    return [_turn(conn, row) for row in rows]
+
+
+def _turn(conn: apsw.Connection, row: tuple) -> TurnView:
+    turn_id = row[0]
+    searches = list(conn.execute("SELECT terms, facts FROM searches WHERE turn = ? ORDER BY id", (turn_id,)))
+    how: dict[int, str] = {}
+    changes: list[dict] = []
+    for (answer,) in conn.execute("SELECT answer FROM writes WHERE turn = ? ORDER BY seq", (turn_id,)):
+        try:
+            data = json.loads(answer)
+        except ValueError:
+            continue
+        for done in data.get("done") or []:
+            if isinstance(done, dict) and isinstance(done.get("id"), int):
+                how[done["id"]] = {"update": "updated", "delete": "deleted", "unchanged": "kept"}.get(done.get("op"), done.get("op"))
+                if done.get("op") in ("insert", "update", "delete"):
+                    changes.append(done)
+        for kept in data.get("kept") or []:
+            how.setdefault(kept, "kept")
+    reads = [
+        Read(fact_id, topic, how.get(fact_id) or ("answered" if answered else "not answered"))
+        for fact_id, answered, topic in conn.execute(
+            "SELECT reads.fact, reads.answered, facts.topic FROM reads LEFT JOIN facts ON facts.id = reads.fact"
+            " WHERE reads.turn = ? ORDER BY reads.fact",
+            (turn_id,),
+        )
+    ]
+    return TurnView(
+        id=turn_id, session=row[1], prompt_id=row[2], words=row[3], started=row[4], searches=searches,
+        searched=row[5], reads=reads, changes=changes, wrote=row[6], holds=row[7], outcome=row[8],
+    )
+
+
+# -- figures for the charts ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Day:
+    day: str
+    at_once: int
+    after_hold: int
+    released: int
+
+
+def outcomes_by_day(conn: apsw.Connection, days: int = 30) -> list[Day]:
+    """Gated turns per day, the last `days` days that had any: complied (at once, after a
+    hold) and released unmet, as `memory-gate stats` counts them."""
+    rows = conn.execute(
+        "SELECT substr(started, 1, 10) AS day,"
+        " count(CASE WHEN outcome = 'met' AND holds = 0 THEN 1 END),"
+        " count(CASE WHEN outcome = 'met' AND holds > 0 THEN 1 END),"
+        " count(CASE WHEN outcome = 'released' THEN 1 END)"
+        " FROM turns WHERE outcome IS NOT NULL GROUP BY day ORDER BY day DESC LIMIT ?",
+        (days,),
+    )
+    return [Day(*row) for row in reversed(list(rows))]
+
+
+def search_cost_by_day(conn: apsw.Connection, days: int = 30) -> list[tuple[str, float]]:
+    """The characters an average search put into the context, per day."""
+    rows = conn.execute(
+        "SELECT substr(at, 1, 10) AS day, avg(chars) FROM searches GROUP BY day ORDER BY day DESC LIMIT ?", (days,)
+    )
+    return [(day, round(chars, 1)) for day, chars in reversed(list(rows))]
+
+
+def version(conn: apsw.Connection) -> int:
+    """Changes whenever another connection commits: what the live updates watch."""
+    return conn.execute("PRAGMA data_version").fetchone()[0]
