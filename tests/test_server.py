@@ -169,6 +169,28 @@ def test_a_retried_call_is_not_applied_twice(project, tmp_path):
     assert conn.execute("SELECT count(*) FROM facts").fetchone()[0] == 1
 
 
+def test_a_different_write_under_a_used_call_id_is_refused_not_replayed(project, tmp_path):
+    home = tmp_path / "home"
+
+    async def script(client):
+        meta = {"claudecode/toolUseId": "toolu_R"}
+        first = await client.call_tool(
+            "memory_write", {"ops": [{"op": "insert", "topic": "t", "kind": "state", "text": "first"}], "kept": []},
+            meta=meta,
+        )
+        other = await client.call_tool(
+            "memory_write", {"ops": [{"op": "insert", "topic": "t", "kind": "state", "text": "other"}], "kept": []},
+            meta=meta,
+        )
+        return first, other
+
+    first, other = run_client(project, home, script)
+    assert not first.is_error
+    assert other.is_error and "already used by a different memory_write" in other.content[0].text
+    conn = store.connect(database(project, home))
+    assert [row[0] for row in conn.execute("SELECT text FROM facts")] == ["first"]
+
+
 def test_sigint_stops_the_server_cleanly(project, tmp_path):
     home = tmp_path / "home"
     store.connect(database(project, home)).close()
