@@ -177,7 +177,7 @@ def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
             try:
                 conn = memory.connection(create=False)
                 answer = tools.memory_search(conn, terms, _caller(memory, ctx), endpoint=memory.endpoint)
-            except (apsw.Error, store.StoreError) as error:
+            except (apsw.Error, store.StoreError, OSError) as error:
                 raise _unavailable(error) from error
         return CallToolResult(
             content=[TextContent(text=answer.text)], structured_content=answer.structured()

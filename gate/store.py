@@ -262,6 +262,12 @@ def explain(error: BaseException) -> str:
             "the memory database is damaged; nothing was changed. `memory-gate doctor` says what is wrong; "
             "restore the file from a backup (write.log beside it holds every change)"
         )
+    if isinstance(cause, PermissionError):
+        where = f" {cause.filename}" if cause.filename else ""
+        return (
+            f"memory cannot be reached: permission denied on{where}. Its folders must be readable "
+            "and enterable by you (memory-gate makes them 0700): check their owner and mode"
+        )
     if isinstance(cause, apsw.CantOpenError):
         return "the memory database cannot be opened: check that its folder exists and can be read and written"
     if isinstance(error, StoreError):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 import signal
 import subprocess
@@ -26,11 +28,11 @@ def project(tmp_path):
     return folder
 
 
-def run_client(project, home, script, **env):
-    """Start `memory-gate serve` in `project`, run `script(client)`, return what it returns."""
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "gate", "serve"], env=child_env(home, **env), cwd=str(project)
-    )
+def run_client(project, home, script, *, prefix=(), **env):
+    """Start `memory-gate serve` in `project` (under the command `prefix`, if any), run
+    `script(client)`, return what it returns."""
+    argv = [*prefix, sys.executable, "-m", "gate", "serve"]
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=child_env(home, **env), cwd=str(project))
     result = {}
 
     async def main():
@@ -100,6 +102,34 @@ def test_search_alone_creates_no_database(project, tmp_path):
 
     run_client(project, home, script)
     assert not database(project, home).exists()
+
+
+def unprivileged():
+    """A command prefix under which file permissions bind: as root, root without the
+    capabilities that override them (setpriv); otherwise none is needed."""
+    if not (hasattr(os, "geteuid") and os.geteuid() == 0):
+        return ()
+    if not shutil.which("setpriv"):
+        pytest.skip("as root, permissions bind only without CAP_DAC_OVERRIDE: setpriv is missing")
+    return ("setpriv", "--bounding-set=-dac_override,-dac_read_search")
+
+
+def test_a_folder_that_cannot_be_entered_is_explained(project, tmp_path):
+    home = tmp_path / "home"
+    store.connect(database(project, home)).close()
+    locked = database(project, home).parent.parent
+    prefix = unprivileged()
+    locked.chmod(0)
+    try:
+        async def script(client):
+            return await client.call_tool("memory_search", {"terms": "deploy"})
+
+        result = run_client(project, home, script, prefix=prefix)
+    finally:
+        locked.chmod(0o700)
+    text = result.content[0].text
+    assert result.is_error and "permission denied" in text and "check their owner and mode" in text, text
+    assert "Traceback" not in text
 
 
 @pytest.mark.parametrize(
