@@ -143,26 +143,74 @@ def _print_entry(entry: dict) -> None:
 def doctor_report(settings: config.Settings) -> tuple[dict, list[str]]:
     """What doctor prints, and the problems it found (empty when all is well)."""
     path = Path(config.find_database(settings))
+    try:
+        exists = path.exists()
+    except OSError as error:  # a folder above it cannot be entered
+        return {"database": str(path)}, [store.explain(error)]
     report: dict = {
         "database": str(path),
-        "exists": path.exists(),
+        "exists": exists,
         "sqlite": apsw.sqlite_lib_version(),
         "apsw": apsw.apsw_version(),
         "schema_latest": store.latest_version(),
     }
     problems: list[str] = []
-    if not path.exists():
+    if not exists:
         report["note"] = "no database yet: the first memory_write creates it"
         return report, problems
     try:
         conn = store.connect(path, create=False)
     except store.StoreError as error:
-        return report, [str(error)]
+        return report, [str(error) + _restore_hint(path, error)]
+    try:
+        _doctor_database(conn, path, settings, report, problems)
+    except apsw.Error as error:
+        # Damage (or a lock) the checks did not name ends the report here, never doctor itself.
+        if isinstance(error, (apsw.CorruptError, apsw.NotADBError)):
+            if not any(problem.startswith("the database is damaged") for problem in problems):
+                problems.append(f"the database is damaged ({error}): {RESTORE} {_stale_wal(path)}".rstrip())
+        else:
+            problems.append(store.explain(error))
+    return report, problems
+
+
+# How to put a backup back; the README's "Restoring a backup" says the same.
+RESTORE = (
+    "restore memory.db from a backup: with no session running, delete memory.db-wal and "
+    "memory.db-shm beside it (they belong to the damaged file, and SQLite would lay them over "
+    "the backup), then copy the backup over memory.db. write.log beside it holds every change."
+)
+
+
+def _stale_wal(path: Path) -> str:
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size:
+        return (
+            f"If memory.db was itself restored from a backup while {wal.name} stayed, that is the "
+            "damage: restore the backup again, this time deleting the -wal and -shm first."
+        )
+    return ""
+
+
+def _restore_hint(path: Path, error: Exception) -> str:
+    if isinstance(error.__cause__, (apsw.CorruptError, apsw.NotADBError)):
+        return f". To mend it, {RESTORE} {_stale_wal(path)}".rstrip()
+    return ""
+
+
+def _doctor_database(conn: apsw.Connection, path: Path, settings: config.Settings, report: dict, problems: list[str]) -> None:
     report["schema_version"] = store.user_version(conn)
     integrity = store.check_integrity(conn)
     report["integrity"] = "ok" if not integrity else integrity
-    if integrity:
-        problems.append("integrity check failed: " + "; ".join(integrity) + ". Run `memory-gate reindex` if only the index is named; restore from a backup otherwise.")
+    index = [problem.removeprefix("word index: ") for problem in integrity if problem.startswith("word index:")]
+    damaged = [problem.removeprefix("database: ") for problem in integrity if not problem.startswith("word index:")]
+    if damaged:
+        problems.append(f"the database is damaged ({'; '.join(damaged)}): {RESTORE} {_stale_wal(path)}".rstrip())
+    elif index:
+        problems.append(
+            f"the word index is damaged ({'; '.join(index)}): run `memory-gate reindex`, which rebuilds "
+            "it from the facts (nothing is lost)."
+        )
     kinds = dict(conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
     report["facts"] = {kind: kinds.get(kind, 0) for kind in ("state", "event", "decision", "trap")}
     report["sessions"] = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
@@ -182,7 +230,6 @@ def doctor_report(settings: config.Settings) -> tuple[dict, list[str]]:
         problems += [note for note in advice if "lack log lines" in note]
     report["meaning"], found = vectors.status(conn, embeddings.Endpoint.from_settings(settings))
     problems += found
-    return report, problems
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
