@@ -6,10 +6,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-import signal
-import subprocess
 import sys
-import time
 
 import anyio
 import golden
@@ -221,20 +218,6 @@ def test_a_different_write_under_a_used_call_id_is_refused_not_replayed(project,
     assert [row[0] for row in conn.execute("SELECT text FROM facts")] == ["first"]
 
 
-def test_sigint_stops_the_server_cleanly(project, tmp_path):
-    home = tmp_path / "home"
-    store.connect(database(project, home)).close()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gate", "serve"], cwd=project, env=child_env(home),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-    time.sleep(1.0)  # let it import the SDK and start reading stdin
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=10)
-    assert process.returncode == 0, stderr.decode()
-    assert b"Traceback" not in stderr
-
-
 HOSTILE = [
     ("memory_search", {"terms": 42}),
     ("memory_search", {"terms": None}),
@@ -258,6 +241,7 @@ def test_hostile_calls_get_an_answer_or_a_message_never_a_traceback(project, tmp
         text = result.content[0].text
         assert "Traceback" not in text and 'File "' not in text, (name, text[:300])
         if result.is_error:
-            assert len(text) < 4000 and ("memory_write refused" in text or "Input should be" in text
-                                         or "Field required" in text), (name, text[:300])
+            assert len(text) < 4000 and ("memory_write refused" in text or "memory_search needs terms" in text
+                                         or "terms must be a string" in text), (name, text[:300])
+            assert "pydantic" not in text and "validation error" not in text, (name, text[:300])
     assert not results[3].is_error  # a megabyte of search terms is just a long query
