@@ -39,7 +39,7 @@ CHUNK = 1 << 16
 PIPE_BUF = 4096
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[{}\[\]:,]|[^\s{}\[\]:,"]+')
 _EXAMPLE = '{"name": "memory_search", "arguments": {"terms": "deploy staging"}}'
 
 
@@ -60,16 +60,16 @@ def read_line(line: str) -> Inbound:
         return Inbound(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValidationError:
         pass
-    head_id, depth = _head(line)
+    head_ids, depth = _head(line)
     if depth > MAX_DEPTH:
-        return _refused(head_id, types.INVALID_REQUEST, (
+        return _refused(head_ids, types.INVALID_REQUEST, (
             f"this message nests {depth} levels deep; memory-gate reads at most {MAX_DEPTH}. The "
             "tools take flat arguments: terms is a string, ops a list of flat objects, kept a list of ids"
         ))
     try:
         data = json.loads(line)
     except ValueError as error:
-        return _refused(head_id, types.PARSE_ERROR, (
+        return _refused(head_ids, types.PARSE_ERROR, (
             f"this line is not JSON ({getattr(error, 'msg', error)} at column {getattr(error, 'colno', '?')}): "
             "send each JSON-RPC message as one line of JSON"
         ))
@@ -111,9 +111,15 @@ def tool_call_problem(params: dict[str, Any] | None) -> str | None:
     return None
 
 
-def _refused(request_id: Any, code: int, message: str) -> Inbound:
-    reply = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
-    return Inbound(replies=[reply], note=f"answered a message it cannot serve: {message[:200]}")
+def _refused(request_ids: Any, code: int, message: str) -> Inbound:
+    """Errors answering the request (or each request of a batch; with no id known, one with id
+    null, as JSON-RPC says)."""
+    ids = request_ids if isinstance(request_ids, list) else [request_ids]
+    replies = [
+        types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+        for request_id in ids or [None]
+    ]
+    return Inbound(replies=replies, note=f"answered a message it cannot serve: {message[:200]}")
 
 
 def _id(data: dict) -> int | str | None:
@@ -130,8 +136,7 @@ def _kind(value: Any) -> str:
 def _batch(items: list) -> Inbound:
     problem = "batches are not supported: send each request as its own line"
     ids = [_id(item) for item in items if isinstance(item, dict) and "method" in item and _id(item) is not None]
-    replies = [_refused(request_id, types.INVALID_REQUEST, problem).replies[0] for request_id in ids or [None]]
-    return Inbound(replies=replies, note=f"answered a batch of {len(items)}: {problem}")
+    return Inbound(replies=_refused(ids, types.INVALID_REQUEST, problem).replies, note=f"answered a batch of {len(items)}: {problem}")
 
 
 def _what_is_wrong(data: dict) -> tuple[int, str]:
@@ -160,31 +165,36 @@ def _what_is_wrong(data: dict) -> tuple[int, str]:
     return types.INVALID_REQUEST, "this message cannot be served"
 
 
-def _head(line: str) -> tuple[Any, int]:
-    """The top-level "id" of a line that may not parse, and how deep the line nests, read by
-    tokens (never recursively, so no depth defeats it)."""
+def _head(line: str) -> tuple[list[Any], int]:
+    """The ids a line that may not parse names at its top (its own, or each of a batch's), and
+    how deep it nests, read by tokens (never recursively, so no depth defeats it)."""
     depth = deepest = 0
+    top = ""  # "{" or "[": what the line is
     key: Any = None
     value_next = False
-    found: Any = None
+    ids: list[Any] = []
     for match in _TOKEN.finditer(line):
         token = match.group()
         if token in "{[":
             depth += 1
             deepest = max(deepest, depth)
-            value_next = False
-        elif token in "}]":
-            depth -= 1
-        elif depth != 1:
+            top = top or token
+            key, value_next = None, False
             continue
-        elif token == ":":
+        if token in "}]":
+            depth -= 1
+            continue
+        # The members of the message itself: the line's object, or each object of a batch.
+        if depth != (1 if top == "{" else 2):
+            continue
+        if token == ":":
             value_next = True
         elif token == ",":
             key, value_next = None, False
         elif value_next:
             if key == "id":
                 try:
-                    found = json.loads(token)
+                    ids.append(json.loads(token))
                 except ValueError:
                     pass
             value_next = False
@@ -193,8 +203,7 @@ def _head(line: str) -> tuple[Any, int]:
                 key = json.loads(token)
             except ValueError:
                 key = ""
-    is_id = isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool))
-    return (found if is_id else None), deepest
+    return [found for found in ids if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool))], deepest
 
 
 def _without_surrogates(value: Any) -> tuple[Any, int]:
