@@ -92,10 +92,11 @@ def stdio_case(rng: random.Random, request_id: int) -> tuple[str, str, list[int]
     except (TypeError, ValueError, RecursionError):
         text = '{"terms": "deep"}'
     params = f'{{"name": "{tool}", "arguments": {text}}}'
-    if shape == "surrogate":
-        at = [i for i, ch in enumerate(params) if ch == '"'] or [0]
-        cut = rng.choice(at[1::2] or at)
-        params = params[:cut] + lone_surrogate(rng) + params[cut:]  # inside a string, just before it ends
+    if shape == "surrogate":  # in the value: at its start, middle or end
+        terms = arguments["terms"]
+        cut = rng.choice([0, len(terms) // 2, len(terms)])
+        value = json.dumps(terms[:cut])[:-1] + lone_surrogate(rng) + json.dumps(terms[cut:])[1:]
+        params = f'{{"name": "{tool}", "arguments": {{"terms": {value}}}}}'
     elif shape == "surrogate key":
         params = params[:-1] + f', "x{lone_surrogate(rng)}": 1}}'
     elif shape == "surrogate meta":
