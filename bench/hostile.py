@@ -112,7 +112,8 @@ def stdio_case(rng: random.Random, request_id: int) -> tuple[str, str, list[int]
         params = f'{{"arguments": {text}}}'
     line = f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", "params": {params}}}'
     if shape == "truncated":
-        line = line[: rng.randint(len('{"jsonrpc": "2.0", "id": 1'), max(len(line) - 1, 30))]
+        whole_id = len(f'{{"jsonrpc": "2.0", "id": {request_id},')  # cut after the id: it can be answered
+        line = line[: rng.randint(whole_id, max(len(line) - 1, whole_id))]
     elif shape == "wrong jsonrpc":
         line = line.replace('"2.0"', '"1.0"', 1)
     elif shape == "batch":

@@ -173,6 +173,8 @@ def _head(line: str) -> tuple[list[Any], int]:
     key: Any = None
     value_next = False
     ids: list[Any] = []
+    candidate: Any = None
+    member_depth = 1
     for match in _TOKEN.finditer(line):
         token = match.group()
         if token in "{[":
@@ -182,19 +184,27 @@ def _head(line: str) -> tuple[list[Any], int]:
             key, value_next = None, False
             continue
         if token in "}]":
+            if depth == member_depth and candidate is not None:
+                ids.append(candidate)  # the id's value ended: it is whole
+            candidate = None
             depth -= 1
             continue
         # The members of the message itself: the line's object, or each object of a batch.
-        if depth != (1 if top == "{" else 2):
+        member_depth = 1 if top == "{" else 2
+        if depth != member_depth:
             continue
         if token == ":":
             value_next = True
         elif token == ",":
-            key, value_next = None, False
+            if candidate is not None:
+                ids.append(candidate)
+            key, value_next, candidate = None, False, None
         elif value_next:
             if key == "id":
+                # Taken once a comma or brace follows: a line cut inside the id ("id": 12|34) names
+                # another request's id.
                 try:
-                    ids.append(json.loads(token))
+                    candidate = json.loads(token)
                 except ValueError:
                     pass
             value_next = False
