@@ -13,6 +13,7 @@ readers report the torn one instead of failing.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Iterator
@@ -21,7 +22,9 @@ from pathlib import Path
 
 import apsw
 
-LOG_NAME = "write.log"
+from gate import store
+
+LOG_NAME = store.LOG_NAME
 
 
 def log_path(database: Path) -> Path:
@@ -29,14 +32,26 @@ def log_path(database: Path) -> Path:
 
 
 def append(path: Path, entries: list[dict]) -> None:
-    """Append entries durably: on disk when this returns."""
+    """Append entries durably: on disk when this returns.
+
+    Never through a symbolic link, nor into another user's file in a shared folder (see
+    store.refuse_planted): the log holds every fact's text."""
     if not entries:
         return
     payload = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        size = os.fstat(fd).st_size
-        if size and _last_byte(path, size) != b"\n":
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # O_NOFOLLOW met a link
+            raise store.StoreError(_link_refused(path) or str(error)) from error
+        raise
+    try:
+        found = os.fstat(fd)
+        problem = store.planted(os.fspath(path), found, store.shared_folder(os.stat(os.path.dirname(os.path.abspath(path)))))
+        if problem:
+            raise store.StoreError(problem)
+        size = found.st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
             payload = "\n" + payload
         data = payload.encode("utf-8")
         written = 0
@@ -47,10 +62,11 @@ def append(path: Path, entries: list[dict]) -> None:
         os.close(fd)
 
 
-def _last_byte(path: Path, size: int) -> bytes:
-    with open(path, "rb") as handle:
-        handle.seek(size - 1)
-        return handle.read(1)
+def _link_refused(path: Path) -> str | None:
+    try:
+        return store.planted(os.fspath(path), os.lstat(path), False)
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True)

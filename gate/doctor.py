@@ -46,30 +46,71 @@ Check = Callable[[config.Settings], tuple[dict, list[Finding]]]
 
 
 def memory(settings: config.Settings) -> tuple[dict, list[Finding]]:
-    """The database: path, versions, integrity, counts, write.log against it, search by meaning."""
+    """The database: path, versions, integrity, counts, write.log against it, search by meaning.
+    Damage it is asked to diagnose ends its report with the mend, never doctor itself."""
     path = Path(config.find_database(settings))
+    try:
+        exists = path.exists()
+    except OSError as error:  # a folder above it cannot be entered
+        return {"database": str(path)}, stated([store.explain(error)])
     report: dict = {
         "database": str(path),
-        "exists": path.exists(),
+        "exists": exists,
         "sqlite": apsw.sqlite_lib_version(),
         "apsw": apsw.apsw_version(),
         "schema_latest": store.latest_version(),
     }
-    if not path.exists():
+    if not exists:
         report["note"] = "no database yet: the first memory_write creates it"
         return report, []
     try:
         conn = store.connect(path, create=False)
     except store.StoreError as error:
-        return report, stated([str(error)])
+        damaged = isinstance(error.__cause__, (apsw.CorruptError, apsw.NotADBError))
+        return report, [Finding(str(error), mend=_restore(path) if damaged else "")]
     findings: list[Finding] = []
+    try:
+        _database(conn, path, settings, report, findings)
+    except apsw.Error as error:
+        if isinstance(error, (apsw.CorruptError, apsw.NotADBError)):
+            if not any(finding.what.startswith("the database is damaged") for finding in findings):
+                findings.append(Finding(f"the database is damaged ({error})", mend=_restore(path)))
+        else:
+            findings += stated([store.explain(error)])
+    return report, findings
+
+
+# How to put a backup back; docs/reliability.md's "Restoring a backup" says the same.
+RESTORE = (
+    "Restore memory.db from a backup: with no session running, delete memory.db-wal and "
+    "memory.db-shm beside it (they belong to the damaged file, and SQLite would lay them over "
+    "the backup), then copy the backup over memory.db. write.log beside it holds every change."
+)
+
+
+def _restore(path: Path) -> str:
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size:
+        return (
+            f"{RESTORE} If memory.db was itself restored from a backup while {wal.name} stayed, that is "
+            "the damage: restore the backup again, this time deleting the -wal and -shm first."
+        )
+    return RESTORE
+
+
+def _database(conn: apsw.Connection, path: Path, settings: config.Settings, report: dict,
+              findings: list[Finding]) -> None:
     report["schema_version"] = store.user_version(conn)
     integrity = store.check_integrity(conn)
     report["integrity"] = "ok" if not integrity else integrity
-    if integrity:
+    index = [problem.removeprefix("word index: ") for problem in integrity if problem.startswith("word index:")]
+    damaged = [problem.removeprefix("database: ") for problem in integrity if not problem.startswith("word index:")]
+    if damaged:
+        findings.append(Finding(f"the database is damaged ({'; '.join(damaged)})", mend=_restore(path)))
+    elif index:
         findings.append(Finding(
-            "integrity check failed: " + "; ".join(integrity),
-            mend="Run `memory-gate reindex` if only the index is named; restore from a backup otherwise.",
+            f"the word index is damaged ({'; '.join(index)})",
+            mend="Run `memory-gate reindex`, which rebuilds it from the facts (nothing is lost).",
         ))
     kinds = dict(conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
     report["facts"] = {kind: kinds.get(kind, 0) for kind in ("state", "event", "decision", "trap")}
@@ -93,7 +134,7 @@ def memory(settings: config.Settings) -> tuple[dict, list[Finding]]:
             mend="The log was edited, truncated or replaced: restore it from a backup if you have one; the facts themselves are intact.",
         ))
     report["meaning"], found = vectors.status(conn, embeddings.Endpoint.from_settings(settings))
-    return report, findings + stated(found)
+    findings += stated(found)
 
 
 def injected_context(settings: config.Settings) -> tuple[dict, list[Finding]]:

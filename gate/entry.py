@@ -11,6 +11,12 @@ import sys
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["serve"] or (sys.argv[1:2] == ["--db"] and sys.argv[3:4] == ["serve"]):
+        # Claude Code may stop its server with SIGINT while it is still importing: noted now, obeyed
+        # once it runs, never a KeyboardInterrupt traceback (gate/stopping.py).
+        from gate import stopping
+
+        stopping.hold()
     if sys.argv[1:2] == ["hook"]:
         from gate import hooks
 

@@ -291,6 +291,21 @@ def fuse(rankings: Sequence[Sequence[int]], *, k: int = RRF_K) -> list[int]:
     return sorted(scores, key=lambda rowid: -scores[rowid])
 
 
+# The word index's on-disk format that its table options give (FTS5's own version number).
+FTS_FORMAT = 4
+
+
 def rebuild_words(conn: apsw.Connection) -> None:
-    """Rebuild the word index from the facts (it is derived from them)."""
+    """Rebuild the word index from the facts (it is derived from them).
+
+    FTS5 cannot even open an index whose config is damaged ("invalid fts5 file format"), so its
+    own 'rebuild' fails there too: the config is then reset to what schema.sql made (the format,
+    and the rank function kept) and the index rebuilt on it."""
+    try:
+        conn.execute("INSERT INTO facts_fts (facts_fts) VALUES ('rebuild')")
+        return
+    except apsw.Error:
+        pass
+    conn.execute("DELETE FROM facts_fts_config WHERE k <> 'rank'")
+    conn.execute("INSERT INTO facts_fts_config (k, v) VALUES ('version', ?)", (FTS_FORMAT,))
     conn.execute("INSERT INTO facts_fts (facts_fts) VALUES ('rebuild')")

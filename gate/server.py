@@ -6,15 +6,15 @@ tool and what the contract is, in a few lines.
 
 Each call is attributed to a turn (gate/ledger.py): by the `claudecode/toolUseId` Claude Code
 puts in the request's `_meta`, else by `CLAUDE_CODE_SESSION_ID`, else by this process, which then
-is its own session. Calls run one at a time on one connection; Claude Code stops the server with
-SIGINT, and the server then lets the call in flight finish, closes the database and exits 0.
+is its own session. Calls run one at a time on one connection, over gate/wire.py (every request
+answered). Claude Code stops the server with SIGINT, at any moment: the server then reads no
+further request, lets the call in flight finish and answer, closes the database and exits 0.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import signal
 import sys
 import threading
 import time
@@ -29,7 +29,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, WithJsonSchema
 
-from gate import audit, config, embeddings, store, tools, vectors, write
+from gate import audit, config, embeddings, stopping, store, tools, vectors, write
+from gate.wire import Wire
 
 TOOL_USE_ID = "claudecode/toolUseId"
 
@@ -219,9 +220,19 @@ def _decode(value: Any) -> Any:
     return value
 
 
+class _Server(MCPServer):
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        # The tools check their own arguments, so that a malformed call gets the product's
+        # message naming the argument and its mend (gate/tools.py), not pydantic's dump.
+        problem = tools.argument_problem(name, arguments)
+        if problem:
+            raise ToolError(problem)
+        return await super().call_tool(name, arguments, context)
+
+
 def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
     memory = Memory(settings)
-    app = MCPServer("memory-gate", instructions=INSTRUCTIONS)
+    app = _Server("memory-gate", instructions=INSTRUCTIONS)
 
     @app.tool(
         name="memory_search",
@@ -235,7 +246,7 @@ def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
                 conn = memory.connection(create=False)
                 answer = tools.memory_search(conn, terms, _caller(memory, ctx), endpoint=memory.endpoint)
                 memory.catch_up()
-            except (apsw.Error, store.StoreError) as error:
+            except (apsw.Error, store.StoreError, OSError) as error:
                 raise _unavailable(error) from error
         return CallToolResult(
             content=[TextContent(text=answer.text)], structured_content=answer.structured()
@@ -271,20 +282,31 @@ def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
 
 def serve(settings: config.Settings) -> int:
     app, memory = build(settings)
+    # The SDK's own stdio transport drops the lines it cannot parse unanswered and blocks in a
+    # thread no signal reaches; gate/wire.py serves the same session without either fault.
+    lowlevel = app._lowlevel_server
+    wire = Wire()
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
 
             async def stop_on_signal() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _ in signals:
-                        group.cancel_scope.cancel()
-                        return
+                try:
+                    with anyio.open_signal_receiver(*stopping.SIGNALS) as signals:
+                        if stopping.requested():  # before this listened
+                            wire.stop()
+                        async for _ in signals:
+                            wire.stop()
+                finally:
+                    stopping.hold()  # leaving the receiver restores Python's KeyboardInterrupt
 
             group.start_soon(stop_on_signal)
-            await app.run_stdio_async()
+            await wire.serve(lambda read, write: lowlevel.run(read, write, lowlevel.create_initialization_options()))
             group.cancel_scope.cancel()
 
+    stopping.hold()
+    if stopping.requested():
+        return 0
     try:
         anyio.run(main)
     finally:

@@ -94,11 +94,15 @@ def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int = BUSY
     same mode.
     """
     path = os.fspath(path)
-    if path != ":memory:" and not os.path.exists(path):
-        if not create:
-            raise StoreError(f"no memory database at {path}")
-        _create_private(path)
     flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    if path != ":memory:":
+        if not os.path.exists(path):
+            if not create:
+                raise StoreError(f"no memory database at {path}")
+            _create_private(path)
+        refuse_planted(path)
+        # The check above leaves a moment in which a link could appear: SQLite then refuses it.
+        flags |= apsw.SQLITE_OPEN_NOFOLLOW
     try:
         conn = apsw.Connection(path, flags=flags)
         conn.set_busy_timeout(busy_ms)
@@ -144,9 +148,63 @@ def _create_private(path: str) -> None:
         except FileExistsError:
             pass
     try:
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
     except FileExistsError:
-        pass
+        pass  # made meanwhile by another session, or planted: refuse_planted tells which
+
+
+# Every file SQLite or memory-gate writes beside a database (SQLite makes the first three itself).
+COMPANIONS = ("-wal", "-shm", "-journal")
+LOG_NAME = "write.log"
+
+
+def refuse_planted(path: str) -> None:
+    """Raise StoreError when a file memory-gate would write for the database at `path` is a
+    symbolic link (memory-gate makes none: one there was put by someone, maybe another user in a
+    shared folder, to make memory overwrite what it points at), or, in a folder others can write
+    or do not own for us, belongs to another user (who could read what memory writes into it)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        shared = shared_folder(os.stat(folder))
+    except OSError:
+        return  # SQLite's open says what is wrong with the folder
+    for name in (path, *(path + suffix for suffix in COMPANIONS), os.path.join(folder, LOG_NAME)):
+        try:
+            found = os.lstat(name)
+        except OSError:
+            continue
+        problem = planted(name, found, shared)
+        if problem:
+            raise StoreError(problem)
+
+
+def shared_folder(folder: os.stat_result) -> bool:
+    """Someone other than this user can create or replace files in the folder."""
+    return bool(folder.st_mode & 0o022) or folder.st_uid != os.geteuid()
+
+
+def planted(name: str, found: os.stat_result, shared: bool) -> str | None:
+    """What is wrong with the file memory-gate is about to write, with the mend; None if nothing."""
+    import stat
+
+    if stat.S_ISLNK(found.st_mode):
+        try:
+            target = os.readlink(name)
+        except OSError:
+            target = "?"
+        return (
+            f"{name} is a symbolic link (to {target}): memory-gate writes its files itself and "
+            "never through a link, which someone could have planted to make memory overwrite "
+            "another file. Remove the link (if you made it, point MEMORY_GATE_DB at the real "
+            "file instead)"
+        )
+    if shared and found.st_uid != os.geteuid():
+        return (
+            f"{name} belongs to another user (uid {found.st_uid}), in a folder others can write: "
+            "memory-gate would be writing into a file they can read or replace. Keep memory in a "
+            "folder of your own (MEMORY_GATE_DB), or remove the file if it is not yours"
+        )
+    return None
 
 
 class writing:
@@ -204,6 +262,12 @@ def explain(error: BaseException) -> str:
             "the memory database is damaged; nothing was changed. `memory-gate doctor` says what is wrong; "
             "restore the file from a backup (write.log beside it holds every change)"
         )
+    if isinstance(cause, PermissionError):
+        where = f" {cause.filename}" if cause.filename else ""
+        return (
+            f"memory cannot be reached: permission denied on{where}. Its folders must be readable "
+            "and enterable by you (memory-gate makes them 0700): check their owner and mode"
+        )
     if isinstance(cause, apsw.CantOpenError):
         return "the memory database cannot be opened: check that its folder exists and can be read and written"
     if isinstance(error, StoreError):
@@ -244,12 +308,39 @@ def migrate(conn: apsw.Connection) -> int:
 
 
 def check_integrity(conn: apsw.Connection) -> list[str]:
-    """Problems SQLite and the word index report; an empty list means healthy."""
-    problems = [row[0] for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+    """Problems SQLite and the word index report; an empty list means healthy. Damage is the
+    answer here, never an exception: each problem names what is damaged (the word index, which
+    `memory-gate reindex` rebuilds from the facts, or the database itself)."""
+    try:
+        # Opening the word index reads its config: a damaged one fails here, and would fail
+        # SQLite's whole integrity_check with it.
+        conn.execute("SELECT rowid FROM facts_fts LIMIT 0")
+    except apsw.Error as error:
+        return [f"word index: {error}", *_check_tables(conn)]
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+    except apsw.Error as error:
+        return [f"database: {error}"]
     try:
         conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)")
     except apsw.Error as error:
         problems.append(f"word index: {error}")
+    return problems
+
+
+def _check_tables(conn: apsw.Connection) -> list[str]:
+    """SQLite's integrity check of each ordinary table, one at a time (the whole check cannot
+    run while a virtual table cannot be opened)."""
+    problems = []
+    try:
+        tables = [row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'"
+        )]
+        for table in tables:
+            problems += [f"database: {row[0]}" for row in conn.execute(f'PRAGMA integrity_check("{table}")')
+                         if row[0] != "ok"]
+    except apsw.Error as error:
+        problems.append(f"database: {error}")
     return problems
 
 

@@ -33,6 +33,32 @@ class Caller:
         return ledger.context(conn, self.tool_use_id, self.process)
 
 
+SEARCH_EXAMPLE = '{"terms": "deploy staging"}'
+
+
+def argument_problem(tool: str, arguments: dict[str, Any]) -> str | None:
+    """What is wrong with the arguments of a call to one of the two tools, with the mend, or None.
+    Only what the tools' signatures require is checked here; the write checks the rest."""
+    if tool == "memory_search":
+        terms = arguments.get("terms")
+        if "terms" not in arguments:
+            return f"memory_search needs terms: a few keywords of what the owner asks, e.g. {SEARCH_EXAMPLE}."
+        if not isinstance(terms, str):
+            return f"memory_search: terms must be a string of keywords (got {write.brief(terms)}), e.g. {SEARCH_EXAMPLE}."
+    elif tool == "memory_write":
+        missing = [
+            f"{name} is missing: {mend}"
+            for name, mend in (
+                ("ops", 'give the changes as a list, e.g. [{"op": "delete", "id": 7}], or [] if nothing changed.'),
+                ("kept", "give the ids read this turn that still hold, e.g. [12, 15], or [] if none."),
+            )
+            if name not in arguments
+        ]
+        if missing:
+            return write.render_refusal(missing)
+    return None
+
+
 @dataclass
 class SearchAnswer:
     terms: str

@@ -366,9 +366,18 @@ def _embed_ahead(conn: apsw.Connection, endpoint: embeddings.Endpoint, ops: list
 
 
 def _replay(conn: apsw.Connection, turn: ledger.Turn, key: str, tool_use_id: str | None) -> Outcome | None:
-    """The earlier answer, when this write was already applied (a retried delivery)."""
+    """The earlier answer, when this write was already applied (a retried delivery).
+
+    A retry resends the same call under the same tool-call id; a different write under an id
+    already used is not a retry, and answering it "already applied" would drop it unseen."""
     if tool_use_id:
-        row = conn.execute("SELECT answer FROM writes WHERE tool_use_id = ?", (tool_use_id,)).fetchone()
+        row = conn.execute("SELECT answer, digest FROM writes WHERE tool_use_id = ?", (tool_use_id,)).fetchone()
+        if row and row[1] != key:
+            raise Refused([
+                f"this call's id ({brief(tool_use_id)}) was already used by a different memory_write, "
+                "which was applied; a retried call must send the same ops and kept. Call memory_write "
+                "again: a new call gets a new id."
+            ])
         if row:
             return Outcome.from_json(json.loads(row[0]), replayed=True)
     row = conn.execute(
