@@ -147,14 +147,15 @@ class Query:
     def __bool__(self) -> bool:
         return bool(self.terms)
 
-    def expression(self, *, every: bool = False) -> Expression | None:
-        """Facts that hold any form of any term, or with `every` some form of every term; None
-        when there is nothing to search for. Both number their phrases alike."""
+    def expression(self, *, every: bool = False, exact_only: bool = False) -> Expression | None:
+        """Facts that hold any form of any term, or with `every` some form of every term (with
+        `exact_only` too, every term as typed or as a known abbreviation); None when there is
+        nothing to search for."""
         groups: list[str] = []
         owners: list[int] = []
         exact: list[bool] = []
         for index, term in enumerate(self.terms):
-            found = term.phrases()
+            found = [phrase for phrase in term.phrases() if phrase[1] or not exact_only]
             joined = " OR ".join(phrase for phrase, _ in found)
             groups.append(f"({joined})" if every and len(found) > 1 else joined)
             owners += [index] * len(found)

@@ -120,8 +120,8 @@ class Candidate:
 
 def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = RESULTS) -> list[Candidate]:
     """The POOL best facts by bm25 that hold any form of any term, best first. When at least
-    `wanted` facts hold every term, those are all the answer can hold (they rank first), and
-    the far costlier search for any term is skipped."""
+    `wanted` facts hold every term (as typed, or in some form), those are all the answer can
+    hold (they rank first), and the costlier searches are skipped."""
     parsed = fts.parse(typed) if isinstance(typed, str) else typed
     if not parsed:
         return []
@@ -142,11 +142,12 @@ def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = 
     # Even the rarest word is in thousands of facts: bm25 for all of them would cost tens of
     # ms and tell them apart little, so rank among the newest facts only.
     after = size - RECENT_WINDOW if min(held) > RECENT_WINDOW else 0
-    expression = focused.expression(every=True)
-    rows = _match(conn, expression.text, POOL, after)
-    if len(rows) < wanted and len(focused.terms) > 1:
-        expression = focused.expression()
+    # Cheapest first: every term as typed (no prefix to expand), then in any form, then any term.
+    for expression in (focused.expression(every=True, exact_only=True), focused.expression(every=True),
+                       focused.expression()):
         rows = _match(conn, expression.text, POOL, after)
+        if len(rows) >= wanted:
+            break
     found = []
     for rowid, rank, matched in rows:
         terms = {owner for owner, hit in zip(expression.owners, matched) if hit}
