@@ -465,11 +465,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.handler(args)
-    except (UserError, config.ConfigError) as error:
-        print(f"memory-gate: {error}", file=sys.stderr)
-        return 1
-    except store.StoreError as error:
-        print(f"memory-gate: {error}", file=sys.stderr)
+    except (UserError, config.ConfigError, store.StoreError) as error:
+        # One line, whatever the error quotes (a file name may hold a newline).
+        print("memory-gate: " + str(error).replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0

@@ -110,7 +110,7 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
     elif index:
         findings.append(Finding(
             f"the word index is damaged ({'; '.join(index)})",
-            mend="Run `memory-gate reindex`, which rebuilds it from the facts (nothing is lost).",
+            mend="Nothing is lost: run `memory-gate reindex`, which rebuilds it from the facts.",
         ))
     kinds = dict(conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
     report["facts"] = {kind: kinds.get(kind, 0) for kind in ("state", "event", "decision", "trap")}
