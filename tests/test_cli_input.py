@@ -104,8 +104,9 @@ def subparser(command: str):
     return cli.parser()._subparsers._group_actions[0].choices[command]
 
 
-# serve reads stdin forever: the stdio server has its own tests (tests/test_server.py).
-COMMANDS = sorted(set(cli.COMMANDS) - {"serve"})
+# serve reads stdin forever and view serves a page until stopped: each has its own tests
+# (tests/test_server.py, tests/test_view.py).
+COMMANDS = sorted(set(cli.COMMANDS) - {"serve", "view"})
 # doctor's Claude Code checks run claude and start servers: tests/test_wiring.py has them.
 NUMBERS = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70).map(str),
