@@ -327,7 +327,8 @@ def _hits(text: str, *, first: bool = False):
     for kind, triggers, source, how in _ASSIGNMENTS:
         if not any(trigger in low for trigger in triggers):
             continue
-        for match in _pattern(source).finditer(text):
+        pattern, at = _pattern(source), 0
+        while (match := pattern.search(text, at)) is not None:
             quoted = "qvalue" in match.re.groupindex and match.group("qvalue") is not None
             group = "qvalue" if quoted else "value"
             value = match.group(group)
@@ -339,6 +340,13 @@ def _hits(text: str, *, first: bool = False):
                 yield start, end, kind
                 if first:
                     return
+                at = max(match.end(), at + 1)
+            else:
+                # `note: password=hunter2` is a setting `note` whose value is no secret, and also,
+                # inside that value, the assignment `password=hunter2`: look again from where the
+                # value starts when it holds one.
+                inner = match.start(group) if value and "=" in value else match.end()
+                at = max(inner, match.start() + 1)
 
 
 def triggered(text: str) -> bool:

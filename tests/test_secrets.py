@@ -171,3 +171,10 @@ def test_redaction_reaches_every_string_of_a_json_value():
 def test_a_text_without_a_trigger_runs_no_pattern():
     assert not secrets.triggered("fix the failing deploy on main, then rerun the tests")
     assert all(secrets.triggered(text) for text, _ in POSITIVE)
+
+
+def test_an_assignment_inside_another_settings_value_is_caught():
+    # The viewer found this in old data: `note` is a setting whose value holds the assignment.
+    assert secrets.find("Old note: password=hunter2222x") is not None
+    assert "hunter2222x" not in secrets.redact("Old note: password=hunter2222x")
+    assert secrets.find("password: arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db") is None

@@ -168,7 +168,7 @@ def test_the_list_shows_every_fact_newest_change_first_and_filters(view, page, s
 def test_old_credentials_are_masked_on_every_page(view, page):
     page.goto(view.url)
     assert "hunter2222x" not in page.content()
-    assert "password=[redacted: a password or key]" in page.locator("tr[data-fact='4']").inner_text()
+    assert "password=[redacted: " in page.locator("tr[data-fact='4']").inner_text()
     page.goto(view.at("/facts/4"))
     assert "hunter2222x" not in page.content() and "[redacted" in page.content()
 
