@@ -108,14 +108,6 @@ def waiting(conn: apsw.Connection, *, limit: int = WAITING_BATCH, chars: int = W
     return found
 
 
-def without_vector(conn: apsw.Connection, ids: Sequence[int]) -> list[int]:
-    """Those of `ids` that have no vector search could trust (none at all before the first)."""
-    if not ids or not has_table(conn):
-        return list(ids)
-    owed = _owed(conn, ids)
-    return [fact for fact in ids if fact in owed]
-
-
 def _owed(conn: apsw.Connection, ids: Sequence[int]) -> set[int]:
     """Those of `ids` listed in facts_to_embed."""
     if not ids:
