@@ -251,10 +251,19 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def _export_to(conn, path: Path, show: terminal.Progress) -> int:
     """Into a private file beside the target, renamed over it when complete: a crash or a full
-    disk never leaves half an export under the name."""
-    folder = path.absolute().parent
+    disk never leaves half an export under the name. A symlink is followed (the link stays a
+    link); a target that is not a regular file (/dev/null, a pipe, a terminal) is written
+    straight into: renaming over it would put a plain file in the place of a device, and as
+    root that breaks /dev/null for the whole machine."""
     if path.is_dir():
         raise UserError(f"cannot write {path}: it is a folder; give a file name, e.g. --output {path / 'memory.jsonl'}")
+    if path.exists() and not path.is_file():
+        with open(path, "w", encoding="utf-8", newline="\n") as out:
+            count = transfer.export(conn, out, progress=show)
+        show.done()
+        return count
+    path = Path(os.path.realpath(path))
+    folder = path.parent
     if not folder.is_dir():
         raise UserError(f"cannot write {path}: folder {folder} does not exist")
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)

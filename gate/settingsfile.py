@@ -90,6 +90,9 @@ class Document:
 
     @classmethod
     def read(cls, path: Path) -> Document:
+        if path.exists() and not path.is_file():  # a pipe would block the read, a device be replaced
+            raise FileError(f"cannot use {path}: it is not a regular file (a device, pipe or socket); "
+                            "point it at a real file, then run this again. Nothing was changed.")
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
@@ -139,7 +142,11 @@ def holds(raw: bytes, data: dict) -> bool:
 
 def write_atomic(path: Path, content: bytes, mode: int) -> None:
     """Write a temporary file beside path, then rename it over path: readers see the old file or
-    the new one, never a part."""
+    the new one, never a part. Only ever over a regular file: renamed over a device (a settings
+    file linked to /dev/null) it would put a plain file in the device's place."""
+    if path.exists() and not path.is_file():
+        raise FileError(f"cannot write {path}: it is not a regular file (a device, pipe or socket); "
+                        "point it at a real file, then run this again")
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

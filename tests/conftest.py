@@ -5,6 +5,7 @@ all-MiniLM-L6-v2 served by tests/embeddings_server.py, whose distances are on an
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -14,6 +15,16 @@ from gate import ledger, store, tools
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+@pytest.fixture(autouse=True)
+def dev_null_stays_a_device():
+    """A test run as root once replaced /dev/null with a plain file (an export renamed over it);
+    every later process that read /dev/null then got stray bytes. Name the test that does it."""
+    yield
+    if os.path.exists(os.devnull) and not stat.S_ISCHR(os.stat(os.devnull).st_mode):
+        pytest.fail(f"{os.devnull} is no longer a character device after this test; as root restore it "
+                    f"with `rm {os.devnull} && mknod -m 666 {os.devnull} c 1 3`")
 
 
 @pytest.fixture

@@ -167,6 +167,32 @@ def test_export_to_standard_output_and_to_a_private_file(capsys, memory, tmp_pat
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".facts")] == []
 
 
+def test_export_into_a_pipe_or_through_a_symlink_leaves_the_file_what_it_was(capsys, memory, tmp_path):
+    """Renamed over, a pipe (or, as root, /dev/null) would become a plain file: an export writes
+    straight into what is not a regular file, and through a symlink into its target."""
+    import threading
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(pipe.read_text()))
+    reader.start()
+    code, out, _ = run(capsys, "export", "--output", str(pipe))
+    reader.join(timeout=30)
+    assert code == 0 and f"exported 1 fact to {pipe}" in out
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode) and json.loads(got[0])["id"] == 1
+    target = tmp_path / "real.jsonl"
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    code, _, _ = run(capsys, "export", "-o", str(link))
+    assert code == 0 and link.is_symlink() and json.loads(target.read_text())["id"] == 1
+
+
+def test_export_to_dev_null_leaves_it_a_device(capsys, memory):
+    code, _, _ = run(capsys, "export", "-o", os.devnull)
+    assert code == 0 and stat.S_ISCHR(os.lstat(os.devnull).st_mode)
+
+
 def test_export_import_round_trip_through_the_command_line(capsys, memory, tmp_path, monkeypatch):
     dump = tmp_path / "facts.jsonl"
     run(capsys, "export", "-o", str(dump))

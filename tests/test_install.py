@@ -326,6 +326,19 @@ def test_a_file_that_is_not_a_json_object_is_refused_and_nothing_is_written(wher
     assert tree(tmp_path) == before
 
 
+def test_a_settings_file_that_is_a_pipe_is_refused_and_stays_a_pipe(where, tmp_path):
+    """Read, a pipe would hang the install; renamed over, a device (settings linked to /dev/null)
+    would become a plain file."""
+    scope, record = where
+    scope.settings.parent.mkdir()
+    os.mkfifo(scope.settings)
+    with pytest.raises(FileError, match="is not a regular file"):
+        install.install(scope, EXE, record=record)
+    with pytest.raises(FileError, match="is not a regular file"):
+        install.uninstall(scope, record=record)
+    assert stat.S_ISFIFO(os.lstat(scope.settings).st_mode)
+
+
 def test_a_wrong_shape_in_the_second_file_stops_both(where, tmp_path):
     scope, record = where
     scope.state.write_text('{"mcpServers": []}')
