@@ -225,6 +225,12 @@ def planted(name: str, found: os.stat_result, shared: bool) -> str | None:
             "another file. Remove the link (if you made it, point MEMORY_GATE_DB at the real "
             "file instead)"
         )
+    if not stat.S_ISREG(found.st_mode):
+        return (
+            f"{name} is not a regular file (a folder, device, pipe or socket): memory is a file of "
+            "its own, and SQLite would put its journal beside this one. Point MEMORY_GATE_DB (or "
+            "--db) at a database file, e.g. ./memory.db"
+        )
     if shared and found.st_uid != os.geteuid():
         return (
             f"{name} belongs to another user (uid {found.st_uid}), in a folder others can write: "
