@@ -1,5 +1,5 @@
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gate import query, search, store, text
@@ -179,7 +179,11 @@ LETTERS = st.characters(categories=["Lu", "Ll", "Lt", "Lm", "Lo"])
 def test_any_word_of_any_script_is_found_as_stored(word, folded):
     # Typed exactly as stored, or case-folded as the index folds it. (SQLite's case table
     # predates some letters, such as U+A796 LATIN CAPITAL LETTER B WITH FLOURISH: the index keeps
-    # them as written, so their Python lower case is another word to it.)
+    # them as written, so their Python lower case is another word to it.) Its letter table is
+    # also older than Python's: letters it does not know, such as U+19B0 NEW TAI LUE VOWEL SIGN
+    # VOWEL SHORTENER, are separators to it, and a word made only of them is no word to the index
+    # at all (docs/search.md says so); a word with some letters it knows is found by those.
+    assume(text.tokens(word))
     conn = store.connect(":memory:")
     try:
         # A word from another fact beside it, so that the one stored is not all of memory.
