@@ -35,3 +35,17 @@ def main() -> int:
     from gate import cli
 
     return cli.main()
+
+
+def leave(code: int) -> None:
+    """End the process with `code`. A hook has nothing left to tidy once its answer is out (its
+    transaction committed, SQLite's files consistent on disk): it skips Python's shutdown, which
+    tears down every module and the connection and took a fifth of a hook's run."""
+    if sys.argv[1:2] in (["hook"], ["inject"]):
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (BrokenPipeError, OSError):
+            pass  # Claude Code stopped reading: nothing more to say
+        os._exit(code)
+    raise SystemExit(code)
