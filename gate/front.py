@@ -6,7 +6,9 @@ request. Importing the `mcp` SDK takes 0.7 s on an idle 2-core machine and two s
 busy one, nearly all of it building the protocol's pydantic models. So the server answers the
 discovery and the listings before the SDK is there, from gate/discovery.json: the SDK's own
 answers, recorded by `python -m gate.front > gate/discovery.json` and held equal to what the SDK
-answers now by tests/test_front.py. Everything else (tool calls, the subscription, anything the
+answers now by tests/test_front.py; and it acknowledges Claude Code's subscription to list changes
+as the SDK would (Claude Code waits for that acknowledgement before it counts the server as
+connected). Everything else (tool calls, the subscription, anything the
 front does not recognise exactly) waits, in order, and goes to the SDK's server (gate/server.py)
 the moment it is imported, in a thread of its own meanwhile.
 
@@ -68,12 +70,37 @@ def answer(line: bytes, answers: dict) -> bytes | None:
     if type(request_id) not in (int, str) or not isinstance(method, str) or not isinstance(params, dict):
         return None
     meta = params.get("_meta")
-    if set(params) != {"_meta"} or not isinstance(meta, dict) or meta.get(PROTOCOL_KEY) != answers.get("protocol"):
+    if not isinstance(meta, dict) or meta.get(PROTOCOL_KEY) != answers.get("protocol"):
+        return None
+    if method == LISTEN:
+        return _acknowledged(request_id, params)
+    if set(params) != {"_meta"}:
         return None
     result = answers["results"].get(method)
     if result is None:
         return None
     return (jsonlite.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}) + "\n").encode("utf-8")
+
+
+LISTEN = "subscriptions/listen"
+LIST_CHANGES = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
+
+
+def _acknowledged(request_id: int | str, params: dict) -> bytes | None:
+    """The acknowledgement of a subscription to list changes, as the SDK's ListenHandler words
+    it: every kind asked for is honoured. Claude Code counts the server connected only once it
+    has it. The subscription then stays here: memory-gate's lists never change, so nothing is
+    ever sent on it, and the SDK never holds it open as a call in flight."""
+    asked = params.get("notifications")
+    if set(params) != {"_meta", "notifications"} or not isinstance(asked, dict) or not set(asked) <= set(LIST_CHANGES):
+        return None  # resource subscriptions, or anything new: the SDK's to answer
+    honoured = {kind: True for kind in LIST_CHANGES if asked.get(kind) is True}
+    notification = {
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": request_id}, "notifications": honoured},
+    }
+    return (jsonlite.dumps(notification) + "\n").encode("utf-8")
 
 
 class _Loader(threading.Thread):

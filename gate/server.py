@@ -325,38 +325,50 @@ DISCOVERY_PROTOCOL = "2026-07-28"
 DISCOVERY_METHODS = ("server/discover", "tools/list", "prompts/list", "resources/list")
 
 
-def discovery_answers(settings: config.Settings | None = None) -> dict[str, Any]:
-    """The SDK's answers to DISCOVERY_METHODS, as this server gives them over the wire (the
-    session run in memory, the answers encoded as gate/wire.py encodes them)."""
+# As Claude Code 2.1.332 sends it; the answers depend on the version alone.
+DISCOVERY_META = {
+    "io.modelcontextprotocol/protocolVersion": DISCOVERY_PROTOCOL,
+    "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+    "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}},
+}
+
+
+def first_replies(requests: list[dict], settings: config.Settings | None = None) -> list[dict]:
+    """The first message this server's SDK session sends back to each request (sent one after
+    the other, each with the 2026-07-28 envelope), as gate/wire.py would write it: the session
+    runs in memory."""
     from mcp.shared.message import SessionMessage
-    from mcp_types import JSONRPCRequest
+    from mcp_types import jsonrpc_message_adapter
 
     app, _ = build(settings or config.load())
     lowlevel = app._lowlevel_server
-    # As Claude Code 2.1.332 sends it; the answers depend on the version alone.
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": DISCOVERY_PROTOCOL,
-        "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
-        "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}},
-    }
-    answers: dict[str, Any] = {}
+    replies: list[dict] = []
 
     async def main() -> None:
-        to_server, server_in = anyio.create_memory_object_stream(len(DISCOVERY_METHODS))
-        server_out, from_server = anyio.create_memory_object_stream(len(DISCOVERY_METHODS))
+        to_server, server_in = anyio.create_memory_object_stream(len(requests))
+        server_out, from_server = anyio.create_memory_object_stream(len(requests))
         async with to_server, server_in, server_out, from_server, anyio.create_task_group() as group:
             group.start_soon(lowlevel.run, server_in, server_out, lowlevel.create_initialization_options())
-            for number, method in enumerate(DISCOVERY_METHODS):
-                request = JSONRPCRequest(jsonrpc="2.0", id=number, method=method, params={"_meta": meta})
-                await to_server.send(SessionMessage(request))
+            for request in requests:
+                params = {**request.get("params", {}), "_meta": DISCOVERY_META}
+                message = jsonrpc_message_adapter.validate_python({"jsonrpc": "2.0", **request, "params": params})
+                await to_server.send(SessionMessage(message))
                 reply = await from_server.receive()
-                data = json.loads(reply.message.model_dump_json(by_alias=True, exclude_unset=True))
-                if "result" not in data:
-                    raise RuntimeError(f"the SDK did not answer {method}: {data}")
-                answers[method] = data["result"]
+                replies.append(json.loads(reply.message.model_dump_json(by_alias=True, exclude_unset=True)))
             group.cancel_scope.cancel()
 
     anyio.run(main)
+    return replies
+
+
+def discovery_answers(settings: config.Settings | None = None) -> dict[str, Any]:
+    """The SDK's answers to DISCOVERY_METHODS, as this server gives them over the wire."""
+    requests = [{"id": number, "method": method} for number, method in enumerate(DISCOVERY_METHODS)]
+    answers: dict[str, Any] = {}
+    for method, reply in zip(DISCOVERY_METHODS, first_replies(requests, settings)):
+        if "result" not in reply:
+            raise RuntimeError(f"the SDK did not answer {method}: {reply}")
+        answers[method] = reply["result"]
     return answers
 
 

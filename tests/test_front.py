@@ -47,7 +47,6 @@ def test_a_recorded_request_is_answered_under_its_own_id(method):
 
 @pytest.mark.parametrize("message", [
     request(1, "tools/call", name="memory_search", arguments={"terms": "deploy"}),
-    request(1, "subscriptions/listen", notifications={"toolsListChanged": True}),
     request(1, "tools/list", cursor="2"),  # a page the record does not hold
     request(1, "tools/list", meta={**META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}),
     {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}},
@@ -88,9 +87,11 @@ def test_the_tools_are_listed_while_the_sdk_is_still_loading_and_calls_wait_for_
         serving.send(request("server-discover-probe-1", "server/discover"))
         assert serving.receive()["id"] == "server-discover-probe-1", serving.stderr[-2000:]
         serving.send(request("listen:0", "subscriptions/listen", notifications={"toolsListChanged": True}))
+        acknowledged = serving.receive()
+        assert acknowledged["method"] == "notifications/subscriptions/acknowledged", acknowledged
         serving.send(request(4, "tools/call", name="memory_search", arguments={"terms": "deploy"}))
         serving.send(request(3, "tools/list"))
-        listed = serving.receive()  # the listing overtakes the call and the subscription waiting for the SDK
+        listed = serving.receive()  # the listing overtakes the call waiting for the SDK
         assert listed["id"] == 3, listed
         assert [tool["name"] for tool in listed["result"]["tools"]] == ["memory_search", "memory_write"]
         assert "mcp" not in serving.stderr  # nothing said yet
@@ -101,3 +102,20 @@ def test_the_tools_are_listed_while_the_sdk_is_still_loading_and_calls_wait_for_
         assert "Memory holds nothing" in answered[4][0]["result"]["content"][0]["text"]
     finally:
         serving.close()
+
+
+@pytest.mark.parametrize("asked", [
+    {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True},  # Claude Code's
+    {"toolsListChanged": True},
+    {"toolsListChanged": True, "promptsListChanged": False},
+])
+def test_a_subscription_is_acknowledged_as_the_sdk_acknowledges_it(asked):
+    listen = {"id": "listen:0", "method": "subscriptions/listen", "params": {"notifications": asked}}
+    [sdk] = server.first_replies([listen])
+    ours = front.answer(line(request("listen:0", "subscriptions/listen", notifications=asked)), front.recorded())
+    assert json.loads(ours) == sdk
+
+
+def test_a_subscription_to_resources_is_left_to_the_sdk():
+    message = request("listen:0", "subscriptions/listen", notifications={"resourceSubscriptions": ["file:///x"]})
+    assert front.answer(line(message), front.recorded()) is None
