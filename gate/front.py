@@ -174,14 +174,14 @@ def serve(settings: config.Settings) -> int:
                     _write_all(1, reply)
     finally:
         signal.set_wakeup_fd(previous)
-        os.close(wake_read)
-        os.close(wake_write)
     if stopping.requested():
         # Nothing is open and nothing in flight (the recorded answers are written whole); the SDK
         # may be half imported in its thread, which an interpreter's shutdown should not meet.
         sys.stderr.flush()
         os._exit(0)
     loader.join()
+    os.close(wake_read)  # only now: the loader's last write must never land in a reused descriptor
+    os.close(wake_write)
     if loader.error is not None:
         raise loader.error
     if ended and not waiting and not buffer.strip():
