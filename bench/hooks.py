@@ -9,7 +9,7 @@ runs: `/bin/sh -c` with the plugin's hooks.json command, the plugin's launcher
 as pip installs it). Beside them, `python -c pass`, and the floor of any hook that keeps its
 ledger in SQLite itself: the interpreter, `import apsw`, one write transaction in WAL mode.
 Targets on a 2-core machine: every hook at most 1.3x `python -c pass` (issue 14; not met: the
-floor alone is above it, see docs/development.md) and at most 30 ms p50; all hooks of a
+floor alone is above it, see docs/reliability.md) and at most 30 ms p50; all hooks of a
 compliant turn (UserPromptSubmit, two PreToolUse, Stop) at most 100 ms together. With the plugin the mod asks `Hold` only of an answer
 that may owe memory: in a compliant turn the write's own answer ("nothing owed") lets it out, so
 its hook processes are the same four; a held turn adds one Hold per hold. The database is a file in a
