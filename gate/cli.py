@@ -377,6 +377,10 @@ def _database(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"{text} is a folder: give the database file, e.g. --db {Path(text) / 'memory.db'}"
         )
+    if Path(text).exists() and not Path(text).is_file():  # /dev/null: SQLite would journal beside it
+        raise argparse.ArgumentTypeError(
+            f"{text} is not a regular file (a device, pipe or socket): give the database file, e.g. --db ./memory.db"
+        )
     return text
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -62,6 +63,7 @@ def run(*argv: str) -> tuple[int, str, str]:
     (["show", "--since", "2026-13-45"], 2, "is not a day: write YYYY-MM-DD"),
     (["--db", "", "show"], 2, "an empty path: give the database file"),
     (["--db", "{tmp}/folder", "show"], 2, "is a folder: give the database file, e.g. --db {tmp}/folder/memory.db"),
+    (["--db", os.devnull, "show"], 2, "is not a regular file (a device, pipe or socket): give the database file"),
     (["--db", "{tmp}/missing.db", "show"], 1, "no database at {tmp}/missing.db, which --db or MEMORY_GATE_DB names"),
     (["export", "--output", "{tmp}/folder"], 1, "cannot write {tmp}/folder: it is a folder; give a file name"),
 ])

@@ -187,7 +187,9 @@ def test_memory_gate_missing_from_path_lets_the_prompt_through(tmp_path, chat):
         injected.env["PATH"] = "/usr/bin:/bin"
         run = injected.run("Add a migration for the orders table.")
     assert run.result_text and MIGRATIONS not in request_text(turn_request(run))
-    assert any(line.startswith("injected-context: no rules injected") for line in run.ui_logs("injected-context"))
+    # The plugin's launcher finds no memory-gate and says so on screen, with the mend.
+    shown = run.ui_logs("injected-context")
+    assert any("injected-context is off" in line and "scripts/install" in line for line in shown), shown
 
 
 def test_the_plugin_validates(tmp_path):

@@ -69,6 +69,17 @@ def test_user_prompt_submit_opens_the_turn_and_states_the_contract(home, project
     assert turn(home, project) == (0, 0, 0, None, "fix the deploy script")
 
 
+@pytest.mark.parametrize("unit", ["key=", "password is ", "Authorization: ", "sshpass -p ", "a: QUJD\n"])
+def test_a_hostile_paste_as_prompt_is_answered_within_the_hook_timeout(home, project, unit):
+    """The prompt is redacted on the hook path: every credential shape must take linear time,
+    whatever repeats (`key=key=…` once took quadratic time and hung the hook). 10 s is the
+    timeout the settings install gives the hook; it needs well under one."""
+    text = (unit * (200_000 // len(unit) + 1))[:200_000]
+    code, out, _ = hook(home, project, "UserPromptSubmit", {"session_id": "s1", "prompt_id": "p1", "prompt": text},
+                        "--tools", PREFIX, timeout=10)
+    assert code == 0 and out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+
+
 def test_pre_tool_use_maps_the_call_to_the_turn_and_allows_it(home, project):
     prompt(home, project)
     code, out, _ = hook(home, project, "PreToolUse", {

@@ -122,3 +122,17 @@ def test_another_users_file_in_a_shared_folder_is_not_written(project, tmp_path,
     first, _ = write_twice(project, tmp_path / "home", MEMORY_GATE_DB=str(sticky / "memory.db"))
     assert first.is_error and "belongs to another user" in first.content[0].text
     assert planted.read_text() == ""
+
+
+@pytest.mark.parametrize("name", ["memory.db", "memory.db-wal", "memory.db-journal"])
+def test_a_database_or_companion_that_is_not_a_regular_file_is_refused(tmp_path, name):
+    """MEMORY_GATE_DB=/dev/null once had SQLite, as root, create /dev/null-journal: a database
+    (or a file SQLite writes beside it) that is a device or a pipe is refused, nothing created."""
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    os.mkfifo(folder / name)
+    if name != "memory.db":
+        (folder / "memory.db").touch()
+    with pytest.raises(store.StoreError, match="is not a regular file"):
+        store.connect(folder / "memory.db")
+    assert sorted(path.name for path in folder.iterdir()) == sorted({name, "memory.db"})

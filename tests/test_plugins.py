@@ -91,11 +91,12 @@ def test_without_memory_gate_the_prompt_hook_says_memory_is_off(tmp_path):
     assert result.returncode == 0
     message = json.loads(result.stdout)["systemMessage"]
     assert "memory is off" in message and "scripts/install" in message and f"recorded {tmp_path / 'gone'}" in message
-    result = launch(tmp_path, "inject", "UserPromptSubmit")
-    assert "injected-context is off" in json.loads(result.stdout)["systemMessage"]
+    for event in ("UserPromptSubmit", "Submit"):  # the settings hook's event, the mod's
+        result = launch(tmp_path, "inject", event)
+        assert "injected-context is off" in json.loads(result.stdout)["systemMessage"]
 
 
-@pytest.mark.parametrize("argv", [("hook", "Stop"), ("hook", "Hold"), ("inject", "Submit")])
+@pytest.mark.parametrize("argv", [("hook", "Stop"), ("hook", "Hold"), ("inject", "Answered")])
 def test_without_memory_gate_the_other_hooks_stay_out_of_the_way(tmp_path, argv):
     result = launch(tmp_path, *argv)
     assert (result.returncode, result.stdout) == (0, "")
