@@ -3,9 +3,14 @@
     python bench/hooks.py [--runs 40]
 
 Each hook is a process Claude Code starts on every turn, so its cost is the interpreter's start
-plus imports plus a few SQLite statements. Targets on a 2-core machine: every hook at most 2.5x
-`python -c pass` and at most 30 ms p50; all hooks of a compliant turn (UserPromptSubmit, two
-PreToolUse, Stop) at most 100 ms together. With the plugin the mod asks `Hold` only of an answer
+plus imports plus a few SQLite statements. Each is timed through the command Claude Code really
+runs: `/bin/sh -c` with the plugin's hooks.json command, the plugin's launcher
+(mods/memory-gate/bin/memory-gate) finding this environment's installed `memory-gate` (bin/memory-gate,
+as pip installs it). Beside them, `python -c pass`, and the floor of any hook that keeps its
+ledger in SQLite itself: the interpreter, `import apsw`, one write transaction in WAL mode.
+Targets on a 2-core machine: every hook at most 1.3x `python -c pass` (issue 14; not met: the
+floor alone is above it, see docs/reliability.md) and at most 30 ms p50; all hooks of a
+compliant turn (UserPromptSubmit, two PreToolUse, Stop) at most 100 ms together. With the plugin the mod asks `Hold` only of an answer
 that may owe memory: in a compliant turn the write's own answer ("nothing owed") lets it out, so
 its hook processes are the same four; a held turn adds one Hold per hold. The database is a file in a
 temporary home with 1,000 facts, as a project's memory would be.
@@ -33,6 +38,13 @@ import _corpus  # noqa: E402
 from gate import config, store, tools  # noqa: E402
 
 PREFIX = "mcp__plugin_memory-gate_memory__"
+PLUGIN = ROOT / "mods" / "memory-gate"
+FLOOR = (
+    "import apsw, sys\n"
+    "conn = apsw.Connection(sys.argv[1])\n"
+    "conn.execute('PRAGMA journal_mode = WAL')\n"
+    "conn.execute('BEGIN IMMEDIATE; CREATE TABLE IF NOT EXISTS t(a); INSERT INTO t VALUES (1); COMMIT')\n"
+)
 
 
 def compile_package() -> None:
@@ -51,6 +63,12 @@ def timed(argv: list[str], stdin: str, env: dict, runs: int) -> list[float]:
         subprocess.run(argv, input=stdin.encode(), env=env, capture_output=True, check=True)
         times.append((time.perf_counter() - started) * 1000)
     return times
+
+
+def plugin_commands() -> dict[str, str]:
+    """The plugin's hook commands by event, ${CLAUDE_PLUGIN_ROOT} left for the shell to expand."""
+    declared = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]
+    return {event: groups[0]["hooks"][0]["command"] for event, groups in declared.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,25 +104,49 @@ def main(argv: list[str] | None = None) -> int:
             answer = tools.memory_search(conn, "deploy main", caller)
             tools.memory_write(conn, [], [r.fact.id for r in answer.results], caller, log=None)
 
-        baseline = timed([sys.executable, "-c", "pass"], "", env, args.runs)
-        rows = []
-        for event in ("UserPromptSubmit", "PreToolUse", "Stop", "Hold"):
-            times = []
-            for run in range(args.runs):
-                started = time.perf_counter()
-                subprocess.run([command, "hook", event, "--tools", PREFIX], input=payload(event, run).encode(),
-                               env=env, capture_output=True, check=True)
-                times.append((time.perf_counter() - started) * 1000)
-            rows.append((event, times))
+        # The plugin's launcher finds `memory-gate` on PATH, as in a checkout (scripts/install
+        # records the same command beside it instead).
+        env["PATH"] = str(Path(command).parent) + os.pathsep + env.get("PATH", "")
+        env["CLAUDE_PLUGIN_ROOT"] = str(PLUGIN)
+        commands = plugin_commands()
+        commands["Hold"] = f'"{PLUGIN}/bin/memory-gate" hook Hold --tools {PREFIX}'  # the mod's question
+        floor_db = str(Path(folder) / "floor.db")
+        # What `memory-gate` was before bin/memory-gate: the wrapper pip generates for a
+        # [project.scripts] entry point (its template, word for word), and Python's own shutdown.
+        wrapper = Path(folder) / "console-script"
+        wrapper.write_text(
+            f"#!{sys.executable}\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom gate.entry import main\n"
+            "if __name__ == '__main__':\n"
+            "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+            "    sys.exit(main())\n"
+        )
+        wrapper.chmod(0o755)
+        generated = []
+        events = ("UserPromptSubmit", "PreToolUse", "Stop", "Hold")
+        baseline, floor, direct = [], [], []
+        rows: dict[str, list[float]] = {event: [] for event in events}
+        for run in range(args.runs):  # interleaved, so that the machine's moods fall on all alike
+            baseline += timed([sys.executable, "-c", "pass"], "", env, 1)
+            floor += timed([sys.executable, "-c", FLOOR, floor_db], "", env, 1)
+            direct += timed([command, "hook", "PreToolUse"], payload("PreToolUse", run), env, 1)
+            generated += timed([str(wrapper), "hook", "PreToolUse"], payload("PreToolUse", run), env, 1)
+            for event in events:
+                rows[event] += timed(["/bin/sh", "-c", commands[event]], payload(event, run), env, 1)
         conn.close()
 
     pass_p50 = statistics.median(baseline)
-    print(f"{'process':<22} {'p50 ms':>7} {'p95 ms':>7} {'x python':>9}")
-    print(f"{'python -c pass':<22} {pass_p50:>7.1f} {sorted(baseline)[int(0.95 * len(baseline))]:>7.1f} {1.0:>9.2f}")
-    p50s = {}
-    for event, times in rows:
-        p50s[event] = statistics.median(times)
-        print(f"{'hook ' + event:<22} {p50s[event]:>7.1f} {sorted(times)[int(0.95 * len(times))]:>7.1f} {p50s[event] / pass_p50:>9.2f}")
+    print(f"{'process':<48} {'p50 ms':>7} {'p95 ms':>7} {'x python':>9}")
+
+    def row(name: str, times: list[float]) -> float:
+        p50 = statistics.median(times)
+        print(f"{name:<48} {p50:>7.1f} {sorted(times)[int(0.95 * len(times))]:>7.1f} {p50 / pass_p50:>9.2f}")
+        return p50
+
+    row("python -c pass", baseline)
+    row("floor: python, apsw, one commit", floor)
+    row("hook PreToolUse, pip's console script (before)", generated)
+    row("hook PreToolUse, bin/memory-gate itself", direct)
+    p50s = {event: row(f"hook {event} (as Claude Code runs it)", times) for event, times in rows.items()}
     settings = p50s["UserPromptSubmit"] + 2 * p50s["PreToolUse"] + p50s["Stop"]
     print(f"a compliant turn (UserPromptSubmit, 2 x PreToolUse, Stop; the mod asks no Hold): {settings:.1f} ms")
     print(f"a turn whose answer the mod had to check once more (+ Hold): {settings + p50s['Hold']:.1f} ms")

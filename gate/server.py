@@ -280,12 +280,14 @@ def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
     return app, memory
 
 
-def serve(settings: config.Settings) -> int:
+def serve(settings: config.Settings, *, pending: bytes = b"") -> int:
+    """Serve the MCP session on stdin and stdout until it ends or a signal stops it. `pending`:
+    what gate/front.py read from stdin and did not answer itself, served first."""
     app, memory = build(settings)
     # The SDK's own stdio transport drops the lines it cannot parse unanswered and blocks in a
     # thread no signal reaches; gate/wire.py serves the same session without either fault.
     lowlevel = app._lowlevel_server
-    wire = Wire()
+    wire = Wire(pending=pending)
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
@@ -315,3 +317,70 @@ def serve(settings: config.Settings) -> int:
         with memory.lock:
             memory.close()
     return 0
+
+
+# What gate/front.py answers before the SDK is loaded: the requests Claude Code sends first, in
+# the protocol version it speaks with an SDK of this generation.
+DISCOVERY_PROTOCOL = "2026-07-28"
+DISCOVERY_METHODS = ("server/discover", "tools/list", "prompts/list", "resources/list")
+
+
+# As Claude Code 2.1.332 sends it; the answers depend on the version alone.
+DISCOVERY_META = {
+    "io.modelcontextprotocol/protocolVersion": DISCOVERY_PROTOCOL,
+    "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+    "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}},
+}
+
+
+def first_replies(requests: list[dict], settings: config.Settings | None = None) -> list[dict]:
+    """The first message this server's SDK session sends back to each request (sent one after
+    the other, each with the 2026-07-28 envelope), as gate/wire.py would write it: the session
+    runs in memory."""
+    from mcp.shared.message import SessionMessage
+    from mcp_types import jsonrpc_message_adapter
+
+    app, _ = build(settings or config.load())
+    lowlevel = app._lowlevel_server
+    replies: list[dict] = []
+
+    async def main() -> None:
+        to_server, server_in = anyio.create_memory_object_stream(len(requests))
+        server_out, from_server = anyio.create_memory_object_stream(len(requests))
+        async with to_server, server_in, server_out, from_server, anyio.create_task_group() as group:
+            group.start_soon(lowlevel.run, server_in, server_out, lowlevel.create_initialization_options())
+            for request in requests:
+                params = {**request.get("params", {}), "_meta": DISCOVERY_META}
+                message = jsonrpc_message_adapter.validate_python({"jsonrpc": "2.0", **request, "params": params})
+                await to_server.send(SessionMessage(message))
+                reply = await from_server.receive()
+                replies.append(json.loads(reply.message.model_dump_json(by_alias=True, exclude_unset=True)))
+            group.cancel_scope.cancel()
+
+    anyio.run(main)
+    return replies
+
+
+def discovery_answers(settings: config.Settings | None = None) -> dict[str, Any]:
+    """The SDK's answers to DISCOVERY_METHODS, as this server gives them over the wire."""
+    requests = [{"id": number, "method": method} for number, method in enumerate(DISCOVERY_METHODS)]
+    answers: dict[str, Any] = {}
+    for method, reply in zip(DISCOVERY_METHODS, first_replies(requests, settings)):
+        if "result" not in reply:
+            raise RuntimeError(f"the SDK did not answer {method}: {reply}")
+        answers[method] = reply["result"]
+    return answers
+
+
+def discovery_json() -> str:
+    """gate/discovery.json's text: the answers, and the SDK versions that gave them."""
+    from importlib import metadata
+
+    recorded = {
+        "why": "gate/front.py answers these before the MCP SDK is loaded; python -m gate.front writes this file",
+        "mcp": metadata.version("mcp"),
+        "mcp_types": metadata.version("mcp_types"),
+        "protocol": DISCOVERY_PROTOCOL,
+        "results": discovery_answers(),
+    }
+    return json.dumps(recorded, indent=1, ensure_ascii=False) + "\n"

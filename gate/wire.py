@@ -35,6 +35,9 @@ MAX_DEPTH = 100
 # for the lock (gate/store.py) and 0.6 s for its vectors.
 GRACE = 10.0
 CHUNK = 1 << 16
+# Requests that stay open for the whole session (Claude Code's subscription to list changes):
+# never "in flight", or every stop would wait the whole grace for them.
+OPEN_ENDED = frozenset({"subscriptions/listen"})
 # poll() reports a pipe writable when this much fits, so a write of it never blocks.
 PIPE_BUF = 4096
 
@@ -247,8 +250,10 @@ class Wire:
     in the process (a library's stray print) can read the session's input or corrupt its output.
     """
 
-    def __init__(self, *, grace: float = GRACE, log: Callable[[str], None] | None = None):
+    def __init__(self, *, grace: float = GRACE, log: Callable[[str], None] | None = None, pending: bytes = b""):
         self.grace = grace
+        # What was read from stdin before this wire took it (gate/front.py), served first.
+        self._initial = pending
         self.log = log or (lambda line: print(f"memory-gate serve: {line}", file=sys.stderr, flush=True))
         self._stopping = False
         self._waiting: anyio.CancelScope | None = None
@@ -285,9 +290,10 @@ class Wire:
     # -- reading ------------------------------------------------------------------------------
 
     async def _read(self, fd: int, inbound, replies) -> None:
-        buffer = bytearray()
+        buffer = bytearray(self._initial)
         pollable = True
         async with inbound, replies:
+            await self._lines(buffer, inbound, replies)
             while not self._stopping:
                 if pollable:
                     with anyio.CancelScope() as waiting:
@@ -305,16 +311,20 @@ class Wire:
                         await self._take(bytes(buffer), inbound, replies)
                     break
                 buffer += chunk
-                while not self._stopping and (end := buffer.find(b"\n")) >= 0:
-                    line = bytes(buffer[:end])
-                    del buffer[: end + 1]
-                    await self._take(line, inbound, replies)
+                await self._lines(buffer, inbound, replies)
             # Input is over (a stop, or end of file): the calls in flight finish and answer first.
             with anyio.move_on_after(self.grace) as self._grace:
                 while self._pending:
                     await self._settled.wait()
             if self._pending:
                 self.log(f"stopped with {len(self._pending)} call(s) unanswered after {self.grace:g} s")
+
+    async def _lines(self, buffer: bytearray, inbound, replies) -> None:
+        """Serve every whole line at the head of `buffer`, taking them out of it."""
+        while not self._stopping and (end := buffer.find(b"\n")) >= 0:
+            line = bytes(buffer[:end])
+            del buffer[: end + 1]
+            await self._take(line, inbound, replies)
 
     async def _take(self, raw: bytes, inbound, replies) -> None:
         try:
@@ -336,7 +346,7 @@ class Wire:
             await replies.send(SessionMessage(reply))
         if message is None:
             return
-        if isinstance(message, types.JSONRPCRequest):
+        if isinstance(message, types.JSONRPCRequest) and message.method not in OPEN_ENDED:
             self._pending.add((type(message.id), message.id))
         elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
             cancelled = (message.params or {}).get("requestId")

@@ -200,7 +200,7 @@ def second_model_url():
 
 # Modules whose tests run real processes at length: SIGKILL crash loops, thousands of hostile
 # calls, parallel sessions, a whole scripts/install, a stdio server (importing the MCP SDK) per test.
-SLOW_MODULES = {"test_crash", "test_hostile", "test_concurrency", "test_scripts", "test_server", "test_faults"}
+SLOW_MODULES = {"test_crash", "test_hostile", "test_concurrency", "test_scripts", "test_server", "test_front", "test_faults"}
 
 
 def pytest_collection_modifyitems(config, items):

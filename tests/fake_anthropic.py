@@ -48,6 +48,10 @@ class Reply:
     blocks: list[dict] = field(default_factory=list)
     stop_reason: str | None = None
     usage: dict | None = None
+    # Set: the stream stops after its first text delta until this event is set (at most 60 s),
+    # so that a test can see what reached the owner while the model was still writing.
+    pause: threading.Event | None = None
+    resumed: threading.Event = field(default_factory=threading.Event)  # set once the paused stream goes on
 
     def resolved_stop_reason(self) -> str:
         if self.stop_reason:
@@ -436,10 +440,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", f"req_fake{uuid.uuid4().hex[:20]}")
         self.end_headers()
         try:
+            paused = answer.pause is None
             for event, data in sse_events(body, answer, self.owner.chunk_size):
                 payload = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
                 self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
                 self.wfile.flush()
+                if not paused and data.get("delta", {}).get("type") == "text_delta":
+                    paused = True
+                    answer.pause.wait(60)
+                    answer.resumed.set()
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):

@@ -13,6 +13,7 @@ import os
 import sqlite3
 import subprocess  # the read-only checks below need no FTS functions
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -157,6 +158,64 @@ def test_a_compliant_turn_is_not_held(gate):
     if gate.mode == "plugin":  # the write's own "nothing owed" let the answer out: no gate process
         assert "the server said nothing is owed" in run.debug_log()
     assert gate.facts() == [(1, "deploy", "Deploys go through staging.")]
+
+
+def partial_texts(line: str) -> list[str]:
+    """The text a `--include-partial-messages` line carries as it streams, if any."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return []
+    delta = (event.get("event") or {}).get("delta") or {} if event.get("type") == "stream_event" else {}
+    return [delta["text"]] if delta.get("type") == "text_delta" else []
+
+
+def test_a_clear_turns_answer_streams_to_the_owner_as_the_model_writes_it(plugin_gate):
+    gate = plugin_gate
+    rest = threading.Event()
+    answer = "Noted: deploys go through the staging branch first, then main."
+    final = Reply([text(answer)], pause=rest)  # the model stops after its first words until the test says
+    gate.box.fake.add(
+        gate.search("deploy"),
+        gate.write([{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}]),
+        final,
+    )
+    argv = gate.box.argv("Remember that deploys go through staging.", plugin_dirs=[PLUGIN],
+                         args=["--include-partial-messages"], debug_file=gate.box.new_debug_file())
+    proc = subprocess.Popen(argv, cwd=gate.box.project, env=gate.box.env(gate.env()), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        streamed, lines = "", []
+        for line in proc.stdout:  # the first words reach the output while the rest is not yet written
+            lines.append(line)
+            streamed += "".join(partial_texts(line))
+            if streamed:
+                break
+        assert streamed and answer.startswith(streamed), "".join(lines)[-3000:]
+        assert not final.resumed.is_set()  # seen while the model was still writing
+        rest.set()
+        lines += proc.stdout.readlines()
+        proc.wait(60)
+    finally:
+        rest.set()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    result = [json.loads(line) for line in lines if '"type":"result"' in line.replace(" ", "")]
+    assert result and result[-1]["result"] == answer
+    [turn] = gate.turns()
+    assert (turn["holds"], turn["outcome"]) == (0, "met")
+
+
+def test_a_held_draft_never_streams(plugin_gate):
+    gate = plugin_gate
+    gate.box.fake.add("A draft that skipped memory.", gate.search("build"), gate.write(), "The real answer.")
+    run = gate.run("Why does the build fail?", args=["--include-partial-messages"])
+    assert run.result_text == "The real answer."
+    assert "A draft that skipped memory" not in run.stdout
+    assert "".join(text for line in run.stdout.splitlines() for text in partial_texts(line)) == "The real answer."
 
 
 # -- 2, 3. an answer that owes memory is held ----------------------------------------------------

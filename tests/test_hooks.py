@@ -228,3 +228,57 @@ def test_the_hook_path_imports_the_standard_library_and_apsw_only(home, project)
     }
     assert outside == {"apsw", "gate"}
     assert not outside & {"mcp", "pydantic", "httpx", "numpy", "anyio", "sqlite_vec"}
+
+
+# -- the command Claude Code runs loads nothing it does not need ---------------------------------
+
+
+REPO = Path(__file__).resolve().parent.parent
+HOOK_FILES = [REPO / "hooks" / "hooks.json", REPO / "mods" / "memory-gate" / "hooks" / "hooks.json",
+              REPO / "mods" / "injected-context" / "hooks" / "hooks.json"]
+HOOK_PATH = {"gate", "gate.entry", "gate.config", "gate.hookio", "gate.jsonlite", "gate.secrets", "gate.store"}
+MODULES = {
+    "hook": HOOK_PATH | {"gate.hooks", "gate.ledger", "gate.maxturns"},
+    "inject": HOOK_PATH | {"gate.context", "gate.context.hook", "gate.context.classify", "gate.context.inject",
+                           "gate.context.rules", "gate.context.state"},
+}
+
+
+def imported(argv: list[str], env: dict, stdin: str = "") -> set[str]:
+    """Every module the process imported, as Python's own import profiler names them."""
+    result = subprocess.run(argv, input=stdin, text=True, capture_output=True, env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    return {
+        line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines()
+        if line.startswith("import time:") and not line.rstrip().endswith("imported package")
+    }
+
+
+def installed_hook_commands() -> list[tuple[str, str]]:
+    """(event, command) for every command hook the plugins and the settings install run."""
+    return [
+        (event, entry["command"])
+        for path in HOOK_FILES
+        for event, groups in json.loads(path.read_text())["hooks"].items()
+        for group in groups for entry in group["hooks"]
+    ]
+
+
+@pytest.mark.parametrize("event, command", installed_hook_commands())
+def test_the_installed_hook_command_imports_only_what_its_work_needs(home, project, event, command):
+    # The command exactly as Claude Code runs it (through /bin/sh, the plugin's launcher finding
+    # this environment's `memory-gate` on PATH, the settings install naming it), in a project
+    # whose database exists, as it does after the first prompt.
+    prompt(home, project)
+    env = child_env(home, CLAUDE_PROJECT_DIR=str(project), CLAUDE_PLUGIN_ROOT=str(REPO / ("mods/injected-context" if " inject " in command else "mods/memory-gate")))
+    payload = json.dumps({
+        "session_id": "s1", "prompt_id": "p1", "prompt": "fix the deploy script", "cwd": str(project),
+        "tool_use_id": "toolu_1", "tool_name": PREFIX + "memory_search", "tool_input": {"terms": "deploy"},
+        "stop_hook_active": False, "source": "compact", "hook_event_name": event,
+    })
+    loaded = imported(["/bin/sh", "-c", command], env, payload)
+    python = Path(sys.executable).parent / "python"
+    # What the interpreter loads for nothing, and what the SQLite binding brings with it.
+    baseline = imported([str(python), "-c", "import apsw"], env)
+    assert loaded - baseline == MODULES[command.split()[1]] | {"_json", "__future__"}
+    assert not loaded & {"re", "json", "enum", "typing", "pathlib", "dataclasses", "datetime", "mcp", "pydantic"}

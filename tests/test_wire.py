@@ -135,11 +135,11 @@ def test_a_signal_before_the_first_request_stops_the_server(server):
 
 
 def test_sigint_while_the_sdk_is_still_importing_is_no_traceback(project, tmp_path):
-    # -X importtime names each module as it is imported: once gate.cli is, the signal handler is
-    # in place and the MCP SDK (a second or more) is still to come.
+    # -X importtime names each module as it is imported: once gate.front is, the signal handler is
+    # in place and the MCP SDK (a second or more, in a thread of its own) is still to come.
     starting = RawServer(project, child_env(tmp_path / "home"), python_flags=("-X", "importtime"))
     try:
-        assert starting.wait_stderr("| gate.cli\n"), starting.stderr[-2000:]
+        assert starting.wait_stderr("| gate.front\n"), starting.stderr[-2000:]
         assert "| mcp.server.mcpserver\n" not in starting.stderr
         starting.signal()
         assert_clean_exit(starting, starting.exited(60))

@@ -4,7 +4,9 @@
 //
 // The gate itself lives in Python (`memory-gate hook Hold|Status`, gate/hooks.py), which reads
 // the turn ledger the settings hooks and the MCP server keep; this file only follows its verdict,
-// or the server's (a write answered "nothing owed"), so that a compliant turn costs no extra process.
+// or the server's (a write answered "nothing owed"), so that a compliant turn costs no extra process
+// and its answer streams to the owner as the model writes it; only an answer that may owe memory
+// is held until it is whole.
 // Python also bounds the holds per turn (hooks.MAX_HOLDS), and every failure here lets the answer
 // out: memory must never lock the owner out of their agent. The settings Stop hook stays as the
 // last resort where this mod does not run.
@@ -153,6 +155,17 @@ export function register(on) {
     const stream = next(e);
     const held = [];
     let passing = e.agentId !== undefined || gateTool === null; // subagents are never gated
+    if (!passing && clear.has(promptIds.get(e.turnId))) {
+      // Known met before the step starts (the server answered the turn's last memory call, a
+      // write, with "nothing owed"): whatever the model says now streams to the owner as it comes.
+      // Only a later memory call could make the turn owe again, and that comes as a tool call.
+      passing = true;
+      try {
+        await $.ui.log("memory-gate: the server said nothing is owed; the answer streams", { to: "debug" });
+      } catch (error) {
+        // the answer streams all the same
+      }
+    }
     for await (const chunk of stream) {
       if (passing) {
         yield chunk;
@@ -177,16 +190,12 @@ export function register(on) {
     // An answer cut by max_tokens is a final answer in the making (Claude Code asks the model to
     // go on from it): held like a whole one, or its first part would reach the owner unmet.
     if (stop && (stop.stopReason === "end_turn" || stop.stopReason === "max_tokens")) {
-      if (clear.has(promptId)) {
-        await $.ui.log("memory-gate: the server said nothing is owed; the answer goes out", { to: "debug" });
-      } else {
-        try {
-          // step: this turn's model requests so far, so that Python can tell whether --max-turns
-          // leaves room for a hold (a hold past it would lose the answer).
-          verdict = await askGate($, "Hold", promptId, { step: e.index + 1 });
-        } catch (error) {
-          verdict = null;
-        }
+      try {
+        // step: this turn's model requests so far, so that Python can tell whether --max-turns
+        // leaves room for a hold (a hold past it would lose the answer).
+        verdict = await askGate($, "Hold", promptId, { step: e.index + 1 });
+      } catch (error) {
+        verdict = null;
       }
     }
     if (verdict && verdict.action === "hold" && typeof verdict.reason === "string") {

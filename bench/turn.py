@@ -1,0 +1,143 @@
+"""One compliant turn in real Claude Code: with the plugin, with the settings hooks, and with no
+memory-gate at all, in one run.
+
+    python bench/turn.py [--runs 10] [--modes plugin settings bare] [--load]
+
+Each run is a fresh `claude -p` (tests/claude_harness.py) against the scripted Messages API
+(tests/fake_anthropic.py), in a fresh project, timed from spawn to the `result` event (what the
+owner waits for) and to the process's exit. With memory-gate the model searches, writes (keeping
+what the search returned) and answers; with none (`bare`) it answers at once: the same prompt and
+the same answer, without memory. The modes take turns run by run, so that the machine's moods
+fall on all alike. Claude Code's own wait for MCP servers is left at its default (about 2 s in
+`-p`), as an owner has it; each run also records whether the memory tools were in the first
+model request. Target: the plugin at most 1.5x bare (medians). `--load` keeps both CPUs busy with
+two spinning processes meanwhile. `python -c pass` is timed in the same run as the yardstick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from claude_harness import CLAUDE, SKIP_REASON, Sandbox, parse_events  # noqa: E402
+from fake_anthropic import last_tool_result_text, reply, tool_use  # noqa: E402
+from startup import python_start, saturated  # noqa: E402
+
+PLUGIN = ROOT / "mods" / "memory-gate"
+PLUGIN_TOOLS = "mcp__plugin_memory-gate_memory__"
+SETTINGS_TOOLS = "mcp__memory-gate__"
+BIN = str(Path(sys.executable).parent)
+PROMPT = "Remember that deploys go through staging."
+ANSWER = "Done: noted how deploys work."
+MODES = ("plugin", "settings", "bare")
+
+
+def settings_install(prefix: str = SETTINGS_TOOLS) -> dict:
+    """What `memory-gate install` gives Claude Code: hooks/hooks.json's hooks and the allow rules."""
+    declared = json.loads((ROOT / "hooks" / "hooks.json").read_text())["hooks"]
+    return {"hooks": declared, "permissions": {"allow": [f"{prefix}memory_search", f"{prefix}memory_write"]}}
+
+
+def script(mode: str) -> list:
+    if mode == "bare":
+        return [ANSWER]
+    tools = PLUGIN_TOOLS if mode == "plugin" else SETTINGS_TOOLS
+
+    def write(body: dict):
+        kept = json.loads(last_tool_result_text(body))["must_answer"]
+        ops = [{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}]
+        return reply(tool_use(tools + "memory_write", {"ops": ops, "kept": kept}))
+
+    return [reply(tool_use(tools + "memory_search", {"terms": "deploy staging"})), write, ANSWER]
+
+
+def options(mode: str) -> dict:
+    if mode == "plugin":
+        return {"plugin_dirs": [PLUGIN]}
+    if mode == "settings":
+        return {"settings": settings_install(), "mcp_config": {"mcpServers": {"memory-gate": {"command": "memory-gate", "args": ["serve"]}}}}
+    return {}
+
+
+def one_turn(folder: Path, mode: str) -> dict:
+    """Seconds to the result and to the exit, and whether the turn went as scripted."""
+    with Sandbox(folder, script(mode)) as box:
+        env = box.env({"PATH": BIN + os.pathsep + os.environ.get("PATH", "")})
+        for wait in ("CLAUDE_CODE_MCP_STARTUP_WAIT_MS", "MCP_TIMEOUT"):  # the tests' patience, not an owner's
+            env.pop(wait, None)
+        argv = box.argv(PROMPT, **options(mode))
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=box.project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        lines, answered = [], None
+        for line in proc.stdout:
+            lines.append(line)
+            if answered is None and '"type":"result"' in line.replace(" ", ""):
+                answered = time.perf_counter() - started
+        proc.wait(timeout=120)
+        ended = time.perf_counter() - started
+        proc.stderr.read()
+        proc.stdout.close()
+        proc.stderr.close()
+        events = parse_events("".join(lines))
+        result = next((event for event in events if event.get("type") == "result"), {})
+        requests = [record.body for record in box.fake.records if record.kind == "main"]
+        first = json.dumps(requests[0]) if requests else ""
+        return {
+            "answered": answered if answered is not None else ended,
+            "ended": ended,
+            "ok": result.get("result") == ANSWER and len(requests) == len(script(mode)) and not box.fake.errors,
+            "tools_first": "memory_search" in first,
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--load", action="store_true", help="keep both CPUs busy meanwhile")
+    args = parser.parse_args(argv)
+    if CLAUDE is None:
+        print(SKIP_REASON, file=sys.stderr)
+        return 1
+
+    results: dict[str, list[dict]] = {mode: [] for mode in args.modes}
+    with tempfile.TemporaryDirectory() as folder:
+        for mode in args.modes:  # a first turn each, unmeasured: bytecode, page cache, Claude Code's own caches
+            one_turn(Path(folder) / f"warm-{mode}", mode)
+        with saturated(args.load):
+            yardstick = python_start()
+            for run in range(args.runs):
+                for mode in args.modes:
+                    results[mode].append(one_turn(Path(folder) / f"{mode}-{run}", mode))
+
+    print(f"claude: {CLAUDE}  ({args.runs} turns a mode{', both CPUs busy' if args.load else ''})")
+    print(f"python -c pass: {yardstick:.1f} ms")
+    base = statistics.median(run["answered"] for run in results["bare"]) if "bare" in results else None
+    print(f"{'mode':<10} {'to answer s':>12} {'p95 s':>7} {'to exit s':>10} {'x bare':>7} {'as scripted':>12} {'tools in 1st request':>21}")
+    for mode, runs in results.items():
+        answered = sorted(run["answered"] for run in runs)
+        p50 = statistics.median(answered)
+        ratio = f"{p50 / base:.2f}" if base else "-"
+        tools = "-" if mode == "bare" else f"{sum(run['tools_first'] for run in runs)}/{len(runs)}"
+        print(
+            f"{mode:<10} {p50:>12.3f} {answered[min(len(answered) - 1, int(0.95 * len(answered)))]:>7.3f} "
+            f"{statistics.median(run['ended'] for run in runs):>10.3f} {ratio:>7} "
+            f"{sum(run['ok'] for run in runs):>6}/{len(runs):<5} {tools:>21}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
