@@ -29,6 +29,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from latency import percentile, python_start  # noqa: E402  the same yardstick as the other benches
 
 PROTOCOL = "2026-07-28"
 META = {
@@ -51,11 +54,6 @@ AFTER_PROBE = b"".join([
     request(3, "tools/list"),
 ])
 SEARCH = request(4, "tools/call", name="memory_search", arguments={"terms": "deploy"})
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 class Reader:
@@ -118,15 +116,6 @@ def saturated(on: bool):
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
-
-
-def python_start(runs: int = 10) -> float:
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1000
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,13 +39,14 @@ def _patient(limit_ms: int):
     and failed while the others wrote hundreds of times. Trying at an even, short pace gives
     every waiter about the same chance each time the lock comes free (at 2 ms the tries
     themselves cost the lock holder its CPU: throughput fell by 40%)."""
-    deadline = [0.0]
+    deadline = 0.0
 
     def busy(tries: int) -> bool:
+        nonlocal deadline
         now = time.monotonic()
         if tries == 0:  # the first call of each wait
-            deadline[0] = now + limit_ms / 1000
-        if now >= deadline[0]:
+            deadline = now + limit_ms / 1000
+        if now >= deadline:
             return False
         time.sleep(min(0.001 * (1 << min(tries, 8)), BUSY_POLL_S))
         return True

@@ -48,6 +48,14 @@ def file_conn(db_path):
 
 
 @pytest.fixture
+def project(tmp_path):
+    """An empty project folder (the working folder Claude Code would run in)."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
 def home(tmp_path, monkeypatch):
     """MEMORY_GATE_HOME in a temp folder, Claude Code's variables cleared, cwd a project."""
     project = tmp_path / "project"

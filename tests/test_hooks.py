@@ -17,13 +17,6 @@ PREFIX = "mcp__plugin_memory-gate_memory__"
 
 
 @pytest.fixture
-def project(tmp_path):
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
 def home(tmp_path):
     return tmp_path / "home"
 

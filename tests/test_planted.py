@@ -29,13 +29,6 @@ def write_twice(project, home, between=None, **env):
 
 
 @pytest.fixture
-def project(tmp_path):
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
 def victim(tmp_path):
     """A file of the owner's that a planted link points at."""
     path = tmp_path / "victim" / "bashrc"

@@ -37,13 +37,6 @@ def leaked(text: str) -> list[str]:
             if any(secret[at : at + 12] in text for at in range(0, len(secret) - 11))]
 
 
-@pytest.fixture
-def project(tmp_path):
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
-
-
 def hook(home, project, event, payload):
     result = subprocess.run(
         [sys.executable, "-m", "gate", "hook", event, "--tools", PREFIX],

@@ -18,13 +18,6 @@ from mcp.client.stdio import StdioServerParameters
 from gate import audit, config, ledger, store
 
 
-@pytest.fixture
-def project(tmp_path):
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
-
-
 def run_client(project, home, script, *, prefix=(), **env):
     """Start `memory-gate serve` in `project` (under the command `prefix`, if any), run
     `script(client)`, return what it returns."""

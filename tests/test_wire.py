@@ -17,13 +17,6 @@ from gate import config, store, wire
 
 
 @pytest.fixture
-def project(tmp_path):
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
 def server(project, tmp_path):
     running = RawServer(project, child_env(tmp_path / "home"))
     yield running
