@@ -125,7 +125,7 @@ def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = 
     parsed = fts.parse(typed) if isinstance(typed, str) else typed
     if not parsed:
         return []
-    size, docs = _frequencies(conn, parsed)
+    size, docs, exact_docs = _frequencies(conn, parsed)
     weights = [_idf(size, count) for count in docs]
     # A word nearly every fact of a large memory holds narrows nothing and costs the most (bm25
     # runs for every fact that holds it): leave such words out while others remain.
@@ -135,6 +135,7 @@ def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = 
     focused = parsed.without(common)
     kept = [weight for i, weight in enumerate(weights) if i not in common]
     held = [count for i, count in enumerate(docs) if i not in common]
+    held_exact = [count for i, count in enumerate(exact_docs) if i not in common]
     # Words memory has never seen weigh nothing: no fact can hold them.
     known = sum(weight for weight, count in zip(kept, held) if count)
     if not known:
@@ -143,8 +144,18 @@ def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = 
     # ms and tell them apart little, so rank among the newest facts only.
     after = size - RECENT_WINDOW if min(held) > RECENT_WINDOW else 0
     # Cheapest first: every term as typed (no prefix to expand), then in any form, then any term.
-    for expression in (focused.expression(every=True, exact_only=True), focused.expression(every=True),
-                       focused.expression()):
+    # A tier that cannot reach `wanted` facts (its rarest term is in fewer) would be thrown away
+    # for the next one, so it is not run: bm25 is the cost of a search.
+    tiers = [
+        (focused.expression(every=True, exact_only=True), min(held_exact)),
+        (focused.expression(every=True), min(held)),
+        (focused.expression(), size),
+    ]
+    tried: set[str] = set()
+    for expression, most in tiers:
+        if expression.text in tried or (most < wanted and expression is not tiers[-1][0]):
+            continue
+        tried.add(expression.text)
         rows = _match(conn, expression.text, POOL, after)
         if len(rows) >= wanted:
             break
@@ -253,13 +264,14 @@ def _match(conn: apsw.Connection, expression: str, limit: int, after: int = 0) -
         raise
 
 
-def _frequencies(conn: apsw.Connection, parsed: fts.Query) -> tuple[int, list[int]]:
-    """How many facts there are (at most), and how many hold each term in any of its forms."""
+def _frequencies(conn: apsw.Connection, parsed: fts.Query) -> tuple[int, list[int], list[int]]:
+    """How many facts there are (at most), how many hold each term in any of its forms, and at
+    most how many hold it in an exact form (as typed, or a known abbreviation or expansion)."""
     row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
     size = max(row[0] if row else 0, 1)
-    counts = []
+    counts, exact = [], []
     for term in parsed.terms:
-        docs = 0
+        docs, phrase = 0, False
         if term.cjk:
             # A run inside unsegmented text is no vocabulary entry: count the facts holding it.
             row = conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", (term.phrases()[0][0],)).fetchone()
@@ -268,6 +280,9 @@ def _frequencies(conn: apsw.Connection, parsed: fts.Query) -> tuple[int, list[in
             if " " not in form:
                 row = conn.execute("SELECT doc FROM facts_vocab WHERE term = ?", (form,)).fetchone()
                 docs += row[0] if row else 0
+            else:
+                phrase = True  # "pull request" is no vocabulary entry: its facts are not counted
+        exact.append(size if phrase else min(docs, size))
         if term.prefix is not None:
             row = conn.execute(
                 "SELECT coalesce(sum(doc), 0) FROM facts_vocab WHERE term >= ? AND term < ?",
@@ -275,7 +290,7 @@ def _frequencies(conn: apsw.Connection, parsed: fts.Query) -> tuple[int, list[in
             ).fetchone()
             docs = max(docs, row[0])
         counts.append(min(docs, size))
-    return size, counts
+    return size, counts, exact
 
 
 def _idf(size: int, docs: int) -> float:
