@@ -7,14 +7,16 @@ and meaning; when meaning fails, it ranks by words and says why in one line of t
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import apsw
 
-from gate import embeddings, ledger, render, search, secrets, stats, store, write
+from gate import embeddings, ledger, render, search, secrets, stats, store, vectors, write
 
 
 @dataclass(frozen=True)
@@ -104,12 +106,14 @@ def memory_search(
         return SearchAnswer(terms, [], None)
     notes: list[str] = []
     query = _embed_query(conn, terms, endpoint, notes)
+    waiting = _catch_up(conn, endpoint, notes) if query is not None else 0
     recorded_terms = stats.kept_terms(terms)
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
             turn = caller.attribute(conn)
             ordered = _ranked(conn, terms, query, endpoint, notes, limit)
+            _say_waiting(waiting, endpoint, query, notes)
             context = caller.context(conn)
             seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered], context)
             results = [render.Result(fact, full=seen.get(fact.id) != fact.rev) for fact in ordered]
@@ -128,8 +132,44 @@ def memory_search(
         # Memory can still be read: answer, and say the turn's reads were not recorded.
         notes.append(f"this search was not recorded: {store.explain(error)}")
         ordered = _ranked(conn, terms, query, endpoint, notes, limit)
+        _say_waiting(waiting, endpoint, query, notes)
         return SearchAnswer(terms, [render.Result(fact, full=True) for fact in ordered], None, notes)
     return answer
+
+
+# How long a search may spend embedding facts still waiting for their vector before it ranks,
+# and how many a request: a CPU-served bge-m3 on a busy machine takes 0.1-0.3 s a text.
+SEARCH_CATCH_UP = 3.0
+SEARCH_CATCH_UP_BATCH = vectors.WAITING_BATCH
+
+
+def _catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[str]) -> int:
+    """Embed the facts still waiting for a vector, for at most SEARCH_CATCH_UP seconds, before
+    ranking; returns how many still wait. Meaning cannot find a fact without a vector, and a
+    fact just written, whose write found the endpoint slow, is what a search is most likely
+    after. The background embedder (gate/server.py) does the same, but a search right after the
+    writes would run ahead of it and answer differently for the same memory. Outside the
+    search's transaction: the write lock is never held across a request."""
+    if not vectors.missing(conn):
+        return 0
+    # A request cut short by this deadline must not silence the writes' embedding for a spell.
+    patient = replace(endpoint, quiet_after_timeout=0.0)
+    try:
+        vectors.catch_up(conn, patient, hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
+                         until=time.monotonic() + SEARCH_CATCH_UP)
+    except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.BusyError) as error:
+        # Memory can still be searched; the vectors wait for a write that can store them.
+        notes.append(f"facts waiting for a vector could not be given one: {store.explain(error)}")
+    return vectors.missing(conn)
+
+
+def _say_waiting(waiting: int, endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None,
+                 notes: list[str]) -> None:
+    """Tell the agent that meaning, used, could not see some facts (by words it still can)."""
+    if waiting and _meaning(endpoint, query, notes) == "used":
+        notes.append(f"{waiting} fact still waits for its vector, so meaning cannot find it yet; it is being embedded"
+                     if waiting == 1 else
+                     f"{waiting} facts still wait for their vectors, so meaning cannot find them yet; they are being embedded")
 
 
 @dataclass(frozen=True)

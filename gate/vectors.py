@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import struct
+import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass, field
@@ -474,22 +475,25 @@ CATCH_UP_BATCH = 4
 
 
 def catch_up(conn: apsw.Connection, endpoint: Endpoint, *, hold: Callable[[], ContextManager[object]],
-             batch: int = CATCH_UP_BATCH, timeout: float = CATCH_UP_TIMEOUT) -> int:
-    """Embed the facts still waiting for a vector, a few a request, until none waits or the
-    endpoint fails, and the model's REFERENCE vectors if memory lacks them; returns how many
-    facts were stored. A write embeds its own facts under a short deadline; what it could not
-    (the endpoint slow, just started, or down) is caught up here, soon after rather than on some
-    later write. `hold()` guards each step on the connection (the server's lock) but never a
-    request, so the tools answer meanwhile."""
+             batch: int = CATCH_UP_BATCH, timeout: float = CATCH_UP_TIMEOUT, until: float | None = None) -> int:
+    """Embed the facts still waiting for a vector, a few a request, until none waits, the
+    endpoint fails or the monotonic clock reaches `until`, and the model's REFERENCE vectors if
+    memory lacks them; returns how many facts were stored. A write embeds its own facts under a
+    short deadline; what it could not (the endpoint slow, just started, or down) is caught up
+    here, soon after rather than on some later write. `hold()` guards each step on the
+    connection (the server's lock) but never a request, so the tools answer meanwhile."""
     stored = 0
     while True:
+        left = timeout if until is None else min(timeout, until - time.monotonic())
+        if left <= 0:
+            return stored
         with hold():
             if not store.vectors_loaded(conn):
                 return stored
             pending = waiting(conn, limit=batch, chars=WAITING_CHARS)
         if not pending:
             break
-        prepared = prepare(endpoint, [text for _, text in pending], timeout=timeout)
+        prepared = prepare(endpoint, [text for _, text in pending], timeout=left)
         if prepared is None:
             return stored
         with hold(), store.writing(conn):
@@ -499,8 +503,8 @@ def catch_up(conn: apsw.Connection, endpoint: Endpoint, *, hold: Callable[[], Co
             return stored
         stored += done
     with hold():
-        if not needs_reference(conn):
-            return stored
+        if until is not None or not needs_reference(conn):
+            return stored  # the reference is a background chore, never a search's
     rows: list[tuple[float, ...]] = []
     model = ""
     for start in range(0, len(REFERENCE), batch):

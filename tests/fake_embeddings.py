@@ -14,6 +14,9 @@ are near. `mode` switches what it does with the next request:
     nan        a NaN inside a vector
     dimension  vectors of another dimension than before
     model      the answer names another model
+
+`document_mode`, when set, is what it does with requests for documents (a write's, a catch-up's)
+instead, so that queries can be answered while documents fail.
 """
 
 from __future__ import annotations
@@ -43,10 +46,13 @@ class FakeEmbeddings(LoopbackEndpoint):
 
     def __init__(self, dimension: int = 64, model: str = "fake-embed"):
         self.dimension, self.model, self.mode = dimension, model, "ok"
+        self.document_mode: str | None = None
         super().__init__()
 
     def answer(self, handler: BaseHTTPRequestHandler, body: dict) -> None:
         mode = self.mode
+        if self.document_mode is not None and body.get("input_type") == "document":
+            mode = self.document_mode
         if mode == "slow":
             self.released.wait(30)
             return

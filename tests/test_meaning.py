@@ -262,9 +262,54 @@ def test_facts_still_waiting_for_vectors_are_ranked_as_words_rank_them(conn, fak
     waits = writer.insert("frontend", "React Router handles navigation.")  # no endpoint: it waits
     terms = "Kubernetes navigation"
     assert search.words(conn, terms) == search.WordHits(strong=[], loose=[waits, near])
+    fake_embeddings.document_mode = "error"  # the search cannot embed it either
     answer = tools.memory_search(conn, terms, writer.caller, endpoint=endpoint)
     # Both loose matches stay; the one meaning finds near goes first.
     assert [result.fact.id for result in answer.results] == [near, waits]
+    assert answer.notes == ["1 fact still waits for its vector, so meaning cannot find it yet; it is being embedded"]
+
+
+def test_a_search_first_embeds_the_facts_a_write_left_waiting(conn, fake_embeddings):
+    """A write whose endpoint was too slow stores its fact without a vector; the next search
+    embeds it before ranking, so meaning sees what was just written, not what the background
+    embedder happened to reach."""
+    store.load_vectors(conn)
+    writer = Writer(conn)
+    endpoint = Endpoint(fake_embeddings.url, "m", max_distance=0.8)
+    fake_embeddings.document_mode = "error"
+    fact = tools.memory_write(conn, [{"op": "insert", "topic": "cluster", "kind": "state",
+                                      "text": "The Kubernetes cluster runs on three nodes."}],
+                              [], writer.caller, log=None, endpoint=endpoint).outcome.new_ids[0]
+    assert vectors.missing(conn) == 1
+    fake_embeddings.document_mode = None
+    fake_embeddings.requests.clear()
+    answer = tools.memory_search(conn, "nodes of the cluster", writer.caller, endpoint=endpoint)
+    assert answer.notes == [] and vectors.missing(conn) == 0
+    assert [request["input_type"] for request in fake_embeddings.requests] == ["query", "document"]
+    assert [result.fact.id for result in answer.results] == [fact]
+    assert fact in search.by_meaning(conn, endpoint.embed(["nodes of the cluster"], role="query", timeout=5),
+                                     max_distance=0.8)
+
+
+def test_a_search_waits_for_waiting_facts_no_longer_than_its_deadline(conn, fake_embeddings, monkeypatch):
+    """An endpoint that takes documents and never answers costs a search SEARCH_CATCH_UP, not
+    the catch-up's minute, and the search says meaning could not see the facts."""
+    monkeypatch.setattr(tools, "SEARCH_CATCH_UP", 0.5)
+    store.load_vectors(conn)
+    writer = Writer(conn)
+    waits = writer.insert("cluster", "The Kubernetes cluster runs on three nodes.")  # no endpoint: it waits
+    fake_embeddings.document_mode = "slow"
+    endpoint = Endpoint(fake_embeddings.url, "m", max_distance=0.8)
+    started = time.monotonic()
+    answer = tools.memory_search(conn, "cluster", writer.caller, endpoint=endpoint)
+    assert time.monotonic() - started < 10  # the fake holds a slow request for 30 s
+    assert answer.notes == ["1 fact still waits for its vector, so meaning cannot find it yet; it is being embedded"]
+    assert len(answer.results) == 1 and vectors.missing(conn) == 1
+    # The deadline was the search's own: the writes' embedding is not silenced by it.
+    fake_embeddings.document_mode = None
+    tools.memory_write(conn, [{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys use staging."}],
+                       [waits], writer.caller, log=None, endpoint=endpoint)
+    assert vectors.missing(conn) == 0
 
 
 def test_facts_written_while_the_endpoint_was_down_are_embedded_soon_after(conn, fake_embeddings, down_url):
