@@ -38,9 +38,11 @@ QUERY, DOCUMENT = "query", "document"
 # embed in time is embedded soon after by the server (gate/vectors.py `catch_up`).
 SEARCH_TIMEOUT = 2.0
 WRITE_TIMEOUT = 1.0
-# After a time-out the endpoint is not asked again for this long: one slow answer costs a
-# session one time-out, not one per call.
+# After two time-outs in a row the endpoint is not asked again for this long: an endpoint too
+# slow for now costs a session two time-outs, not one per call, while a single slow answer (a
+# server still loading its model, a burst of load) costs only the call that met it.
 QUIET_AFTER_TIMEOUT = 30.0
+TIMEOUTS_BEFORE_QUIET = 2
 MAX_ANSWER_BYTES = 64 << 20
 
 
@@ -75,6 +77,7 @@ class Endpoint:
     # Per role: a write's batch that times out must not silence the searches' short queries.
     _quiet_until: dict[str, float] = field(default_factory=dict, init=False, repr=False)
     _quiet_reason: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    _timeouts: dict[str, int] = field(default_factory=dict, init=False, repr=False)  # in a row
 
     @classmethod
     def from_settings(cls, settings: config.Settings) -> Endpoint | None:
@@ -97,9 +100,14 @@ class Endpoint:
         except post.Unanswered as error:
             if not error.timed_out:
                 raise VectorError(f"embeddings endpoint {error}") from None
-            self._quiet_reason[role] = f"embeddings endpoint did not answer within {timeout:g} s"
-            self._quiet_until[role] = time.monotonic() + self.quiet_after_timeout
-            raise VectorError(self._quiet_reason[role]) from None
+            reason = f"embeddings endpoint did not answer within {timeout:g} s"
+            self._timeouts[role] = self._timeouts.get(role, 0) + 1
+            if self._timeouts[role] >= TIMEOUTS_BEFORE_QUIET:
+                self._quiet_reason[role] = reason
+                self._quiet_until[role] = time.monotonic() + self.quiet_after_timeout
+                self._timeouts[role] = 0
+            raise VectorError(reason) from None
+        self._timeouts[role] = 0
         if status != 200:
             raise VectorError(f"embeddings endpoint answered HTTP {status}{post.server_says(payload)}")
         return parse_answer(payload, len(texts), self.model)

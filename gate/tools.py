@@ -138,9 +138,10 @@ def memory_search(
 
 
 # How long a search may spend embedding facts still waiting for their vector before it ranks,
-# and how many a request: a CPU-served bge-m3 on a busy machine takes 0.1-0.3 s a text.
+# and how many a request: a CPU-served bge-m3 on a busy machine takes 0.1-0.3 s a text, so a
+# request stays well under the deadline and none is abandoned half done.
 SEARCH_CATCH_UP = 3.0
-SEARCH_CATCH_UP_BATCH = vectors.WAITING_BATCH
+SEARCH_CATCH_UP_BATCH = vectors.CATCH_UP_BATCH
 
 
 def _catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[str]) -> int:
@@ -156,7 +157,7 @@ def _catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[
     patient = replace(endpoint, quiet_after_timeout=0.0)
     try:
         vectors.catch_up(conn, patient, hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
-                         until=time.monotonic() + SEARCH_CATCH_UP)
+                         timeout=SEARCH_CATCH_UP, until=time.monotonic() + SEARCH_CATCH_UP)
     except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.BusyError) as error:
         # Memory can still be searched; the vectors wait for a write that can store them.
         notes.append(f"facts waiting for a vector could not be given one: {store.explain(error)}")

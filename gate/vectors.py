@@ -477,15 +477,19 @@ CATCH_UP_BATCH = 4
 def catch_up(conn: apsw.Connection, endpoint: Endpoint, *, hold: Callable[[], ContextManager[object]],
              batch: int = CATCH_UP_BATCH, timeout: float = CATCH_UP_TIMEOUT, until: float | None = None) -> int:
     """Embed the facts still waiting for a vector, a few a request, until none waits, the
-    endpoint fails or the monotonic clock reaches `until`, and the model's REFERENCE vectors if
-    memory lacks them; returns how many facts were stored. A write embeds its own facts under a
-    short deadline; what it could not (the endpoint slow, just started, or down) is caught up
-    here, soon after rather than on some later write. `hold()` guards each step on the
-    connection (the server's lock) but never a request, so the tools answer meanwhile."""
-    stored = 0
+    endpoint fails or there is no time left before the monotonic clock's `until` for another
+    request as long as the last, and the model's REFERENCE vectors if memory lacks them; returns
+    how many facts were stored. A write embeds its own facts under a short deadline; what it
+    could not (the endpoint slow, just started, or down) is caught up here, soon after rather than
+    on some later write. `hold()` guards each step on the connection (the server's lock) but
+    never a request, so the tools answer meanwhile.
+
+    With `until`, a request is not started unless it can end in time rather than started and
+    abandoned: an endpoint goes on computing a request its client gave up on, and the next
+    search's query would wait behind it."""
+    stored, took = 0, 0.0
     while True:
-        left = timeout if until is None else min(timeout, until - time.monotonic())
-        if left <= 0:
+        if until is not None and time.monotonic() + took > until:
             return stored
         with hold():
             if not store.vectors_loaded(conn):
@@ -493,7 +497,9 @@ def catch_up(conn: apsw.Connection, endpoint: Endpoint, *, hold: Callable[[], Co
             pending = waiting(conn, limit=batch, chars=WAITING_CHARS)
         if not pending:
             break
-        prepared = prepare(endpoint, [text for _, text in pending], timeout=left)
+        started = time.monotonic()
+        prepared = prepare(endpoint, [text for _, text in pending], timeout=timeout)
+        took = time.monotonic() - started
         if prepared is None:
             return stored
         with hold(), store.writing(conn):

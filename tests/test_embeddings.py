@@ -107,16 +107,31 @@ def test_a_slow_endpoint_costs_the_timeout_and_no_more(fake_embeddings, mode):
     assert time.monotonic() - started < 0.5
 
 
-def test_after_a_timeout_the_endpoint_is_left_alone_for_a_while(fake_embeddings):
+def test_after_two_timeouts_in_a_row_the_endpoint_is_left_alone_for_a_while(fake_embeddings):
     fake_embeddings.mode = "slow"
     endpoint = Endpoint(fake_embeddings.url, "m")
-    with pytest.raises(VectorError):
-        endpoint.embed(["a"], role=QUERY, timeout=0.1)
+    for _ in range(2):
+        with pytest.raises(VectorError):
+            endpoint.embed(["a"], role=QUERY, timeout=0.1)
     fake_embeddings.mode = "ok"
     started = time.monotonic()
     with pytest.raises(VectorError, match="did not answer within 0.1 s"):
         endpoint.embed(["b"], role=QUERY, timeout=0.1)
-    assert time.monotonic() - started < 0.05 and len(fake_embeddings.requests) == 1
+    assert time.monotonic() - started < 0.05 and len(fake_embeddings.requests) == 2
+    # Documents are another role: a search's slow queries do not silence the writes.
+    assert endpoint.embed(["c"], role=DOCUMENT, timeout=2).dimension == 64
+
+
+def test_one_timeout_costs_only_the_call_that_met_it(fake_embeddings):
+    """A server still loading its model, or a burst of load, makes one answer late: the next
+    call asks again, and an answer in between starts the count anew."""
+    endpoint = Endpoint(fake_embeddings.url, "m")
+    for _ in range(2):
+        fake_embeddings.mode = "slow"
+        with pytest.raises(VectorError, match="did not answer within 0.1 s"):
+            endpoint.embed(["a"], role=QUERY, timeout=0.1)
+        fake_embeddings.mode = "ok"
+        assert endpoint.embed(["b"], role=QUERY, timeout=2).dimension == 64
 
 
 def test_a_patient_endpoint_asks_again_after_a_timeout(fake_embeddings):
