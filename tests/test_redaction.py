@@ -61,6 +61,7 @@ def serve(project, home, script):
     return result["value"]
 
 
+@pytest.mark.slow
 def test_a_pasted_credential_reaches_neither_the_ledger_nor_write_log_nor_an_answer(project, tmp_path):
     """A turn as Claude Code runs it: the real hook processes open it and map the calls, the real
     server answers them. The database files and write.log hold no byte of the credentials."""

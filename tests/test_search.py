@@ -174,6 +174,7 @@ def test_words_split_strong_from_loose(seeded):
 LETTERS = st.characters(categories=["Lu", "Ll", "Lt", "Lm", "Lo"])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=LETTERS, min_size=1, max_size=12), st.booleans())
 def test_any_word_of_any_script_is_found_as_stored(word, folded):

@@ -225,6 +225,7 @@ def peak(work) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_export_of_a_large_memory_streams(big):
     sink = Sink()
     progress = []
@@ -234,6 +235,7 @@ def test_export_of_a_large_memory_streams(big):
     assert used < 500_000, used
 
 
+@pytest.mark.slow
 def test_listing_a_large_memory_streams(big):
     rows = listing.facts(big)
     first = next(rows)
