@@ -10,9 +10,11 @@ For each pending rule, the evidence that the request falls under its description
 - meaning (only with MEMORY_GATE_EMBED_URL): the embeddings classifier's margin (classify.py),
   MEANING points per 0.01 of margin above MEANING_FROM. Alone it is a rough signal on a small
   model (F1 about 0.5 on the labelled set), so it adds to the words rather than deciding alone;
-- the earlier requests: a request with no evidence of its own for any rule ("now the same for
-  orders", "try again") is weighed by the latest earlier request that has some, at EARLIER of
-  its points; a request with evidence of its own is about that, not what came before.
+- the earlier requests: a request with no evidence of its own for any rule that asks for
+  something ("now the same for orders", "try again", lexicon.ASKING) is weighed by the latest
+  earlier request that has some, at EARLIER of its points; a request with evidence of its own is
+  about that, not what came before, and one that asks nothing ("who won the game last night?")
+  is about nothing the rules cover.
 
 A rule applies when its points reach APPLIES_AT and at least RELATIVE of the best rule's for
 this request: a request about payments that also names a table is not a migration. A request
@@ -112,7 +114,7 @@ def weigh(descriptions: list[str], request: str, earlier: list[str],
     rare = rarity(described)
     found = [_points(now, description, rare, margins[at] if margins else None) for at, description in enumerate(described)]
     own = any(item.words or item.topics for item in found)
-    if not own or words.continuing(request):
+    if (not own and now.asks) or words.continuing(request):
         for text in reversed(earlier):
             before = words.keys(text)
             if not before.work:
