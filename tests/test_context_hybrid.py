@@ -92,6 +92,8 @@ def test_a_vague_follow_up_is_weighed_by_the_earlier_request():
                                     "legal, gostei", "vai fazer sol amanhã?", "bye, see you tomorrow"])
 def test_a_request_that_asks_for_nothing_does_not_lean_on_the_earlier_one(prompt):
     assert applied(prompt, ["Add a created_by column to the invoices table."]) == []
+    weighed, quiet = hybrid.weigh(DESCRIPTIONS, prompt, ["Add a created_by column to the invoices table."])
+    assert quiet or all("asks nothing, so the earlier ones are not weighed" in item.why() for item in weighed)
 
 
 @pytest.mark.parametrize("prompt", ["still failing", "Mais algum lugar onde isso acontece?", "faz de novo",

@@ -45,7 +45,7 @@ RELATIVE = 0.8
 class Weighed:
     """One rule's points for one request, and what they rest on."""
 
-    __slots__ = ("points", "words", "topics", "meaning", "earlier", "applies", "needed")
+    __slots__ = ("points", "words", "topics", "meaning", "earlier", "applies", "needed", "unasked")
 
     def __init__(self, points: float = 0.0, shared_words=(), topics=(), meaning: float | None = None,
                  earlier: str | None = None):
@@ -56,6 +56,7 @@ class Weighed:
         self.earlier = earlier
         self.applies = False
         self.needed = APPLIES_AT
+        self.unasked = False  # earlier requests there were, and the request asks nothing of them
 
     def why(self) -> str:
         parts = []
@@ -68,7 +69,8 @@ class Weighed:
         if self.earlier is not None:
             parts.append(f"through the earlier request {self.earlier!r} (x{EARLIER:g})")
         verdict = f"{self.points:.2f} {'>=' if self.applies else '<'} {self.needed:.2f} needed"
-        return "; ".join(parts + [verdict]) if parts else "nothing shared"
+        said = "; ".join(parts + [verdict]) if parts else "nothing shared"
+        return said + ("; the request asks nothing, so the earlier ones are not weighed" if self.unasked else "")
 
 
 def rarity(described: list[words.Keys]) -> dict[str, float]:
@@ -114,6 +116,9 @@ def weigh(descriptions: list[str], request: str, earlier: list[str],
     rare = rarity(described)
     found = [_points(now, description, rare, margins[at] if margins else None) for at, description in enumerate(described)]
     own = any(item.words or item.topics for item in found)
+    if not own and not now.asks and earlier:
+        for item in found:
+            item.unasked = True
     if (not own and now.asks) or words.continuing(request):
         for text in reversed(earlier):
             before = words.keys(text)
