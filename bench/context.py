@@ -69,8 +69,8 @@ def report_quality(url: str | None, model: str) -> None:
           "on it (in-sample, no evidence);\nHELD-OUT: written before this round's tuning, only scored: the figures "
           "that count." + (f" Meaning scored in {time.perf_counter() - started:.1f} s by {model}." if url else
                             " No embeddings endpoint: meaning left out."))
-    print(f"\n{'':<46} {'set':<8} {'prec':>6} {'recall':>6} {'F1':>6} {'F1 en':>6} {'F1 pt':>6}  tp/fp/fn    "
-          f"no-rule requests given a rule")
+    print(f"\n{'':<46} {'set':<8} {'prec':>6} {'recall':>6} {'F1':>6} {'F1 en':>6} {'F1 pt':>6} {'P en/pt':>11} "
+          f"{'R en/pt':>11}  tp/fp/fn    no-rule requests given a rule")
     for which, data in sets.items():
         rows = [("hybrid, by words (no endpoint)", context_labels.by_hybrid(data))]
         if margins:
@@ -87,8 +87,8 @@ def report_quality(url: str | None, model: str) -> None:
             pt = context_labels.quality(context_labels.subset(pairs, lang="pt"))
             noisy = len({pair.request for pair in pairs if pair.request in quiet and pair.says})
             print(f"{name:<46} {which.upper():<8} {q.precision:>6.3f} {q.recall:>6.3f} {q.f1:>6.3f} {en.f1:>6.3f} "
-                  f"{pt.f1:>6.3f}  {q.true_positives}/{q.false_positives}/{q.false_negatives}   "
-                  f"{noisy} of {len(quiet)}")
+                  f"{pt.f1:>6.3f} {en.precision:>5.3f}/{pt.precision:.3f} {en.recall:>5.3f}/{pt.recall:.3f}  "
+                  f"{q.true_positives}/{q.false_positives}/{q.false_negatives}   {noisy} of {len(quiet)}")
         print()
 
 
@@ -234,7 +234,8 @@ def report_overhead(runs: int, url: str | None, model: str, against: str) -> Non
         python = []
         for run in range(runs):
             python.append(timed([sys.executable, "-c", "pass"], "", base_env))
-            for name, argv0 in commands.items():
+            order = list(commands.items())
+            for name, argv0 in (order if run % 2 == 0 else order[::-1]):  # neither tree always goes first
                 argv = [argv0, "inject", "UserPromptSubmit"]
                 first = next(iter(settings.values()))
                 times.setdefault(("steady: every rule given (most prompts)", name), []).append(
@@ -260,12 +261,15 @@ def report_overhead(runs: int, url: str | None, model: str, against: str) -> Non
           f"prompt {PROMPT!r};\n{runs} runs each, trees alternated run by run; `{against}` is git archive {against} "
           f"run the same way. python -c pass p50 {base:.1f} ms")
     header = f"{'process':<52}" + "".join(f" {name + ' p50':>16}" for name in names)
-    print(header + f" {'x python':>9}" + (f" {'ratio':>7}" if len(names) > 1 else ""))
-    rows = sorted({row for row, _ in times}, key=lambda row: list(dict.fromkeys(r for r, _ in times)).index(row))
+    print(header + f" {'x python':>9}" + (f" {'ratio':>7} {'paired':>7}" if len(names) > 1 else ""))
+    rows = list(dict.fromkeys(row for row, _ in times))
     for row in rows:
         p50s = [statistics.median(times[(row, name)]) for name in names]
         line = f"{row:<52}" + "".join(f" {value:>13.1f} ms" for value in p50s) + f" {p50s[0] / base:>9.2f}"
-        print(line + (f" {p50s[0] / p50s[1]:>7.2f}" if len(names) > 1 else ""))
+        if len(names) > 1:
+            paired = statistics.median(a / b for a, b in zip(times[(row, names[0])], times[(row, names[1])]))
+            line += f" {p50s[0] / p50s[1]:>7.2f} {paired:>7.2f}"
+        print(line)
     print(f"(p95 this tree: " + ", ".join(f"{row.split(',')[-1].strip()} {percentile(times[(row, names[0])], 0.95):.0f}"
                                           for row in rows) + " ms)")
     print(f"\nclassifier call alone, in process, 25 pending rules, description vectors cached ({runs} runs each)")
@@ -277,7 +281,8 @@ def report_overhead(runs: int, url: str | None, model: str, against: str) -> Non
         line = f"{call:<52}" + "".join(f" {value:>13.1f} ms" for value in p50s)
         line += f" {p50s[0] / p50s[1]:>7.2f}" if len(p50s) > 1 else ""
         print(line + f" {percentile(calls[names[0]][call]['times'], 0.95):>11.1f} ms" + (f"  ({failed})" if failed else ""))
-    print("ratio: this tree's p50 over the other's, in the same run (below 1: faster)")
+    print("ratio: this tree's p50 over the other's, in the same run (below 1: faster); paired: the median of the "
+          "run-by-run ratios")
 
 
 def main(argv: list[str] | None = None) -> int:
