@@ -116,13 +116,13 @@ def timed(argv: list[str], stdin: str, env: dict) -> float:
 
 
 # `memory-gate inject UserPromptSubmit` with the classifier replaced by an instant stand-in (every
-# seventh rule applies): the same process, imports and work, less the classifier's own time.
+# `every`th rule applies): the same process, imports and work, less the classifier's own time.
 STUBBED = """
 import sys
 sys.path.insert(0, {tree!r})
 from gate.context import classify, inject
 def instant(conn, settings, context, pending, prompt, earlier):
-    return classify.Decision([classify.Verdict(rule, at % 7 == 0, 0.1) for at, rule in enumerate(pending)])
+    return classify.Decision([classify.Verdict(rule, at % {every} == 0, 0.1) for at, rule in enumerate(pending)])
 inject._classify = instant
 from gate.entry import main
 sys.argv = ["memory-gate", "inject", "UserPromptSubmit"]
@@ -218,17 +218,24 @@ def report_overhead(runs: int, url: str | None, model: str, against: str) -> Non
         def payload(session: str, run: int, prompt: str = PROMPT) -> str:
             return json.dumps({"session_id": session, "prompt_id": f"p{run}", "cwd": str(project), "prompt": prompt})
 
-        # Warm each tree: its database, the description vectors cache, the OS's file cache.
+        # Warm each tree: its database, the description vectors cache, the OS's file cache; and give
+        # the session "steady" every rule (a few prompts: what does not fit one prompt waits for the next).
         for name, argv0 in commands.items():
             for extra in settings.values():
                 timed([argv0, "inject", "UserPromptSubmit"], payload("warm", 0), env(name, extra))
-                timed([argv0, "inject", "UserPromptSubmit"], payload("steady", 0), env(name, extra))
+                for run in range(6):
+                    timed([sys.executable, "-c", STUBBED.format(tree=str(trees[name]), every=1)],
+                          payload("steady", 1000 + run), env(name, extra))
         for name, argv0 in commands.items():  # each tree's hook really weighs and injects (no failing open)
             done = subprocess.run([argv0, "inject", "UserPromptSubmit"], input=payload("check", 0).encode(),
                                   env=env(name, next(iter(settings.values()))), capture_output=True, check=True)
             if b"# migrations" not in done.stdout or done.stderr.strip():
                 raise SystemExit(f"the hook of {name} did not inject the migrations rule: {done.stdout[:300]!r} "
                                  f"{done.stderr[:500]!r}")
+            steady = subprocess.run([argv0, "inject", "UserPromptSubmit"], input=payload("steady", 999).encode(),
+                                    env=env(name, next(iter(settings.values()))), capture_output=True, check=True)
+            if steady.stdout.strip():
+                raise SystemExit(f"the session 'steady' of {name} still has rules to give: {steady.stdout[:300]!r}")
         # Alternating the trees run by run, so that both see the same load.
         times: dict[tuple[str, str], list[float]] = {}
         python = []
@@ -241,7 +248,7 @@ def report_overhead(runs: int, url: str | None, model: str, against: str) -> Non
                 times.setdefault(("steady: every rule given (most prompts)", name), []).append(
                     timed(argv, payload("steady", run + 1), env(name, first)))
                 times.setdefault(("25 pending, classifier excluded", name), []).append(
-                    timed([sys.executable, "-c", STUBBED.format(tree=str(trees[name]))], payload(f"stub{run}", run),
+                    timed([sys.executable, "-c", STUBBED.format(tree=str(trees[name]), every=7)], payload(f"stub{run}", run),
                           env(name, first)))
                 for setting, extra in settings.items():
                     times.setdefault((f"25 pending, {setting}", name), []).append(
