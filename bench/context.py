@@ -253,15 +253,21 @@ def report_overhead(runs: int, url: str | None, model: str, against: str) -> Non
                 for setting, extra in settings.items():
                     times.setdefault((f"25 pending, {setting}", name), []).append(
                         timed(argv, payload(f"{setting}{run}", run), env(name, extra)))
-        calls = {}
-        for name, tree in trees.items():
-            script = CALLS.format(tree=str(tree), folder=str(project / ".claude" / "context"),
-                                  database=str(root / f"calls-{name.replace(' ', '-')}.db"), url=url, model=model,
-                                  runs=runs, prompt=PROMPT)
-            done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=base_env)
-            if done.returncode:
-                raise SystemExit(f"the classifier calls of {name} failed:\n{done.stderr}")
-            calls[name] = json.loads(done.stdout)
+        calls: dict = {}
+        rounds = 4  # each tree's process in turn, a quarter of the runs at a time, so both meet the same load
+        for round_ in range(rounds):
+            order = list(trees.items())
+            for name, tree in (order if round_ % 2 == 0 else order[::-1]):
+                script = CALLS.format(tree=str(tree), folder=str(project / ".claude" / "context"),
+                                      database=str(root / f"calls-{name.replace(' ', '-')}.db"), url=url, model=model,
+                                      runs=max(1, runs // rounds), prompt=PROMPT)
+                done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=base_env)
+                if done.returncode:
+                    raise SystemExit(f"the classifier calls of {name} failed:\n{done.stderr}")
+                for call, found in json.loads(done.stdout).items():
+                    mine = calls.setdefault(name, {}).setdefault(call, {"times": [], "failed": None})
+                    mine["times"] += found["times"]
+                    mine["failed"] = mine["failed"] or found["failed"]
     base = statistics.median(python)
     names = list(commands)
     print(f"\nper-prompt overhead: `memory-gate inject UserPromptSubmit` (the settings hook's process), 25 rule files, "
