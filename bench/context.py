@@ -150,12 +150,13 @@ if url:
                                                                      timeout=5)
 out = {{}}
 for name, call in calls.items():
-    times = []
+    times, cpu = [], []
     for _ in range(runs):
-        started = time.perf_counter()
+        started, used = time.perf_counter(), time.process_time()
         decision = call()
         times.append((time.perf_counter() - started) * 1000)
-    out[name] = {{"times": times, "failed": decision.failure or decision.note}}
+        cpu.append((time.process_time() - used) * 1000)
+    out[name] = {{"times": times, "cpu": cpu, "failed": decision.failure or decision.note}}
 print(json.dumps(out))
 """
 
@@ -265,8 +266,9 @@ def report_overhead(runs: int, url: str | None, model: str, against: str) -> Non
                 if done.returncode:
                     raise SystemExit(f"the classifier calls of {name} failed:\n{done.stderr}")
                 for call, found in json.loads(done.stdout).items():
-                    mine = calls.setdefault(name, {}).setdefault(call, {"times": [], "failed": None})
+                    mine = calls.setdefault(name, {}).setdefault(call, {"times": [], "cpu": [], "failed": None})
                     mine["times"] += found["times"]
+                    mine["cpu"] += found["cpu"]
                     mine["failed"] = mine["failed"] or found["failed"]
     base = statistics.median(python)
     names = list(commands)
@@ -286,14 +288,16 @@ def report_overhead(runs: int, url: str | None, model: str, against: str) -> Non
     print(f"(p95 this tree: " + ", ".join(f"{row.split(',')[-1].strip()} {percentile(times[(row, names[0])], 0.95):.0f}"
                                           for row in rows) + " ms)")
     print(f"\nclassifier call alone, in process, 25 pending rules, description vectors cached ({runs} runs each)")
-    print(f"{'classifier':<52}" + "".join(f" {name + ' p50':>16}" for name in names)
+    print(f"{'classifier (wall time; CPU time of the process)':<52}" + "".join(f" {name + ' p50':>16}" for name in names)
           + (f" {'ratio':>7}" if len(names) > 1 else "") + f" {'p95 this tree':>14}")
     for call in calls[names[0]]:
-        p50s = [statistics.median(calls[name][call]["times"]) for name in names if call in calls[name]]
         failed = calls[names[0]][call]["failed"]
-        line = f"{call:<52}" + "".join(f" {value:>13.1f} ms" for value in p50s)
-        line += f" {p50s[0] / p50s[1]:>7.2f}" if len(p50s) > 1 else ""
-        print(line + f" {percentile(calls[names[0]][call]['times'], 0.95):>11.1f} ms" + (f"  ({failed})" if failed else ""))
+        for kind, label in (("times", call), ("cpu", "  CPU")):
+            p50s = [statistics.median(calls[name][call][kind]) for name in names if call in calls[name]]
+            line = f"{label:<52}" + "".join(f" {value:>13.1f} ms" for value in p50s)
+            line += f" {p50s[0] / p50s[1]:>7.2f}" if len(p50s) > 1 else ""
+            line += f" {percentile(calls[names[0]][call][kind], 0.95):>11.1f} ms"
+            print(line + (f"  ({failed})" if failed and kind == "times" else ""))
     print("ratio: this tree's p50 over the other's, in the same run (below 1: faster); paired: the median of the "
           "run-by-run ratios")
 
