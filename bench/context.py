@@ -1,6 +1,6 @@
 """injected-context: the classifiers' quality on the labelled set, and per-prompt overhead.
 
-    python bench/context.py [--url URL --model NAME] [--runs 40] [--no-overhead] [--no-quality]
+    python bench/context.py [--url URL --model NAME] [--runs 40] [--against REF] [--no-overhead] [--no-quality]
 
 Quality: every request against every one of 25 rule descriptions (three in Portuguese), on two
 sets of English and Portuguese requests (small talk, work no rule covers, two-rule requests,
