@@ -1,4 +1,4 @@
-"""injected-context: the classifiers' quality on the labelled set, and per-prompt overhead.
+"""injected-context: the classifiers' quality on the tuning and held-out sets, and per-prompt overhead.
 
     python bench/context.py [--url URL --model NAME] [--runs 40] [--against REF] [--no-overhead] [--no-quality]
 
