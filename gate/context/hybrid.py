@@ -10,9 +10,11 @@ For each pending rule, the evidence that the request falls under its description
 - meaning (only with MEMORY_GATE_EMBED_URL): the embeddings classifier's margin (classify.py),
   MEANING points per 0.01 of margin above MEANING_FROM. Alone it is a rough signal on a small
   model (F1 about 0.5 on the labelled set), so it adds to the words rather than deciding alone;
-- the earlier requests: a request with no evidence of its own for any rule ("now the same for
-  orders", "try again") is weighed by the latest earlier request that has some, at EARLIER of
-  its points; a request with evidence of its own is about that, not what came before.
+- the earlier requests: a request with no evidence of its own for any rule that asks for
+  something ("now the same for orders", "try again", lexicon.ASKING) is weighed by the latest
+  earlier request that has some, at EARLIER of its points; a request with evidence of its own is
+  about that, not what came before, and one that asks nothing ("who won the game last night?")
+  is about nothing the rules cover.
 
 A rule applies when its points reach APPLIES_AT and at least RELATIVE of the best rule's for
 this request: a request about payments that also names a table is not a migration. A request
@@ -43,7 +45,7 @@ RELATIVE = 0.8
 class Weighed:
     """One rule's points for one request, and what they rest on."""
 
-    __slots__ = ("points", "words", "topics", "meaning", "earlier", "applies", "needed")
+    __slots__ = ("points", "words", "topics", "meaning", "earlier", "applies", "needed", "unasked")
 
     def __init__(self, points: float = 0.0, shared_words=(), topics=(), meaning: float | None = None,
                  earlier: str | None = None):
@@ -54,6 +56,7 @@ class Weighed:
         self.earlier = earlier
         self.applies = False
         self.needed = APPLIES_AT
+        self.unasked = False  # earlier requests there were, and the request asks nothing of them
 
     def why(self) -> str:
         parts = []
@@ -66,7 +69,8 @@ class Weighed:
         if self.earlier is not None:
             parts.append(f"through the earlier request {self.earlier!r} (x{EARLIER:g})")
         verdict = f"{self.points:.2f} {'>=' if self.applies else '<'} {self.needed:.2f} needed"
-        return "; ".join(parts + [verdict]) if parts else "nothing shared"
+        said = "; ".join(parts + [verdict]) if parts else "nothing shared"
+        return said + ("; the request asks nothing, so the earlier ones are not weighed" if self.unasked else "")
 
 
 def rarity(described: list[words.Keys]) -> dict[str, float]:
@@ -112,7 +116,10 @@ def weigh(descriptions: list[str], request: str, earlier: list[str],
     rare = rarity(described)
     found = [_points(now, description, rare, margins[at] if margins else None) for at, description in enumerate(described)]
     own = any(item.words or item.topics for item in found)
-    if not own or words.continuing(request):
+    if not own and not now.asks and earlier:
+        for item in found:
+            item.unasked = True
+    if (not own and now.asks) or words.continuing(request):
         for text in reversed(earlier):
             before = words.keys(text)
             if not before.work:

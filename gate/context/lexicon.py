@@ -11,8 +11,13 @@ Three word lists, folded as words.py folds text (lower case, no accents):
 - FILLER: words of a request that say it is work without saying which (`fix`, `add`, `please`,
   `faz`), which no overlap may rest on.
 - SMALL_TALK: words that carry no work at all (`thanks`, `yes`, `valeu`, `weather`). A request
-  made only of these (and stop words) injects nothing, whatever came before it; filler is still
-  a request ("try again").
+  made only of these (and stop words, laughter, emoji) injects nothing, whatever came before it;
+  filler is still a request ("try again"). A small-talk word names a topic only as spelled in
+  TOPICS, not by its stem (`night` is not `nightly` jobs).
+- ASKING: the filler that asks for something (`fix`, `do`, `try`, `again`, `faz`, `tenta`,
+  `isso`): a request with no evidence of its own leans on the earlier requests only when it holds
+  one of these (or of CONTINUING). Question words and nouns (`who`, `qual`, `page`) do not ask:
+  "who won the game last night?" after a migration is not about the migration.
 """
 
 from __future__ import annotations
@@ -239,7 +244,18 @@ SMALL_TALK = frozenset("""
     sim claro isso certo certeza pode mandar manda bora vamos ok oi ola bom boa dia tarde noite tchau
     tudo bem como vai chover chuva tempo previsao amanha piada conta ganhou copa futebol era ficou ficar
     muito bacana demais maravilha combinado fechado entendi there here just really actually anyway
+    much lot lots so many glad happy love loved amazing brilliant superb fantastic neat sweet yay np
+    nope thumbs congrats congratulations cheers mate buddy pal dude folks guys everyone all bye later
+    see soon tonight week weekend holiday holidays vacation lunch dinner coffee beer game
+    played playing scored movie snow cold hot warm sun sunny cloudy temperature degrees
+    gostei adorei amei curti valeu mano cara galera pessoal fechou fechado tranquilo suave firmeza
+    demorou falou abraco abracos beijo beijos semana fim feriado ferias almoco jantar cafe cerveja
+    jogo partida placar gol gols filme sol frio calor quente nublado temperatura graus
+    aham uhum ahan hum hmm humm opa eita nossa uau ah oh eh hoje ontem
 """.split())
+
+# Laughter and similar: "kkkk", "hahaha", "rsrs", "lmao". Folded.
+LAUGHTER = r"(?:k{3,}|(?:h?a){2,}h?|(?:h?e){2,}h?|(?:rs)+|lol+|lmao|rofl|xd)"
 
 # Libraries and frameworks a request names when it updates one ("bump react", "atualiza o
 # Django"): with an update verb or a version number, the request is about a dependency.
@@ -254,6 +270,21 @@ UPDATE_VERBS = frozenset("""
     update updates updated updating upgrade upgrades upgraded upgrading bump bumps bumped downgrade
     replace migrate atualizar atualize atualiza atualizado atualizacao trocar troca troque substituir
     substitua substitui remove remover removes remova tira
+""".split())
+
+# Filler that asks for something: with one of these (or of CONTINUING), a request with no evidence
+# of its own ("try again", "do it for billing", "mais algum lugar onde isso acontece?") is weighed by
+# the earlier requests. Folded.
+ASKING = frozenset("""
+    add make fix change update create write need want use please can could would should let try again
+    still also now too next done same then redo rerun retry undo revert continue finish remove
+    delete rename move replace implement build run show explain refactor handle keep check look find
+    this these those
+    adicione adiciona adicionar cria crie criar faz faca mude muda mudar troque troca trocar
+    corrija corrige corrigir arruma arrume ajuste ajusta ajustar coloca coloque colocar tira tire tirar
+    quero queria preciso precisa precisamos podes poderia agora tambem igual mesmo mesma tenta tente
+    tentar ainda isso isto disso nisso desse dessa deste desta roda rode rodar escreve escreva remove
+    remova apaga apague implementa implemente mostra explica continua refaz refaca volta reverte
 """.split())
 
 # Words that make a request a follow-up even when it names work of its own ("and the same for

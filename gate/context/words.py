@@ -23,6 +23,7 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?![\w.]*\w)")
 _PATH = re.compile(r"(?<![\w/])/[a-z][\w{}\-]*", re.IGNORECASE)
 _VERB = re.compile(r"\b(?:GET|POST|PUT|PATCH|DELETE)\b")
+_LAUGHTER = re.compile(lexicon.LAUGHTER + r"\Z")
 # One pass, the longest ending first; what is left keeps at least MIN_STEM letters.
 _ENDINGS = frozenset(
     """
@@ -94,8 +95,11 @@ def _index() -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
 
 
 def named(word: str) -> tuple[str, ...]:
-    """The topics a (folded) word names: as spelled in the lexicon, else by its stem."""
+    """The topics a (folded) word names: as spelled in the lexicon, else by its stem; a small-talk
+    word only as spelled (`night` is not `nightly`)."""
     exact, stems = _index()
+    if word in lexicon.SMALL_TALK:
+        return exact.get(word, ())
     root = stem(word)
     return exact.get(word) or exact.get(root) or stems.get(root) or ()
 
@@ -104,12 +108,13 @@ class Keys:
     """What a text is about: `words` (each stem that says something, to the word that gave it)
     and `topics` (each topic, to the words that name it, as often as they occur)."""
 
-    __slots__ = ("words", "topics", "work")
+    __slots__ = ("words", "topics", "work", "asks")
 
-    def __init__(self, words: dict[str, str], topics: dict[str, list[str]], work: bool):
+    def __init__(self, words: dict[str, str], topics: dict[str, list[str]], work: bool, asks: bool = False):
         self.words = words
         self.topics = topics
-        self.work = work  # False: only small talk, filler and stop words
+        self.work = work  # False: only small talk, laughter and stop words
+        self.asks = asks  # a word that asks for something (lexicon.ASKING), or a version, path or verb
 
 
 def keys(text: str) -> Keys:
@@ -149,8 +154,9 @@ def keys(text: str) -> Keys:
     if library and (present & lexicon.UPDATE_VERBS or "@version" in specials):
         topics.setdefault("dependency", []).append(sorted(library)[0])
     # Filler is still a request ("try again", "do the same"); small talk and stop words alone are not.
-    quiet = all(t in STOP or t in lexicon.SMALL_TALK or t.isdigit() for t in tokens)
-    return Keys(words, topics, not quiet or bool(specials))
+    quiet = all(t in STOP or t in lexicon.SMALL_TALK or t.isdigit() or _LAUGHTER.match(t) for t in tokens)
+    asks = bool(specials) or any(t in lexicon.ASKING or t in lexicon.CONTINUING for t in tokens)
+    return Keys(words, topics, not quiet or bool(specials), asks)
 
 
 def continuing(text: str) -> bool:
