@@ -170,6 +170,7 @@ NO_WORK = [
 ]
 
 
+@pytest.mark.slow
 def test_with_the_default_classifier_a_prompt_with_no_work_injects_nothing(tmp_path):
     """Through `memory-gate inject UserPromptSubmit` at the default settings (hybrid, by words),
     the labelled set's 25 rule files, and in each session a work request just before that a
