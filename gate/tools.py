@@ -142,6 +142,10 @@ def memory_search(
 # request stays well under the deadline and none is abandoned half done.
 SEARCH_CATCH_UP = 3.0
 SEARCH_CATCH_UP_BATCH = vectors.CATCH_UP_BATCH
+# More waiting than this is no burst of writes but a memory never embedded (an endpoint
+# configured for an old memory): searches leave it to the background and to `memory-gate
+# reindex` rather than each paying the whole deadline.
+SEARCH_CATCH_UP_MOST = 128
 
 
 def _catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[str]) -> int:
@@ -151,8 +155,9 @@ def _catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[
     after. The background embedder (gate/server.py) does the same, but a search right after the
     writes would run ahead of it and answer differently for the same memory. Outside the
     search's transaction: the write lock is never held across a request."""
-    if not vectors.missing(conn):
-        return 0
+    waiting = vectors.missing(conn)
+    if not waiting or waiting > SEARCH_CATCH_UP_MOST:
+        return waiting
     # A request cut short by this deadline must not silence the writes' embedding for a spell.
     patient = replace(endpoint, quiet_after_timeout=0.0)
     try:
@@ -167,10 +172,15 @@ def _catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[
 def _say_waiting(waiting: int, endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None,
                  notes: list[str]) -> None:
     """Tell the agent that meaning, used, could not see some facts (by words it still can)."""
-    if waiting and _meaning(endpoint, query, notes) == "used":
-        notes.append(f"{waiting} fact still waits for its vector, so meaning cannot find it yet; it is being embedded"
-                     if waiting == 1 else
-                     f"{waiting} facts still wait for their vectors, so meaning cannot find them yet; they are being embedded")
+    if not waiting or _meaning(endpoint, query, notes) != "used":
+        return
+    if waiting > SEARCH_CATCH_UP_MOST:
+        notes.append(f"{waiting} facts have no vector yet, so meaning cannot find them; the owner can run "
+                     "`memory-gate reindex` to embed them all now")
+    elif waiting == 1:
+        notes.append("1 fact still waits for its vector, so meaning cannot find it yet; it is being embedded")
+    else:
+        notes.append(f"{waiting} facts still wait for their vectors, so meaning cannot find them yet; they are being embedded")
 
 
 @dataclass(frozen=True)

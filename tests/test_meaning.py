@@ -294,6 +294,21 @@ def test_a_search_first_embeds_the_facts_a_write_left_waiting(conn, fake_embeddi
                                      max_distance=0.8)
 
 
+def test_a_memory_never_embedded_is_left_to_reindex_not_to_every_search(conn, fake_embeddings, monkeypatch):
+    """An endpoint configured for an old memory: searches do not each pay the deadline for it."""
+    monkeypatch.setattr(tools, "SEARCH_CATCH_UP_MOST", 2)
+    store.load_vectors(conn)
+    writer = Writer(conn)
+    for i in range(3):
+        writer.insert("note", f"Old note number {i}.")  # no endpoint: they wait
+    endpoint = Endpoint(fake_embeddings.url, "m", max_distance=0.8)
+    answer = tools.memory_search(conn, "note", writer.caller, endpoint=endpoint)
+    assert [request["input_type"] for request in fake_embeddings.requests] == ["query"]
+    assert answer.notes == ["3 facts have no vector yet, so meaning cannot find them; the owner can run "
+                            "`memory-gate reindex` to embed them all now"]
+    assert len(answer.results) == 3 and vectors.missing(conn) == 3
+
+
 def test_a_search_waits_for_waiting_facts_no_longer_than_its_deadline(conn, fake_embeddings, monkeypatch):
     """An endpoint that takes documents and never answers costs a search SEARCH_CATCH_UP, not
     the catch-up's minute, and the search says meaning could not see the facts."""
