@@ -146,17 +146,18 @@ def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = 
     # Cheapest first: every term as typed (no prefix to expand), then in any form, then any term.
     # A tier that cannot reach `wanted` facts (its rarest term is in fewer) would be thrown away
     # for the next one, so it is not run: bm25 is the cost of a search.
-    tiers = [
-        (focused.expression(every=True, exact_only=True), min(held_exact)),
-        (focused.expression(every=True), min(held)),
-        (focused.expression(), size),
-    ]
+    # With one term, "every term in some form" is "any term". Facts holding every term as typed
+    # all hold the whole query: the best `wanted` of them by bm25 are the answer, no more needed.
+    tiers = [(focused.expression(every=True, exact_only=True), min(held_exact), wanted)]
+    if len(focused.terms) > 1:
+        tiers.append((focused.expression(every=True), min(held), POOL))
+    tiers.append((focused.expression(), size, POOL))
     tried: set[str] = set()
-    for expression, most in tiers:
+    for expression, most, fetch in tiers:
         if expression.text in tried or (most < wanted and expression is not tiers[-1][0]):
             continue
         tried.add(expression.text)
-        rows = _match(conn, expression.text, POOL, after)
+        rows = _match(conn, expression.text, fetch, after)
         if len(rows) >= wanted:
             break
     found = []
