@@ -219,12 +219,12 @@ class Guarded:
         return await self.app(scope, receive, send)
 
 
-def serve(settings: config.Settings, *, port: int, editable: bool, open_browser: bool) -> int:
-    import uvicorn
-
-    path, conn = terminal.open_existing(settings)
-    store.load_vectors(conn)  # vectors kept in step with edits, and search by meaning, when it loads
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def listen(port: int) -> socket.socket:
+    """The page's socket on 127.0.0.1. Made as an explicit TCP socket: asyncio turns Nagle's
+    algorithm off only on connections whose socket says IPPROTO_TCP (proto 0 does not), and with
+    Nagle on, every page after the first on a kept-alive connection (a browser's navigation, each
+    live refresh) waits about 40 ms for the client's delayed ACK of the response's headers."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listener.bind(("127.0.0.1", port))
@@ -235,6 +235,15 @@ def serve(settings: config.Settings, *, port: int, editable: bool, open_browser:
             "or leave --port out for a free one"
         ) from error
     listener.listen(64)
+    return listener
+
+
+def serve(settings: config.Settings, *, port: int, editable: bool, open_browser: bool) -> int:
+    import uvicorn
+
+    path, conn = terminal.open_existing(settings)
+    store.load_vectors(conn)  # vectors kept in step with edits, and search by meaning, when it loads
+    listener = listen(port)
     guard = Guard(port=listener.getsockname()[1])
     # A person waits seconds for a search or an edit, not a turn's fraction of one.
     endpoint = terminal.patient_endpoint(settings)
