@@ -281,6 +281,26 @@ def test_an_edit_gets_the_same_checks_as_memory_write(editor, page):
     assert len(editor.log()) == lines  # nothing logged, nothing changed
 
 
+def test_an_edit_beside_an_old_credential_says_to_take_the_mask_out(editor, page):
+    # Fact 4's text holds a password from before the checks; the form shows it masked.
+    page.goto(editor.at("/facts/4"))
+    lines = len(editor.log())
+    assert "hunter2222x" not in page.content()
+    page.fill("input[name=topic]", "release 0.3")
+    page.click("form.edit button.primary")
+    page.wait_for_selector(".notice.error[role=alert]")
+    refusal = page.locator(".notice.error[role=alert]").inner_text()
+    assert "from old data" in refusal and "Take the mask out of the text" in refusal, refusal
+    assert "hunter2222x" not in page.content() and len(editor.log()) == lines
+    masked = page.locator("textarea[name=text]").input_value()
+    page.fill("textarea[name=text]", masked.split(" Old note:")[0])
+    page.click("form.edit button.primary")
+    page.wait_for_selector(".notice[role=status]:has-text('fact 4 updated')")
+    line = editor.log()[-1]
+    assert line["after"] == {"topic": "release 0.3", "kind": "event", "text": "Version 0.3 shipped with the new importer.",
+                             "date": line["before"]["date"]}
+
+
 def test_delete_then_undo_brings_the_fact_back(editor, page):
     page.goto(editor.at("/facts/3"))
     page.once("dialog", lambda dialog: dialog.accept())

@@ -25,6 +25,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from gate import audit, config, embeddings, stats, store, terminal, write
+from gate.secrets import find as find_credential, marker
 from gate.view import editing, pages, reading
 from gate.view.access import TOKEN, Guard, Refused
 from gate.view.html import frame
@@ -184,6 +185,15 @@ def _edit(conn, log, fact_id, fields, rev, endpoint):
         for key, held in zip(("topic", "text"), row):
             if fields.get(key, "").replace("\r\n", "\n").strip() == redact(held).strip():
                 fields[key] = held
+                found = find_credential(held)
+                if found:
+                    # The owner changed something else and sent the masked text back: the
+                    # credential is memory's, from before the checks, not something they typed.
+                    raise editing.Refused(
+                        f"the {key} holds {found} from old data, shown masked as "
+                        f"{marker(found)}: the fact cannot be saved with it. Take the mask "
+                        "out of the " + key + " (say where the credential is kept instead), then save."
+                    )
     fields["text"] = fields.get("text", "").replace("\r\n", "\n")
     return editing.edit(conn, log, fact_id, fields, rev=rev, endpoint=endpoint)
 
