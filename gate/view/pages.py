@@ -100,15 +100,10 @@ def search(guard: Guard, found: Found | None) -> str:
         if hit.words:
             reasons.append(f"words: {TIER_MEANING[hit.words]}, {hit.share:.0%} of the query's weight")
         if hit.meaning:
-            reasons.append(f"meaning: the {_ordinal(hit.meaning)} nearest fact")
+            reasons.append("meaning: near the query in meaning; words alone did not bring it")
         why[hit.fact.id] = "why: " + "; ".join(reasons)
     summary = f'<p class="figures">{plural(len(found.hits), "fact")}, in the order memory_search returns them; ranked by {how}.</p>'
     return f"<h1>Search</h1>{form}{notes}{summary}{_fact_rows(guard, [hit.fact for hit in found.hits], why)}"
-
-
-def _ordinal(number: int) -> str:
-    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
-    return f"{number}{suffix}"
 
 
 # -- one fact ---------------------------------------------------------------------------------
