@@ -309,7 +309,7 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
                 raise SystemExit("the viewer did not search by meaning: " + next(b for b in shown if "ranked by words and meaning" not in b)[:300])
             terms = iter(queries)
             lib = timed(lambda: reading.find(conn, next(terms), endpoint), args.repeat)
-            near = sum(body.count("meaning: the ") for body in shown) / len(shown)
+            near = sum(body.count("meaning: near") for body in shown) / len(shown)
             terms = iter(queries)
             alone = timed(lambda: endpoint.embed([next(terms)], role=embeddings.QUERY, timeout=30), args.repeat)
             report("search by words and meaning", web, lib,
