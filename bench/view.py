@@ -314,7 +314,7 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
             alone = timed(lambda: endpoint.embed([next(terms)], role=embeddings.QUERY, timeout=30), args.repeat)
             report("search by words and meaning", web, lib,
                    f"   (the query's vector alone: {statistics.median(alone):.1f} ms p50, {percentile(alone, 0.95):.1f} p95;"
-                   f" {near:.1f} facts a page found by meaning)")
+                   f" {near:.1f} facts a page brought by meaning alone)")
         finally:
             viewer.stop()
     conn.close()
