@@ -90,7 +90,8 @@ def search(guard: Guard, found: Found | None) -> str:
 <button type="submit" class="primary">Search</button></form>"""
     if found is None:
         return f"<h1>Search</h1>{form}"
-    notes = "".join(f'<p class="notice">{e(note)}</p>' for note in found.notes)
+    # A note may quote the endpoint's own error message, which may quote whatever it was sent.
+    notes = "".join(f'<p class="notice">{shown(note)}</p>' for note in found.notes)
     how = "words and meaning" if found.by_meaning else "words only: MEMORY_GATE_EMBED_URL is unset or not answering"
     if not found.hits:
         return f'<h1>Search</h1>{form}{notes}<p class="empty">Nothing in memory for “{e(terms)}”: memory_search would return an empty list.</p>'
