@@ -249,6 +249,7 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
     queries = [query for _, query in asked(rows, args.repeat)]
     topic = rows[len(rows) // 2][0].split()[0]
     middle = args.facts // reading.PER_PAGE // 2
+    since = "2026-06-01"  # the newer half of the year of changes
     cases = [
         ("facts, pages 1-N, each seen once", "pages", lambda c: None),
         ("facts, first page again", "/", lambda c: reading.facts_page(c, reading.Filters())),
@@ -256,6 +257,14 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
         ("facts, one kind", "/?kind=trap", lambda c: reading.facts_page(c, reading.Filters(kind="trap"))),
         (f"facts, topic word '{topic}'", f"/?topic={quote(topic)}", lambda c: reading.facts_page(c, reading.Filters(topic=topic))),
         ("facts, not confirmed in 30 days", "/?stale=30", lambda c: reading.facts_page(c, reading.Filters(stale=30))),
+        # Filters together, as a person narrows a list down: each alone reads an index in order,
+        # together the count reads one index and checks the other filter fact by fact.
+        ("facts, one kind, unconfirmed 30 d", "/?kind=state&stale=30",
+         lambda c: reading.facts_page(c, reading.Filters(kind="state", stale=30))),
+        (f"facts, since {since}, unconfirmed 30d", f"/?since={since}&stale=30",
+         lambda c: reading.facts_page(c, reading.Filters(since=since, stale=30))),
+        ("facts, topic words starting 's', page 20", "/?topic=s&page=20",
+         lambda c: reading.facts_page(c, reading.Filters(topic="s"), 20)),
         ("search by words (1-4 words of a fact)", "search", None),
         ("fact page (streams write.log)", f"/facts/{args.facts // 2}", lambda c: reading.story(c, audit.log_path(db), args.facts // 2)),
     ]
