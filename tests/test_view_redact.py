@@ -38,3 +38,44 @@ def test_prose_about_secrets_is_left_alone(text):
 
 def test_none_reads_as_empty():
     assert redact(None) == ""
+
+
+def test_a_credential_an_embeddings_endpoint_quotes_in_its_error_is_masked_on_the_search_page(conn):
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from gate import embeddings, store
+    from gate.view import pages, reading
+    from gate.view.access import Guard
+
+    key = "sk-ant-api03-" + "Q" * 40
+
+    class Refusing(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"error": {"message": f"key {key} refused"}}).encode()
+            self.send_response(500)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        store.load_vectors(conn)
+        with store.writing(conn):
+            conn.execute("INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
+                         " VALUES ('deploy', 'state', 'Deploys go through staging.', '2026-01-01', '', '', '')")
+        endpoint = embeddings.Endpoint(f"http://127.0.0.1:{server.server_address[1]}/v1/embeddings", "e5", None,
+                                       quiet_after_timeout=0.0)
+        found = reading.find(conn, "deploy staging", endpoint)
+        assert any(key in note for note in found.notes)  # the endpoint's words, as tools.rank passes them on
+        html = pages.search(Guard(port=1), found)
+        assert key not in html and "[redacted: " in html and "HTTP 500" in html
+    finally:
+        server.shutdown()
+        server.server_close()

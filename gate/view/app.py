@@ -25,6 +25,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from gate import audit, config, embeddings, stats, store, terminal, write
+from gate.secrets import find as find_credential, marker
 from gate.view import editing, pages, reading
 from gate.view.access import TOKEN, Guard, Refused
 from gate.view.html import frame
@@ -184,6 +185,15 @@ def _edit(conn, log, fact_id, fields, rev, endpoint):
         for key, held in zip(("topic", "text"), row):
             if fields.get(key, "").replace("\r\n", "\n").strip() == redact(held).strip():
                 fields[key] = held
+                found = find_credential(held)
+                if found:
+                    # The owner changed something else and sent the masked text back: the
+                    # credential is memory's, from before the checks, not something they typed.
+                    raise editing.Refused(
+                        f"the {key} holds {found} from old data, shown masked as "
+                        f"{marker(found)}: the fact cannot be saved with it. Take the mask "
+                        "out of the " + key + " (say where the credential is kept instead), then save."
+                    )
     fields["text"] = fields.get("text", "").replace("\r\n", "\n")
     return editing.edit(conn, log, fact_id, fields, rev=rev, endpoint=endpoint)
 
@@ -219,12 +229,12 @@ class Guarded:
         return await self.app(scope, receive, send)
 
 
-def serve(settings: config.Settings, *, port: int, editable: bool, open_browser: bool) -> int:
-    import uvicorn
-
-    path, conn = terminal.open_existing(settings)
-    store.load_vectors(conn)  # vectors kept in step with edits, and search by meaning, when it loads
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def listen(port: int) -> socket.socket:
+    """The page's socket on 127.0.0.1. Made as an explicit TCP socket: asyncio turns Nagle's
+    algorithm off only on connections whose socket says IPPROTO_TCP (proto 0 does not), and with
+    Nagle on, every page after the first on a kept-alive connection (a browser's navigation, each
+    live refresh) waits about 40 ms for the client's delayed ACK of the response's headers."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listener.bind(("127.0.0.1", port))
@@ -235,6 +245,15 @@ def serve(settings: config.Settings, *, port: int, editable: bool, open_browser:
             "or leave --port out for a free one"
         ) from error
     listener.listen(64)
+    return listener
+
+
+def serve(settings: config.Settings, *, port: int, editable: bool, open_browser: bool) -> int:
+    import uvicorn
+
+    path, conn = terminal.open_existing(settings)
+    store.load_vectors(conn)  # vectors kept in step with edits, and search by meaning, when it loads
+    listener = listen(port)
     guard = Guard(port=listener.getsockname()[1])
     # A person waits seconds for a search or an edit, not a turn's fraction of one.
     endpoint = terminal.patient_endpoint(settings)

@@ -90,7 +90,8 @@ def search(guard: Guard, found: Found | None) -> str:
 <button type="submit" class="primary">Search</button></form>"""
     if found is None:
         return f"<h1>Search</h1>{form}"
-    notes = "".join(f'<p class="notice">{e(note)}</p>' for note in found.notes)
+    # A note may quote the endpoint's own error message, which may quote whatever it was sent.
+    notes = "".join(f'<p class="notice">{shown(note)}</p>' for note in found.notes)
     how = "words and meaning" if found.by_meaning else "words only: MEMORY_GATE_EMBED_URL is unset or not answering"
     if not found.hits:
         return f'<h1>Search</h1>{form}{notes}<p class="empty">Nothing in memory for “{e(terms)}”: memory_search would return an empty list.</p>'
@@ -100,15 +101,10 @@ def search(guard: Guard, found: Found | None) -> str:
         if hit.words:
             reasons.append(f"words: {TIER_MEANING[hit.words]}, {hit.share:.0%} of the query's weight")
         if hit.meaning:
-            reasons.append(f"meaning: the {_ordinal(hit.meaning)} nearest fact")
+            reasons.append("meaning: near the query in meaning; words alone did not bring it")
         why[hit.fact.id] = "why: " + "; ".join(reasons)
     summary = f'<p class="figures">{plural(len(found.hits), "fact")}, in the order memory_search returns them; ranked by {how}.</p>'
     return f"<h1>Search</h1>{form}{notes}{summary}{_fact_rows(guard, [hit.fact for hit in found.hits], why)}"
-
-
-def _ordinal(number: int) -> str:
-    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
-    return f"{number}{suffix}"
 
 
 # -- one fact ---------------------------------------------------------------------------------

@@ -100,7 +100,7 @@ class Hit:
     fact: Fact
     words: str | None  # how words found it: exact, forms, some (gate/search.py TIERS); None: not by words
     share: float  # the share of the query's weight its words carry (0 when not found by words)
-    meaning: int | None  # its place among the facts near in meaning; None: not near
+    meaning: bool  # meaning brought it: words alone did not return it
 
 
 @dataclass
@@ -119,24 +119,30 @@ TIER_MEANING = {
 
 
 def find(conn: apsw.Connection, terms: str, endpoint: embeddings.Endpoint | None) -> Found:
-    """memory_search's answer for `terms`, recording nothing, with why each fact came back."""
+    """memory_search's answer for `terms`, recording nothing, with why each fact came back.
+
+    The answer holds every fact words return and, after them, what meaning adds
+    (search.combine), so a fact came by words exactly when words alone return it. That is
+    judged again here from the candidates the ranking saw, in Python: a second search by meaning,
+    which could have told each fact's place among the near ones, cost as much as the whole
+    ranking at 100k facts (vectors.neighbourhood), and put a page over its 200 ms."""
     ranking = tools.rank(conn, terms, endpoint=endpoint)
     try:
-        by_words = search.candidates(conn, terms)
+        # The candidates the ranking itself judged (it asks words for RESULTS facts), at the
+        # ranking's cost. search.candidates asks for POOL: that sends words on to costlier
+        # expressions whenever fewer facts hold every term (at 100k facts, p95 132 ms against
+        # the ranking's 70), and its wider pool, the best by bm25 over any term, need not hold
+        # the facts the ranking returned at all, which then said nothing about why.
+        pool = search._candidates(conn, terms, wanted=search.RESULTS)
     except search.MalformedQuery:
-        by_words = {}  # tools.rank already said so in its notes
-    near: dict[int, int] = {}
-    if ranking.query is not None:
-        try:
-            nearest = search.by_meaning(conn, ranking.query, max_distance=endpoint.max_distance)
-            near = {fact_id: place for place, fact_id in enumerate(nearest, start=1)}
-        except embeddings.VectorError:
-            pass  # tools.rank already said so in its notes
+        pool = []  # tools.rank already said so in its notes
+    by_words = {candidate.id: candidate for candidate in pool}
+    returned = set(search._judge(pool).first(search.RESULTS).ranked())
     hits = []
     for found in ranking.facts:
-        word = by_words.get(found.id)
+        word = by_words.get(found.id) if found.id in returned else None
         hits.append(Hit(found, search.TIERS[word.tier] if word else None, word.coverage if word else 0.0,
-                        near.get(found.id)))
+                        found.id not in returned))
     return Found(terms, hits, ranking.notes, ranking.query is not None)
 
 

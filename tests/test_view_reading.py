@@ -1,0 +1,22 @@
+"""What the viewer's pages read (gate/view/reading.py), over a real SQLite memory."""
+
+from gate import store, tools
+from gate.view import reading
+
+
+def test_why_a_fact_matched_comes_from_the_candidates_the_ranking_judged(conn):
+    # Nine long facts hold both words; 160 short ones repeat only one of them. The ranking stops
+    # at "every word as typed" (enough facts hold both); a wider pool of candidates, ranked by
+    # bm25 over "any word", is filled by the short repeats and holds none of the nine.
+    filler = " ".join(f"filler{i}" for i in range(40))
+    rows = [("notes", "state", f"alpha beta {filler} number {i}") for i in range(9)]
+    rows += [(word, "state", f"{word} {word} {word} {word} item{i}") for word in ("alpha", "beta") for i in range(80)]
+    with store.writing(conn):
+        conn.executemany(
+            "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed) VALUES (?, ?, ?, '2026-01-01', '', '', '')",
+            rows,
+        )
+    found = reading.find(conn, "alpha beta", None)
+    assert [hit.fact.id for hit in found.hits] == [fact.id for fact in tools.rank(conn, "alpha beta").facts]
+    assert len(found.hits) == 8 and all(hit.fact.id <= 9 for hit in found.hits)
+    assert [(hit.words, hit.share) for hit in found.hits] == [("exact", 1.0)] * 8
