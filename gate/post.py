@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from gate import jsonlite
+from gate import jsonlite, secrets
 
 
 class Unanswered(Exception):
@@ -75,5 +75,7 @@ def server_says(payload: bytes) -> str:
         message = jsonlite.loads(payload.decode("utf-8", "replace"))["error"]["message"]
     except (ValueError, KeyError, TypeError):
         return ""
-    message = " ".join(str(message).split())
+    # Masked before it is cut short: a server may quote the key it refused, and a key cut in two
+    # no longer looks like one. The message reaches the agent's answer and stats' records.
+    message = secrets.redact_echo(" ".join(str(message).split()))
     return f": {message[:80]}" if message else ""

@@ -47,6 +47,7 @@ class FakeEmbeddings(LoopbackEndpoint):
     def __init__(self, dimension: int = 64, model: str = "fake-embed"):
         self.dimension, self.model, self.mode = dimension, model, "ok"
         self.document_mode: str | None = None
+        self.error_message = "model crashed"  # what mode "error" says
         super().__init__()
 
     def answer(self, handler: BaseHTTPRequestHandler, body: dict) -> None:
@@ -57,7 +58,7 @@ class FakeEmbeddings(LoopbackEndpoint):
             self.released.wait(30)
             return
         if mode == "error":
-            return self.send(handler, 500, json.dumps({"error": {"message": "model crashed", "type": "server_error"}}).encode())
+            return self.send(handler, 500, json.dumps({"error": {"message": self.error_message, "type": "server_error"}}).encode())
         if mode == "garbage":
             return self.send(handler, 200, b"<html>It works!</html>")
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]

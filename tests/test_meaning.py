@@ -294,6 +294,21 @@ def test_a_search_first_embeds_the_facts_a_write_left_waiting(conn, fake_embeddi
                                      max_distance=0.8)
 
 
+def test_a_key_the_endpoint_quotes_in_its_error_reaches_neither_the_agent_nor_memory(conn, fake_embeddings):
+    """A server that refuses a key and quotes it: the note the agent gets, and the reason stats
+    keeps, say what went wrong without the key (masked before the message is cut short)."""
+    key = "sk-ant-api03-" + "Q" * 40
+    fake_embeddings.mode = "error"
+    fake_embeddings.error_message = f"the key {key} was refused by the gateway, check your account settings"
+    store.load_vectors(conn)
+    writer = Writer(conn)
+    writer.insert("deploy", "Deploys go through staging.")
+    answer = tools.memory_search(conn, "deploy staging", writer.caller, endpoint=Endpoint(fake_embeddings.url, "m"))
+    assert answer.notes[0].startswith("words only: embeddings endpoint answered HTTP 500: the key ")
+    assert "QQQQ" not in repr(answer.structured())
+    assert not [row for row in conn.execute("SELECT * FROM searches") if "QQQQ" in repr(row)]
+
+
 def test_a_memory_never_embedded_is_left_to_reindex_not_to_every_search(conn, fake_embeddings, monkeypatch):
     """An endpoint configured for an old memory: searches do not each pay the deadline for it."""
     monkeypatch.setattr(tools, "SEARCH_CATCH_UP_MOST", 2)
