@@ -297,14 +297,14 @@ def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neigh
             (vector, bits(query.rows[0], found.center), max(POOL, limit)),
         ))
         # Ids spread evenly over memory's whole range: the same sample for every query, found
-        # by rowid lookups rather than a scan of the index.
+        # by one rowid lookup each. vec0 answers `rowid IN (...)` with a scan of the whole index
+        # (58-164 ms at 100k facts, against 8-31 ms for the lookups).
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
         top = row[0] if row else 0
         step = max(top // SAMPLE, 1)
         ids = list(range(step, top + 1, step))[:SAMPLE]
-        marks = ",".join("?" * len(ids))
-        sample = [row[0] for row in conn.execute(
-            f"SELECT vec_distance_cosine(embedding, ?) FROM facts_vec WHERE rowid IN ({marks})", (vector, *ids))]
+        sample = [row[0] for row in conn.executemany(
+            "SELECT vec_distance_cosine(embedding, ?) FROM facts_vec WHERE rowid = ?", [(vector, fact) for fact in ids])]
     sample = [distance for distance in sample if distance is not None]
     sample += [1.0 - sum(a * b for a, b in zip(query.rows[0], row)) for row in reference(conn, found)]
     if not sample:
