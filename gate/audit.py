@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re  # loaded by dataclasses anyway
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,8 +77,9 @@ class Line:
     raw: str
 
 
-def lines(path: Path) -> Iterator[Line]:
-    """Every line of the log, oldest first, streamed (the log may be large)."""
+def lines(path: Path, *, holding: re.Pattern[str] | None = None) -> Iterator[Line]:
+    """Every line of the log, oldest first, streamed (the log may be large); with `holding`,
+    only the lines where that pattern is found (a search costs a tenth of parsing the JSON)."""
     try:
         handle = open(path, encoding="utf-8", errors="replace")
     except FileNotFoundError:
@@ -85,7 +87,7 @@ def lines(path: Path) -> Iterator[Line]:
     with handle:
         for number, raw in enumerate(handle, start=1):
             raw = raw.rstrip("\n")
-            if not raw.strip():
+            if not raw.strip() or (holding is not None and not holding.search(raw)):
                 continue
             try:
                 entry = json.loads(raw)

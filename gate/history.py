@@ -99,7 +99,8 @@ class Committed:
 def changes(conn: apsw.Connection, log: Path, fact_id: int) -> Iterator[Change]:
     """Every committed change to the fact, oldest first, streamed from the log."""
     committed = Committed(conn)
-    for line in audit.lines(log):
+    # Only lines naming this id are parsed, whatever the spacing a hand-edited log has.
+    for line in audit.lines(log, holding=re.compile(rf'"id"\s*:\s*{int(fact_id)}(?![0-9])')):
         entry = line.entry
         if entry is None or entry.get("id") != fact_id or not committed(entry.get("write")):
             continue

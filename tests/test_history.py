@@ -35,6 +35,18 @@ def test_a_fact_history_is_its_committed_changes_oldest_first(file_conn, file_wr
     assert [change.op for change in history.changes(file_conn, log, other)] == ["insert"]
 
 
+def test_a_fact_history_reads_only_lines_naming_its_id_whatever_their_spacing(file_conn, file_writer, db_path):
+    """Lines are searched for the id before they are parsed: fact 1's history holds neither fact
+    12's lines nor misses one a person rewrote without spaces."""
+    ids = [file_writer.insert("note", f"Note {i}.") for i in range(12)]
+    log = audit.log_path(db_path)
+    lines = log.read_text().splitlines()
+    first = next(line for line in lines if '"id": 1,' in line)
+    log.write_text("\n".join(line if line != first else first.replace('"id": 1,', '"id":1,') for line in lines) + "\n")
+    assert [change.entry["id"] for change in history.changes(file_conn, log, ids[0])] == [1]
+    assert [change.entry["id"] for change in history.changes(file_conn, log, ids[11])] == [12]
+
+
 def test_replay_follows_revisions_and_bookkeeping():
     def change(op, **entry):
         return history.Change(1, {"op": op, "time": "T0", **entry})
