@@ -175,12 +175,6 @@ def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = 
     return found
 
 
-def candidates(conn: apsw.Connection, typed: str) -> dict[int, Candidate]:
-    """Every fact words consider for this query, by id, with its tier and share of the query:
-    why a fact matched, for people (`memory-gate view`)."""
-    return {candidate.id: candidate for candidate in _candidates(conn, typed, wanted=POOL)}
-
-
 TIERS = ("exact", "forms", "some")  # Candidate.tier's names
 
 
@@ -227,10 +221,27 @@ def hybrid(conn: apsw.Connection, typed: str, query: embeddings.Vectors | None, 
            max_distance: float | None = None, limit: int | None = RESULTS) -> list[int]:
     """What memory_search returns: by words alone without a query vector, else what words find
     and, after it, what meaning adds (see the module docstring). `limit` None: no cap."""
-    hits = words(conn, typed, limit=limit or POOL)
-    if query is None:
-        return hits.ranked()
-    return combine(hits, by_meaning(conn, query, max_distance=max_distance), limit=limit)
+    return ranking(conn, typed, query, max_distance=max_distance, limit=limit).ids
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """hybrid's answer (`ids`) and why: every candidate words judged, by id, and the ids words
+    alone return (any other id in the answer came by meaning)."""
+
+    ids: list[int]
+    candidates: dict[int, Candidate]
+    by_words: set[int]
+
+
+def ranking(conn: apsw.Connection, typed: str, query: embeddings.Vectors | None, *,
+            max_distance: float | None = None, limit: int | None = RESULTS) -> Ranking:
+    """hybrid, telling why each fact came back, from the one search that ranked them."""
+    pool = _candidates(conn, typed, wanted=limit or POOL)
+    hits = _judge(pool).first(limit or POOL)
+    ids = hits.ranked() if query is None else combine(
+        hits, by_meaning(conn, query, max_distance=max_distance), limit=limit)
+    return Ranking(ids, {candidate.id: candidate for candidate in pool}, set(hits.ranked()))
 
 
 def combine(hits: WordHits, near: Sequence[int], *, limit: int | None = RESULTS) -> list[int]:

@@ -190,6 +190,7 @@ class Ranking:
     facts: list[search.Fact]
     query: embeddings.Vectors | None  # the query's vector; None: words only
     notes: list[str]
+    why: search.Ranking | None = None  # None: words could not search the query
 
 
 def rank(
@@ -199,7 +200,8 @@ def rank(
     memory (`memory-gate view`)."""
     notes: list[str] = []
     query = _embed_query(conn, terms, endpoint, notes)
-    return Ranking(_ranked(conn, terms, query, endpoint, notes, limit), query, notes)
+    facts, why = _ranking(conn, terms, query, endpoint, notes, limit)
+    return Ranking(facts, query, notes, why)
 
 
 def _ranked(
@@ -211,12 +213,27 @@ def _ranked(
     limit: int,
 ) -> list[search.Fact]:
     """The facts to return, best first, by words and meaning (or words alone, saying why)."""
+    return _ranking(conn, terms, query, endpoint, notes, limit)[0]
+
+
+def _ranking(
+    conn: apsw.Connection,
+    terms: str,
+    query: embeddings.Vectors | None,
+    endpoint: embeddings.Endpoint | None,
+    notes: list[str],
+    limit: int,
+) -> tuple[list[search.Fact], search.Ranking | None]:
+    """_ranked, and why each fact came back (None when words could not search the query)."""
+    why: search.Ranking | None = None
     try:
         cut = endpoint.max_distance if endpoint else None
-        ranked = search.hybrid(conn, terms, query, max_distance=cut, limit=limit)
+        why = search.ranking(conn, terms, query, max_distance=cut, limit=limit)
+        ranked = why.ids
     except embeddings.VectorError as error:
         notes.append(f"{WORDS_ONLY}{error}")
-        ranked = search.by_words(conn, terms, limit=limit)
+        why = search.ranking(conn, terms, None, limit=limit)
+        ranked = why.ids
     except search.MalformedQuery as error:
         # A bug of the query builder, never the agent's doing: say it on stderr for the owner,
         # answer by meaning alone rather than with a traceback.
@@ -227,7 +244,7 @@ def _ranked(
         except embeddings.VectorError:
             ranked = []
     facts = search.load(conn, ranked)
-    return [facts[rowid] for rowid in ranked if rowid in facts]
+    return [facts[rowid] for rowid in ranked if rowid in facts], why
 
 
 def _meaning(endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None, notes: list[str]) -> str | None:

@@ -122,22 +122,14 @@ def find(conn: apsw.Connection, terms: str, endpoint: embeddings.Endpoint | None
     """memory_search's answer for `terms`, recording nothing, with why each fact came back.
 
     The answer holds every fact words return and, after them, what meaning adds
-    (search.combine), so a fact came by words exactly when words alone return it. That is
-    judged again here from the candidates the ranking saw, in Python: a second search by meaning,
-    which could have told each fact's place among the near ones, cost as much as the whole
-    ranking at 100k facts (vectors.neighbourhood), and put a page over its 200 ms."""
+    (search.combine), so a fact came by words exactly when words alone return it: the ranking
+    says which, from the candidates it judged (search.ranking), at no cost of its own. A second
+    search, by words or by meaning, to tell why, cost as much as the ranking at 100k facts and
+    put a page over its 200 ms."""
     ranking = tools.rank(conn, terms, endpoint=endpoint)
-    try:
-        # The candidates the ranking itself judged (it asks words for RESULTS facts), at the
-        # ranking's cost. search.candidates asks for POOL: that sends words on to costlier
-        # expressions whenever fewer facts hold every term (at 100k facts, p95 132 ms against
-        # the ranking's 70), and its wider pool, the best by bm25 over any term, need not hold
-        # the facts the ranking returned at all, which then said nothing about why.
-        pool = search._candidates(conn, terms, wanted=search.RESULTS)
-    except search.MalformedQuery:
-        pool = []  # tools.rank already said so in its notes
-    by_words = {candidate.id: candidate for candidate in pool}
-    returned = set(search._judge(pool).first(search.RESULTS).ranked())
+    why = ranking.why
+    by_words = why.candidates if why else {}
+    returned = why.by_words if why else set()
     hits = []
     for found in ranking.facts:
         word = by_words.get(found.id) if found.id in returned else None
