@@ -8,6 +8,7 @@ and meaning; when meaning fails, it ranks by words and says why in one line of t
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -82,9 +83,16 @@ class SearchAnswer:
         return render.search_data(self.results, self.owner_words, self.notes)
 
 
+# A session's searches return the same facts again and again: each text is checked once per
+# server process (at most 4096 texts of at most 600 characters remembered).
+@functools.lru_cache(maxsize=4096)
+def _mask(text: str) -> str:
+    return secrets.redact(text)
+
+
 def _redacted(result: render.Result) -> render.Result:
     fact = result.fact
-    topic, text = secrets.redact(fact.topic), secrets.redact(fact.text)
+    topic, text = _mask(fact.topic), _mask(fact.text)
     if topic == fact.topic and text == fact.text:
         return result
     return render.Result(replace(fact, topic=topic, text=text), result.full)
