@@ -1,6 +1,8 @@
 """Credentials in old data are masked wherever the viewer shows text, by gate/secrets.py's own
 detector, and prose about secrets is left alone."""
 
+import dataclasses
+
 import pytest
 
 from gate import secrets
@@ -73,8 +75,13 @@ def test_a_credential_an_embeddings_endpoint_quotes_in_its_error_is_masked_on_th
         endpoint = embeddings.Endpoint(f"http://127.0.0.1:{server.server_address[1]}/v1/embeddings", "e5", None,
                                        quiet_after_timeout=0.0)
         found = reading.find(conn, "deploy staging", endpoint)
-        assert any(key in note for note in found.notes)  # the endpoint's words, as tools.rank passes them on
+        # Masked where the endpoint's words are read (gate/post.py), for the agent and stats too.
+        assert not any(key in note for note in found.notes) and any("HTTP 500" in note for note in found.notes)
         html = pages.search(Guard(port=1), found)
+        assert key not in html and "[redacted: " in html and "HTTP 500" in html
+        # And the page masks a note on its own, whatever hands it one.
+        raw = dataclasses.replace(found, notes=[f"words only: embeddings endpoint answered HTTP 500: key {key} refused"])
+        html = pages.search(Guard(port=1), raw)
         assert key not in html and "[redacted: " in html and "HTTP 500" in html
     finally:
         server.shutdown()
