@@ -83,16 +83,17 @@ class SearchAnswer:
         return render.search_data(self.results, self.owner_words, self.notes)
 
 
-# A session's searches return the same facts again and again: each text is checked once per
-# server process (at most 4096 texts of at most 600 characters remembered).
-@functools.lru_cache(maxsize=4096)
-def _mask(text: str) -> str:
+# A session's searches, and the memory page, show the same facts again and again: each stored
+# text is checked once per process (at most 8192 texts of at most 600 characters remembered).
+@functools.lru_cache(maxsize=8192)
+def masked(text: str) -> str:
+    """A stored text as it may be shown: gate/secrets.py's `redact`, remembered."""
     return secrets.redact(text)
 
 
 def _redacted(result: render.Result) -> render.Result:
     fact = result.fact
-    topic, text = _mask(fact.topic), _mask(fact.text)
+    topic, text = masked(fact.topic), masked(fact.text)
     if topic == fact.topic and text == fact.text:
         return result
     return render.Result(replace(fact, topic=topic, text=text), result.full)
@@ -120,7 +121,7 @@ def memory_search(
         conn.execute("BEGIN IMMEDIATE")
         try:
             turn = caller.attribute(conn)
-            ordered = _ranked(conn, terms, query, endpoint, notes, limit)
+            ordered, _ = _ranked(conn, terms, query, endpoint, notes, limit)
             _say_waiting(waiting, endpoint, query, notes)
             context = caller.context(conn)
             seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered], context)
@@ -139,7 +140,7 @@ def memory_search(
     except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError) as error:
         # Memory can still be read: answer, and say the turn's reads were not recorded.
         notes.append(f"this search was not recorded: {store.explain(error)}")
-        ordered = _ranked(conn, terms, query, endpoint, notes, limit)
+        ordered, _ = _ranked(conn, terms, query, endpoint, notes, limit)
         _say_waiting(waiting, endpoint, query, notes)
         return SearchAnswer(terms, [render.Result(fact, full=True) for fact in ordered], None, notes)
     return answer
@@ -208,7 +209,7 @@ def rank(
     memory (`memory-gate view`)."""
     notes: list[str] = []
     query = _embed_query(conn, terms, endpoint, notes)
-    facts, why = _ranking(conn, terms, query, endpoint, notes, limit)
+    facts, why = _ranked(conn, terms, query, endpoint, notes, limit)
     return Ranking(facts, query, notes, why)
 
 
@@ -219,20 +220,9 @@ def _ranked(
     endpoint: embeddings.Endpoint | None,
     notes: list[str],
     limit: int,
-) -> list[search.Fact]:
-    """The facts to return, best first, by words and meaning (or words alone, saying why)."""
-    return _ranking(conn, terms, query, endpoint, notes, limit)[0]
-
-
-def _ranking(
-    conn: apsw.Connection,
-    terms: str,
-    query: embeddings.Vectors | None,
-    endpoint: embeddings.Endpoint | None,
-    notes: list[str],
-    limit: int,
 ) -> tuple[list[search.Fact], search.Ranking | None]:
-    """_ranked, and why each fact came back (None when words could not search the query)."""
+    """The facts to return, best first, by words and meaning (or words alone, saying why), and
+    why each came back (None when words could not search the query)."""
     why: search.Ranking | None = None
     try:
         cut = endpoint.max_distance if endpoint else None
