@@ -1,6 +1,6 @@
 -- memory-gate: the one place the database schema is written.
 --
--- gate/store.py applies this file when it opens a database. Each "-- version N: ..." section
+-- gate/engine/store.py applies this file when it opens a database. Each "-- version N: ..." section
 -- runs once, in order, inside one transaction, and PRAGMA user_version records the last section
 -- applied, so reopening an up-to-date database costs one pragma read. A fresh database and an
 -- upgraded one run the same sections and end up the same. To change the schema, append a new
@@ -11,12 +11,12 @@
 -- is known) are derived from them and `memory-gate reindex` rebuilds both. The ledger tables
 -- hold the gate's state: which turn searched, wrote and read what.
 --
--- A "-- template NAME: ..." section is not applied on open: gate/store.py hands it out with its
+-- A "-- template NAME: ..." section is not applied on open: gate/engine/store.py hands it out with its
 -- {placeholders} filled in, for a table whose shape depends on something only known later.
 --
--- Connections must register gate_cjk() (gate/store.py does): the word index spells Chinese and
+-- Connections must register gate_cjk() (gate/engine/store.py does): the word index spells Chinese and
 -- Japanese out one character per token in its `cjk` column, because unicode61 would otherwise
--- see a whole unspaced sentence as a single word (see gate/text.py).
+-- see a whole unspaced sentence as a single word (see gate/engine/tokens.py).
 
 -- version 1: facts, their word index, the turn ledger
 
@@ -151,7 +151,7 @@ CREATE TABLE meta (
 -- version 2: facts waiting for a vector
 
 -- Every fact whose vector is missing or out of date: a new fact, or one whose topic or text
--- changed. gate/vectors.py stores a vector and takes the id off this list in the transaction
+-- changed. gate/search/vectors.py stores a vector and takes the id off this list in the transaction
 -- that changed the fact, when the embeddings endpoint answered in time; otherwise a later write
 -- or `memory-gate reindex` does. The triggers keep the list true on any connection, including
 -- ones that never load sqlite-vec, so a vector the list names is never trusted by search.
@@ -260,7 +260,7 @@ ALTER TABLE searches ADD COLUMN meaning TEXT;
 
 -- The terms of each recorded memory_search, so that `memory-gate view` can show what a turn
 -- searched for. NULL for searches recorded before this version, and for terms that looked like
--- a credential (gate/secrets.py): those are never stored.
+-- a credential (gate/credentials.py): those are never stored.
 ALTER TABLE searches ADD COLUMN terms TEXT;
 
 -- `memory-gate view` lists one kind, the most recently changed first, and counts it: read in
@@ -277,7 +277,7 @@ CREATE INDEX writes_by_turn ON writes (turn);
 -- One row per fact, rowid = fact id. `embedding` is the fact's unit-length float32 vector,
 -- little-endian: cosine distance to it is the meaning distance. `bits` holds one bit per
 -- dimension, set where the vector lies above the memory's center (meta `vector_center`; zero until
--- the index outgrows exact search, gate/vectors.py).
+-- the index outgrows exact search, gate/search/vectors.py).
 --
 -- Why two columns: exact cosine over every vector costs about 13 ms at 10k facts of 1024
 -- dimensions and 130 ms at 100k. Search ranks by Hamming distance over the bits first (vec0

@@ -13,11 +13,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate import audit, store, vectors  # noqa: E402
+from gate.engine import store
+from gate.memory import audit
+from gate.search import vectors  # noqa: E402
 
 WRITER = r"""
 import random, sys
-from gate import embeddings, store, tools
+from gate.engine import store
+from gate.search import embeddings
+from gate.serve import tools
 path, seed = sys.argv[1], int(sys.argv[2])
 rng = random.Random(seed)
 conn = store.connect(path)

@@ -21,7 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate import audit, ledger, store, tools  # noqa: E402
+from gate.engine import store
+from gate.memory import audit, ledger
+from gate.serve import tools  # noqa: E402
 
 
 def worker(db: str, session: str, writes: int) -> dict:

@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate import audit, store  # noqa: E402
+from gate.engine import store
+from gate.memory import audit  # noqa: E402
 
 
 def run(db: Path, sessions: int, writes: int, hook_sessions: int = 2) -> tuple[list[dict], float]:

@@ -124,7 +124,7 @@ from gate.context import classify, inject
 def instant(conn, settings, context, pending, prompt, earlier):
     return classify.Decision([classify.Verdict(rule, at % {every} == 0, 0.1) for at, rule in enumerate(pending)])
 inject._classify = instant
-from gate.entry import main
+from gate.cli.entry import main
 sys.argv = ["memory-gate", "inject", "UserPromptSubmit"]
 sys.exit(main())
 """
@@ -134,8 +134,9 @@ sys.exit(main())
 CALLS = """
 import json, sys, time
 sys.path.insert(0, {tree!r})
-from gate import embeddings, store
 from gate.context import classify, rules, state
+from gate.engine import store
+from gate.search import embeddings
 pending, _ = rules.load([{folder!r}])
 conn = store.connect({database!r})
 url, model, runs, prompt = {url!r}, {model!r}, {runs!r}, {prompt!r}
@@ -165,7 +166,7 @@ LAUNCHER = """#!{python}
 # bin/memory-gate of {tree}, run from that tree
 import sys
 sys.path.insert(0, {tree!r})
-from gate.entry import main, leave
+from gate.cli.entry import main, leave
 
 leave(main())
 """

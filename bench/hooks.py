@@ -35,7 +35,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import _corpus  # noqa: E402
 
-from gate import config, store, tools  # noqa: E402
+from gate import config
+from gate.engine import store
+from gate.serve import tools  # noqa: E402
 
 PREFIX = "mcp__plugin_memory-gate_memory__"
 PLUGIN = ROOT / "mods" / "memory-gate"
@@ -115,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         # [project.scripts] entry point (its template, word for word), and Python's own shutdown.
         wrapper = Path(folder) / "console-script"
         wrapper.write_text(
-            f"#!{sys.executable}\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom gate.entry import main\n"
+            f"#!{sys.executable}\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom gate.cli.entry import main\n"
             "if __name__ == '__main__':\n"
             "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
             "    sys.exit(main())\n"

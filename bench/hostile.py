@@ -31,7 +31,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate import hooks, store, tools, write  # noqa: E402
+from gate.claude import hooks
+from gate.engine import store
+from gate.memory import write
+from gate.serve import tools  # noqa: E402
 
 NASTY = ['" OR 1=1 --', "'; DROP TABLE facts; --", "NEAR(a b)", "col:*", "^x", "\x00", "\ud800", "\x07bell",
          "x" * 700, "é" * 601, "-----BEGIN PRIVATE KEY-----", "ghp_16C7e42F292c6912E7710c838347Ae178B4a",

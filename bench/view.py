@@ -22,7 +22,7 @@ their real vectors. The query's vector is the endpoint's
 real answer, asked over HTTP within each page, as the viewer does; its time alone is the third
 baseline. --folder keeps the built memory (and its vectors) there and reuses it on the next run.
 
-The fact page streams the whole write.log (gate/history.py), so it grows with the log; it is
+The fact page streams the whole write.log (gate/memory/history.py), so it grows with the log; it is
 timed too, with no target.
 """
 
@@ -50,7 +50,10 @@ import _corpus  # noqa: E402
 import _vectors  # noqa: E402
 from latency import percentile, python_start  # noqa: E402  the same yardstick as the other benches
 
-from gate import audit, embeddings, store, tools, vectors  # noqa: E402
+from gate.engine import store
+from gate.memory import audit
+from gate.search import embeddings, vectors
+from gate.serve import tools  # noqa: E402
 from gate.view import reading  # noqa: E402
 
 TARGET_MS = 200.0

@@ -1,3 +1,3 @@
-from gate.entry import main
+from gate.cli.entry import main
 
 raise SystemExit(main())

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # annotations only (this module is on the hooks' path)
     from collections.abc import Mapping
 
 DEFAULT_EMBED_MODEL = "bge-m3"
-# None: meaning judges "near" from the distances memory itself yields for each query (gate/search.py
+# None: meaning judges "near" from the distances memory itself yields for each query (gate/search/search.py
 # `by_meaning`), which suits any model's scale. A number fixes a cosine cut-off instead.
 DEFAULT_MAX_DISTANCE: float | None = None
 

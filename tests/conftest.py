@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gate import ledger, store, tools
+from gate.engine import store
+from gate.memory import ledger
+from gate.serve import tools
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -113,7 +115,7 @@ def writer(conn):
 
 @pytest.fixture
 def file_writer(file_conn, db_path):
-    from gate import audit
+    from gate.memory import audit
 
     return Writer(file_conn, audit.log_path(db_path))
 

@@ -19,8 +19,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate import embeddings, stopwords, text
 from gate.context import classify, hybrid
+from gate.engine import tokens
+from gate.search import embeddings, stopwords
 
 FOLDER = Path(__file__).resolve().parent / "data"
 SETS = {"tune": FOLDER / "context_labels.json", "held-out": FOLDER / "context_heldout.json"}
@@ -96,7 +97,7 @@ def by_margin(margins_of: list[list[float]], margin: float, data: dict | None = 
 
 
 def _content(words: str) -> set[str]:
-    return {word for word in text.words(words) if word not in stopwords.ALL and not word.isdigit()}
+    return {word for word in tokens.words(words) if word not in stopwords.ALL and not word.isdigit()}
 
 
 def by_keyword_overlap(data: dict | None = None) -> list[Pair]:

@@ -2,7 +2,7 @@ import json
 import os
 import stat
 
-from gate import audit
+from gate.memory import audit
 
 
 def test_append_creates_a_private_file_and_adds_lines(tmp_path):

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from gate import audit, changeset, store
+from gate.engine import store
+from gate.memory import audit, changeset
 
 
 def cli_changes(conn, log):

@@ -6,7 +6,10 @@ import sys
 import pytest
 from conftest import REPO, Writer, child_env
 
-from gate import audit, cli, config, ledger, store
+from gate import config
+from gate.cli import cli
+from gate.engine import store
+from gate.memory import audit, ledger
 
 
 @pytest.fixture

@@ -16,7 +16,10 @@ import pytest
 from conftest import Writer, child_env
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gate import audit, cli, config, ledger, store
+from gate import config
+from gate.cli import cli
+from gate.engine import store
+from gate.memory import audit, ledger
 
 HUGE = "99999999999999999999"
 

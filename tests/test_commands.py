@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import Writer
 
-from gate import audit, cli, config, ledger, store, tools
+from gate import config
+from gate.cli import cli
+from gate.engine import store
+from gate.memory import audit, ledger
+from gate.serve import tools
 
 
 @pytest.fixture

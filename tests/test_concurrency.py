@@ -7,7 +7,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 import concurrency  # noqa: E402
 
-from gate import store  # noqa: E402
+from gate.engine import store  # noqa: E402
 
 
 def test_eight_sessions_and_their_hooks_write_and_search_at_once(tmp_path):

@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from gate import config, store
+from gate import config
+from gate.engine import store
 
 
 def test_project_key_is_claude_codes():

@@ -6,8 +6,9 @@ from __future__ import annotations
 import context_labels
 import pytest
 
-from gate import embeddings, store
 from gate.context import classify, rules, state
+from gate.engine import store
+from gate.search import embeddings
 
 
 @pytest.fixture(scope="module")

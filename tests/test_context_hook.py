@@ -339,7 +339,7 @@ def test_the_per_prompt_path_imports_the_standard_library_and_apsw_only(any_clas
         "import sys, io, json\n"
         "sys.stdin = io.StringIO(json.dumps({'session_id': 's', 'prompt_id': 'p', 'prompt': 'a migration', 'cwd': sys.argv[1]}))\n"
         "sys.argv = ['memory-gate', 'inject', 'UserPromptSubmit']\n"
-        "from gate.entry import main\n"
+        "from gate.cli.entry import main\n"
         "main()\n"
         "loaded = {name.split('.')[0] for name in sys.modules}\n"
         "print(json.dumps(sorted(loaded - set(sys.stdlib_module_names))), file=sys.stderr)\n"

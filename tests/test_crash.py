@@ -20,7 +20,7 @@ from _crash import WRITER, verify  # noqa: E402
 from fake_embeddings import FakeEmbeddings  # noqa: E402
 from fake_embeddings import vector as fake_vector  # noqa: E402
 
-from gate import store  # noqa: E402
+from gate.engine import store  # noqa: E402
 
 ROUNDS = 40
 

@@ -11,7 +11,9 @@ import sys
 import pytest
 from conftest import child_env
 
-from gate import audit, store, tools
+from gate.engine import store
+from gate.memory import audit
+from gate.serve import tools
 
 
 def memory_gate(home, *argv):

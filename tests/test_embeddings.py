@@ -10,8 +10,9 @@ import time
 import pytest
 from fake_embeddings import vector
 
-from gate import config, embeddings
-from gate.embeddings import DOCUMENT, QUERY, Endpoint, VectorError
+from gate import config
+from gate.search import embeddings
+from gate.search.embeddings import DOCUMENT, QUERY, Endpoint, VectorError
 
 
 def answer(*rows, model="m", order=None, key="embedding"):

@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from gate import embeddings
+from gate.search import embeddings
 
 # The matrix sentence-transformers' README prints for all-MiniLM-L6-v2 on these three sentences:
 # a tokenizer, weight or pooling slip moves it in the second or third decimal.

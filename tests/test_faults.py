@@ -15,7 +15,9 @@ from pathlib import Path
 import apsw
 import pytest
 
-from gate import audit, store, tools, write
+from gate.engine import store
+from gate.memory import audit, write
+from gate.serve import tools
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 

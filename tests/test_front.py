@@ -1,4 +1,4 @@
-"""gate/front.py: `memory-gate serve` answers Claude Code's discovery and listings before the MCP
+"""gate/serve/front.py: `memory-gate serve` answers Claude Code's discovery and listings before the MCP
 SDK is imported, with exactly the SDK's answers, and hands every other request to the SDK."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from conftest import child_env
 from wire_process import RawServer
 
-from gate import front, server
+from gate.serve import front, server
 
 PROTOCOL = server.DISCOVERY_PROTOCOL
 META = {
@@ -33,9 +33,9 @@ def line(message: dict) -> bytes:
 
 def test_the_recorded_answers_are_the_sdks_answers_now():
     recorded = json.loads(Path(front.ANSWERS).read_text(encoding="utf-8"))
-    mend = "the server's discovery or tools changed, or the SDK: run `python -m gate.front > gate/discovery.json`"
+    mend = "the server's discovery or tools changed, or the SDK: run `python -m gate.serve.front > gate/serve/discovery.json`"
     assert recorded["results"] == server.discovery_answers(), mend
-    assert front.recorded() is not None, f"gate/discovery.json was recorded with another SDK version: {mend}"
+    assert front.recorded() is not None, f"gate/serve/discovery.json was recorded with another SDK version: {mend}"
 
 
 @pytest.mark.parametrize("method", server.DISCOVERY_METHODS)

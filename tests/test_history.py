@@ -1,6 +1,6 @@
 import pytest
 
-from gate import audit, history, ledger
+from gate.memory import audit, history, ledger
 
 
 def test_entry_names_are_a_write_prefix_and_a_fact_id():

@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 from conftest import child_env
 
-from gate import config, hooks, ledger, store, tools
+from gate import config
+from gate.claude import hooks
+from gate.engine import store
+from gate.memory import ledger
+from gate.serve import tools
 
 PREFIX = "mcp__plugin_memory-gate_memory__"
 
@@ -209,7 +213,7 @@ def test_the_hook_path_imports_the_standard_library_and_apsw_only(home, project)
         "import sys, io, json\n"
         "sys.stdin = io.StringIO(json.dumps({'session_id': 's', 'prompt_id': 'p', 'prompt': 'x', 'cwd': sys.argv[1]}))\n"
         "sys.argv = ['memory-gate', 'hook', 'UserPromptSubmit']\n"
-        "from gate.entry import main\n"
+        "from gate.cli.entry import main\n"
         "main()\n"
         "loaded = {name.split('.')[0] for name in sys.modules}\n"
         "print(json.dumps(sorted(loaded - set(sys.stdlib_module_names))), file=sys.stderr)\n"
@@ -230,9 +234,10 @@ def test_the_hook_path_imports_the_standard_library_and_apsw_only(home, project)
 REPO = Path(__file__).resolve().parent.parent
 HOOK_FILES = [REPO / "hooks" / "hooks.json", REPO / "mods" / "memory-gate" / "hooks" / "hooks.json",
               REPO / "mods" / "injected-context" / "hooks" / "hooks.json"]
-HOOK_PATH = {"gate", "gate.entry", "gate.config", "gate.hookio", "gate.jsonlite", "gate.secrets", "gate.store"}
+HOOK_PATH = {"gate", "gate.cli", "gate.cli.entry", "gate.config", "gate.claude", "gate.claude.hookio", "gate.jsonlite",
+             "gate.credentials", "gate.engine", "gate.engine.store"}
 MODULES = {
-    "hook": HOOK_PATH | {"gate.hooks", "gate.ledger", "gate.maxturns"},
+    "hook": HOOK_PATH | {"gate.claude.hooks", "gate.memory", "gate.memory.ledger", "gate.claude.maxturns"},
     "inject": HOOK_PATH | {"gate.context", "gate.context.hook", "gate.context.classify", "gate.context.inject",
                            "gate.context.rules", "gate.context.state"},
 }

@@ -13,7 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gate import hooks, jsonlite, store, tools, write
+from gate import jsonlite
+from gate.claude import hooks
+from gate.engine import store
+from gate.memory import write
+from gate.serve import tools
 
 ANY_TEXT = st.one_of(
     st.text(max_size=80),

@@ -15,9 +15,11 @@ import pytest
 from claude_harness import Sandbox, needs_claude
 from fake_anthropic import last_user_text, reply, tool_use
 
-from gate import cli, config, install
-from gate.install import InstallError, add_server, add_to_settings, remove_from_settings, remove_server
-from gate.settingsfile import FileError, pointer, render, unpointer
+from gate import config
+from gate.claude import install
+from gate.claude.install import InstallError, add_server, add_to_settings, remove_from_settings, remove_server
+from gate.claude.settingsfile import FileError, pointer, render, unpointer
+from gate.cli import cli
 
 EXE = "/opt/memory gate/bin/memory-gate"  # a space: the hook command must quote it
 QUOTED = "'/opt/memory gate/bin/memory-gate'"

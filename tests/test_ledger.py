@@ -1,4 +1,5 @@
-from gate import ledger, tools
+from gate.memory import ledger
+from gate.serve import tools
 
 
 def test_tool_call_id_wins_over_a_wrong_session_id(conn):

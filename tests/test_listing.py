@@ -1,6 +1,6 @@
 from datetime import datetime, timezone
 
-from gate import listing
+from gate.memory import listing
 
 
 def stamp(conn, fact, updated, confirmed):

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from gate import maxturns
+from gate.claude import maxturns
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -30,7 +30,7 @@ def test_parse(argv, expected):
 def test_the_limit_is_read_from_the_print_process_above_the_hooks_shell(flags, expected):
     # A stand-in for Claude Code (`python -c CODE -p --max-turns 5`) runs the hook through
     # `/bin/sh -c`, as Claude Code runs command hooks.
-    hook = f"{sys.executable} -c 'from gate import maxturns; print(maxturns.limit())'"
+    hook = f"{sys.executable} -c 'from gate.claude import maxturns; print(maxturns.limit())'"
     parent = f"import subprocess; subprocess.run(['/bin/sh', '-c', {hook!r} + ' ; true'])"
     out = subprocess.run([sys.executable, "-c", parent, *flags], capture_output=True, text=True, timeout=30)
     assert out.stdout.strip() == expected, out.stderr

@@ -14,8 +14,13 @@ from conftest import Writer, child_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from gate import cli, config, ledger, search, store, tools, vectors
-from gate.embeddings import Endpoint
+from gate import config
+from gate.cli import cli
+from gate.engine import store
+from gate.memory import ledger
+from gate.search import search, vectors
+from gate.search.embeddings import Endpoint
+from gate.serve import tools
 
 FACTS = {
     "gato": ("gato", "O gato do escritório dorme em cima da impressora quente todas as tardes."),

@@ -9,7 +9,7 @@ import apsw
 import pytest
 from test_server import run_client
 
-from gate import store
+from gate.engine import store
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 INSERT = {"ops": [{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}], "kept": []}

@@ -11,7 +11,7 @@ import pytest
 from claude_harness import Sandbox, needs_claude
 from conftest import REPO
 
-from gate import install
+from gate.claude import install
 
 LAUNCHER = '"${CLAUDE_PLUGIN_ROOT}/bin/memory-gate"'
 PLUGINS = ("memory-gate", "injected-context")

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gate import query
+from gate.search import query
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,12 @@ from conftest import child_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from gate import audit, changeset, cli, config, hookio, ledger, store, tools, write
+from gate import config
+from gate.claude import hookio
+from gate.cli import cli
+from gate.engine import store
+from gate.memory import audit, changeset, ledger, write
+from gate.serve import tools
 
 AWS_ID = "AKIAFAKEEXAMPLE00042"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -114,7 +119,7 @@ def test_a_plain_prompt_costs_the_hook_no_regex_import(tmp_path, project):
         "import sys, io\n"  # not json: it imports re
         "sys.stdin = io.StringIO(sys.argv[2])\n"
         "sys.argv = ['memory-gate', 'hook', 'UserPromptSubmit']\n"
-        "from gate.entry import main\n"
+        "from gate.cli.entry import main\n"
         "main()\n"
         "print('re' in sys.modules, file=sys.stderr)\n"
     )
@@ -210,7 +215,7 @@ def test_the_command_line_never_prints_a_credential_from_old_data(capsys, old_me
     ],
 )
 def test_an_import_refusal_never_echoes_a_credential(conn, line):
-    from gate import transfer
+    from gate.memory import transfer
 
     with pytest.raises(transfer.Refused) as refused:
         transfer.import_facts(conn, io.StringIO(json.dumps(line) + "\n"), log=None, command="memory-gate import x")

@@ -1,8 +1,9 @@
 import golden
 import pytest
 
-from gate import render, write
-from gate.search import Fact
+from gate.memory import write
+from gate.search.search import Fact
+from gate.serve import render
 
 
 def fact(id, topic, text, kind="state", date="2026-11-02", rev=1):

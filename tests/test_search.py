@@ -2,7 +2,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gate import query, search, store, text
+from gate.engine import store, tokens
+from gate.search import query, search
 
 PITFALLS = ["C++", "e-mail", "node.js", "-O2", "topic:deploy", "NOT", '"', "(", "*", "", " ", "\t\n",
             "😀", "it's", "AND OR", "^word", "NEAR(a b)", "a*b", "col:", "{topic}: x", "'", "\x00", "\ud800"]
@@ -184,7 +185,7 @@ def test_any_word_of_any_script_is_found_as_stored(word, folded):
     # also older than Python's: letters it does not know, such as U+19B0 NEW TAI LUE VOWEL SIGN
     # VOWEL SHORTENER, are separators to it, and a word made only of them is no word to the index
     # at all (docs/search.md says so); a word with some letters it knows is found by those.
-    assume(text.tokens(word))
+    assume(tokens.tokens(word))
     conn = store.connect(":memory:")
     try:
         # A word from another fact beside it, so that the one stored is not all of memory.
@@ -193,7 +194,7 @@ def test_any_word_of_any_script_is_found_as_stored(word, folded):
         conn.execute("INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
                      " VALUES ('note', 'state', ?, '2026-01-01', '', '', '')", (f"we wrote {word} here",))
         stored = conn.last_insert_rowid()
-        typed = text.fold(word) if folded else word
+        typed = tokens.fold(word) if folded else word
         assert stored in search.by_words(conn, typed)
     finally:
         conn.close()

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from gate import secrets
+from gate import credentials
 
 # Made-up credentials in the shapes providers issue. None of them is real.
 POSITIVE = [
@@ -120,25 +120,25 @@ NEGATIVE = [
 
 @pytest.mark.parametrize("text, kind", POSITIVE)
 def test_credentials_are_found_and_named(text, kind):
-    assert secrets.find(text) == kind
+    assert credentials.find(text) == kind
 
 
 @pytest.mark.parametrize("text", NEGATIVE)
 def test_talk_about_secrets_is_not_a_secret(text):
-    assert secrets.find(text) is None
+    assert credentials.find(text) is None
 
 
 @pytest.mark.parametrize("text, kind", POSITIVE)
 def test_redaction_leaves_no_credential_and_names_what_was_there(text, kind):
-    redacted = secrets.redact(text)
-    assert secrets.find(redacted) is None
-    assert secrets.marker(kind) in redacted
-    assert secrets.redact(redacted) == redacted
+    redacted = credentials.redact(text)
+    assert credentials.find(redacted) is None
+    assert credentials.marker(kind) in redacted
+    assert credentials.redact(redacted) == redacted
 
 
 @pytest.mark.parametrize("text", NEGATIVE)
 def test_redaction_leaves_ordinary_text_as_it_is(text):
-    assert secrets.redact(text) == text
+    assert credentials.redact(text) == text
 
 
 @pytest.mark.parametrize(
@@ -157,24 +157,24 @@ def test_redaction_leaves_ordinary_text_as_it_is(text):
     ],
 )
 def test_redaction_replaces_the_credential_and_keeps_the_rest(text, redacted):
-    assert secrets.redact(text) == redacted
+    assert credentials.redact(text) == redacted
 
 
 def test_redaction_reaches_every_string_of_a_json_value():
     token = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
     value = {"words": f"token {token}", "after": {"text": [token, 3]}, "id": 7, "none": None}
-    assert json.dumps(secrets.redact_json(value)).count("[redacted: GitHub token]") == 2
-    assert token not in json.dumps(secrets.redact_json(value))
-    assert secrets.redact(None) is None and secrets.redact("") == ""
+    assert json.dumps(credentials.redact_json(value)).count("[redacted: GitHub token]") == 2
+    assert token not in json.dumps(credentials.redact_json(value))
+    assert credentials.redact(None) is None and credentials.redact("") == ""
 
 
 def test_a_text_without_a_trigger_runs_no_pattern():
-    assert not secrets.triggered("fix the failing deploy on main, then rerun the tests")
-    assert all(secrets.triggered(text) for text, _ in POSITIVE)
+    assert not credentials.triggered("fix the failing deploy on main, then rerun the tests")
+    assert all(credentials.triggered(text) for text, _ in POSITIVE)
 
 
 def test_an_assignment_inside_another_settings_value_is_caught():
     # The viewer found this in old data: `note` is a setting whose value holds the assignment.
-    assert secrets.find("Old note: password=hunter2222x") is not None
-    assert "hunter2222x" not in secrets.redact("Old note: password=hunter2222x")
-    assert secrets.find("password: arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db") is None
+    assert credentials.find("Old note: password=hunter2222x") is not None
+    assert "hunter2222x" not in credentials.redact("Old note: password=hunter2222x")
+    assert credentials.find("password: arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db") is None

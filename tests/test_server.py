@@ -15,7 +15,9 @@ from conftest import child_env
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from gate import audit, config, ledger, store
+from gate import config
+from gate.engine import store
+from gate.memory import audit, ledger
 
 
 def run_client(project, home, script, *, prefix=(), **env):

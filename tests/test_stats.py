@@ -4,7 +4,9 @@ import pytest
 
 from conftest import Writer
 
-from gate import ledger, render, stats, store, tools
+from gate.engine import store
+from gate.memory import ledger, stats
+from gate.serve import render, tools
 
 
 def hook_turn(conn, prompt_id, *, holds=0, outcome=None, session="s-stats"):
@@ -87,8 +89,8 @@ def test_tokens_are_estimated_at_four_characters(chars, expected):
 
 
 def test_how_often_search_fell_back_to_words(conn, fake_embeddings, down_url):
-    from gate import store
-    from gate.embeddings import Endpoint
+    from gate.engine import store
+    from gate.search.embeddings import Endpoint
 
     store.load_vectors(conn)
     writer = Writer(conn)
@@ -114,7 +116,7 @@ def test_a_search_records_its_terms_but_never_a_credential(writer):
 
 
 def test_the_viewers_own_turns_are_left_out_like_the_command_lines(writer):
-    from gate import changeset
+    from gate.memory import changeset
 
     for session in (changeset.CLI_SESSION, changeset.VIEWER_SESSION):
         with store.writing(writer.conn):

@@ -5,7 +5,7 @@ import threading
 import apsw
 import pytest
 
-from gate import store
+from gate.engine import store
 
 
 def dump(conn):

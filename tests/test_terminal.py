@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from gate import terminal
+from gate.cli import terminal
 
 
 class Tty(io.StringIO):

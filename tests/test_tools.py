@@ -1,6 +1,7 @@
 """The two tools end to end in-process: what a turn sees and what it must answer for."""
 
-from gate import ledger, tools
+from gate.memory import ledger
+from gate.serve import tools
 
 
 def test_search_records_every_returned_fact_as_read(conn, writer):

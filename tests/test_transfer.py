@@ -4,7 +4,9 @@ import tracemalloc
 
 import pytest
 
-from gate import audit, changeset, embeddings, history, ledger, listing, search, store, transfer, undo, vectors
+from gate.engine import store
+from gate.memory import audit, changeset, history, ledger, listing, transfer, undo
+from gate.search import embeddings, search, vectors
 
 
 def exported(conn) -> str:

@@ -2,7 +2,10 @@ import json
 
 import pytest
 
-from gate import audit, changeset, embeddings, history, ledger, search, store, tools, undo, vectors
+from gate.engine import store
+from gate.memory import audit, changeset, history, ledger, undo
+from gate.search import embeddings, search, vectors
+from gate.serve import tools
 
 
 def entries(db_path):

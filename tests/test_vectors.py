@@ -6,8 +6,9 @@ import random
 
 import pytest
 
-from gate import embeddings, store, vectors
-from gate.embeddings import Endpoint, VectorError, Vectors
+from gate.engine import store
+from gate.search import embeddings, vectors
+from gate.search.embeddings import Endpoint, VectorError, Vectors
 
 
 @pytest.fixture

@@ -18,8 +18,12 @@ import anyio
 import pytest
 from conftest import REPO, Writer, child_env
 
-from gate import audit, config, ledger, store, tools, vectors
-from gate.embeddings import Endpoint
+from gate import config
+from gate.engine import store
+from gate.memory import audit, ledger
+from gate.search import vectors
+from gate.search.embeddings import Endpoint
+from gate.serve import tools
 
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")

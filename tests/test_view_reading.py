@@ -1,6 +1,7 @@
 """What the viewer's pages read (gate/view/reading.py), over a real SQLite memory."""
 
-from gate import store, tools
+from gate.engine import store
+from gate.serve import tools
 from gate.view import reading
 
 

@@ -1,11 +1,11 @@
-"""Credentials in old data are masked wherever the viewer shows text, by gate/secrets.py's own
+"""Credentials in old data are masked wherever the viewer shows text, by gate/credentials.py's own
 detector, and prose about secrets is left alone."""
 
 import dataclasses
 
 import pytest
 
-from gate import secrets
+from gate import credentials
 from gate.view.redact import redact
 
 GITHUB = "ghp_" + "a1B2" * 9
@@ -20,9 +20,9 @@ CASES = [
 
 @pytest.mark.parametrize("text, secret, shown", CASES)
 def test_a_credential_is_masked_and_the_rest_kept(text, secret, shown):
-    assert secrets.find(text) is not None  # the detector that refuses it on the way in
+    assert credentials.find(text) is not None  # the detector that refuses it on the way in
     masked = redact(text)
-    assert secret not in masked and masked == secrets.redact(text) and "[redacted: " in masked
+    assert secret not in masked and masked == credentials.redact(text) and "[redacted: " in masked
     # The rest of the text stays readable.
     kept = shown.split("[redacted: ")[0]
     assert masked.startswith(kept)
@@ -47,7 +47,8 @@ def test_a_credential_an_embeddings_endpoint_quotes_in_its_error_is_masked_on_th
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from gate import embeddings, store
+    from gate.engine import store
+    from gate.search import embeddings
     from gate.view import pages, reading
     from gate.view.access import Guard
 
@@ -75,7 +76,7 @@ def test_a_credential_an_embeddings_endpoint_quotes_in_its_error_is_masked_on_th
         endpoint = embeddings.Endpoint(f"http://127.0.0.1:{server.server_address[1]}/v1/embeddings", "e5", None,
                                        quiet_after_timeout=0.0)
         found = reading.find(conn, "deploy staging", endpoint)
-        # Masked where the endpoint's words are read (gate/post.py), for the agent and stats too.
+        # Masked where the endpoint's words are read (gate/search/post.py), for the agent and stats too.
         assert not any(key in note for note in found.notes) and any("HTTP 500" in note for note in found.notes)
         html = pages.search(Guard(port=1), found)
         assert key not in html and "[redacted: " in html and "HTTP 500" in html

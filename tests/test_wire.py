@@ -1,4 +1,4 @@
-"""gate/wire.py through the real `memory-gate serve`, spoken to as Claude Code does (raw lines on
+"""gate/serve/wire.py through the real `memory-gate serve`, spoken to as Claude Code does (raw lines on
 a stdin that stays open): every request gets an answer, and SIGINT or SIGTERM stop the server
 promptly and cleanly in every state."""
 
@@ -13,7 +13,9 @@ from conftest import child_env
 from fake_embeddings import FakeEmbeddings
 from wire_process import RawServer
 
-from gate import config, store, wire
+from gate import config
+from gate.engine import store
+from gate.serve import wire
 
 
 @pytest.fixture
@@ -128,11 +130,11 @@ def test_a_signal_before_the_first_request_stops_the_server(server):
 
 
 def test_sigint_while_the_sdk_is_still_importing_is_no_traceback(project, tmp_path):
-    # -X importtime names each module as it is imported: once gate.front is, the signal handler is
+    # -X importtime names each module as it is imported: once gate.serve.front is, the signal handler is
     # in place and the MCP SDK (a second or more, in a thread of its own) is still to come.
     starting = RawServer(project, child_env(tmp_path / "home"), python_flags=("-X", "importtime"))
     try:
-        assert starting.wait_stderr("| gate.front\n"), starting.stderr[-2000:]
+        assert starting.wait_stderr("| gate.serve.front\n"), starting.stderr[-2000:]
         assert "| mcp.server.mcpserver\n" not in starting.stderr
         starting.signal()
         assert_clean_exit(starting, starting.exited(60))

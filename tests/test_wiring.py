@@ -13,7 +13,7 @@ from pathlib import Path
 from claude_harness import CLAUDE, OFFLINE_ENV, needs_claude
 from conftest import REPO
 
-from gate import doctor, wiring
+from gate.doctor import doctor, wiring
 
 BIN = Path(sys.executable).parent
 

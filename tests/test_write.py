@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from gate import audit, ledger, tools, write
+from gate.memory import audit, ledger, write
+from gate.serve import tools
 
 
 def facts(conn):

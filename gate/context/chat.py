@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from gate import post
+from gate.search import post
 
 MAX_ANSWER_BYTES = 1 << 20
 YES, NO = ("yes", "sim"), ("no", "não", "nao")

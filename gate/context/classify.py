@@ -223,8 +223,8 @@ def queries(request: str, earlier: list[str]) -> list[str]:
 
 def by_embeddings(conn, endpoint, rules: list[Rule], request: str, earlier: list[str], *, margin: float,
                   timeout: float) -> Decision:
-    from gate import embeddings
     from gate.context import state
+    from gate.search import embeddings
 
     deadline = time.monotonic() + timeout
     made: dict = {}

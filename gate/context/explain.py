@@ -17,8 +17,9 @@ import argparse
 import os
 import sys
 
-from gate import config, store
+from gate import config
 from gate.context import classify, inject, rules
+from gate.engine import store
 
 EXAMPLE = """example:
   memory-gate inject --explain "add pt-BR translations"

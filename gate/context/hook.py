@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import sys
 
-from gate import config, hookio
+from gate import config
+from gate.claude import hookio
 
 NAME = "injected-context"
 

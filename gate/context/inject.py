@@ -23,8 +23,10 @@ from __future__ import annotations
 import os
 import time
 
-from gate import config, hookio, store
+from gate import config
+from gate.claude import hookio
 from gate.context import classify, rules, state
+from gate.engine import store
 
 HOOK_BUDGET = 10_000
 MOD_BUDGET = 100_000
@@ -92,12 +94,12 @@ def submit(settings: config.Settings, context: config.ContextSettings, places: l
 
 def _classify(conn, settings, context, pending, prompt, earlier) -> classify.Decision:
     if context.classifier == "hybrid":
-        from gate import embeddings
+        from gate.search import embeddings
 
         return classify.by_hybrid(conn, embeddings.Endpoint.from_settings(settings), pending, prompt, earlier,
                                   timeout=context.timeout)
     if context.classifier == "embeddings":
-        from gate import embeddings
+        from gate.search import embeddings
 
         endpoint = embeddings.Endpoint.from_settings(settings)
         if endpoint is None:

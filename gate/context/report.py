@@ -66,7 +66,7 @@ def doctor(settings: config.Settings, environ=None, *, probe: bool = True) -> tu
 
 
 def _probe_embeddings(settings: config.Settings, problems: list[str]) -> str:
-    from gate import embeddings
+    from gate.search import embeddings
 
     endpoint = embeddings.Endpoint(settings.embed_url, settings.embed_model, quiet_after_timeout=0.0)
     try:

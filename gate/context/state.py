@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from gate import secrets
+from gate import credentials
 
 # The newest requests kept per session: the current one and the two before it.
 KEPT_REQUESTS = 3
@@ -32,7 +32,7 @@ def claim(conn, session: str, prompt: str, *, source: str, prompt_id: str | None
     before (for a settings hook), or by another settings hook of the same prompt_id. Call it
     inside a write transaction."""
     now = time.time() if now is None else now
-    prompt = secrets.redact(prompt)[:MAX_PROMPT]  # redacted whole, so no cut hides half a key
+    prompt = credentials.redact(prompt)[:MAX_PROMPT]  # redacted whole, so no cut hides half a key
     last = conn.execute(
         "SELECT id, prompt_id, source, prompt, at FROM context_requests WHERE session = ? ORDER BY id DESC LIMIT 1",
         (session,),

@@ -7,7 +7,7 @@ What lives here, one concept a module:
 - `redact`: credentials that slipped into old data, masked before anything is shown;
 - `reading`: what the pages show, as plain values read over a connection (facts, a fact's
   history, search with why each fact matched, the turn timeline, the figures for the charts);
-- `editing`: edit, delete and undo, through gate/changeset.py like every other change;
+- `editing`: edit, delete and undo, through gate/memory/changeset.py like every other change;
 - `charts`: small inline SVG charts; `html`: the page's frame, styles and script; `pages`:
   each page's body;
 - `app`: the Starlette application, server-sent events for live updates, and `serve`.

@@ -24,8 +24,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from gate import audit, config, embeddings, stats, store, terminal, write
-from gate.secrets import find as find_credential, marker
+from gate import config
+from gate.cli import terminal
+from gate.credentials import find as find_credential, marker
+from gate.engine import store
+from gate.memory import audit, stats, write
+from gate.search import embeddings
 from gate.view import editing, pages, reading
 from gate.view.access import TOKEN, Guard, Refused
 from gate.view.html import frame

@@ -1,9 +1,9 @@
 """Edit, delete and undo from the page: the same path every other change takes.
 
-Each change is one transaction through gate/changeset.py, like memory_write's, `undo`'s and
+Each change is one transaction through gate/memory/changeset.py, like memory_write's, `undo`'s and
 `import`'s: its write.log line is on disk before the commit, the session is `viewer` and the
 turn's words say what the owner did on the page, the vectors of the changed fact are kept in
-step. The fields pass the checks memory_write applies (gate/write.py: at most 600 characters,
+step. The fields pass the checks memory_write applies (gate/memory/write.py: at most 600 characters,
 one of the four kinds, a real day, no credential).
 
 The form carries the revision the owner was looking at: a fact another session changed since is
@@ -18,8 +18,10 @@ from pathlib import Path
 
 import apsw
 
-from gate import changeset, embeddings, store, undo, vectors, write
-from gate.changeset import VIEWER_SESSION
+from gate.engine import store
+from gate.memory import changeset, undo, write
+from gate.memory.changeset import VIEWER_SESSION
+from gate.search import embeddings, vectors
 
 
 class Refused(Exception):
@@ -64,7 +66,7 @@ def delete(conn: apsw.Connection, log: Path, fact_id: int, *, rev: int) -> str:
 
 
 def revert(conn: apsw.Connection, log: Path, entry: str, *, endpoint: embeddings.Endpoint | None = None) -> str:
-    """Undo the change `entry` names (gate/undo.py: only a fact's latest change)."""
+    """Undo the change `entry` names (gate/memory/undo.py: only a fact's latest change)."""
     try:
         done = undo.undo(conn, log, entry, command=f"memory-gate view: undo {entry}", endpoint=endpoint,
                          session=VIEWER_SESSION)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from gate import history
-from gate.search import Fact
+from gate.memory import history
+from gate.memory.changeset import HAND_SESSIONS
+from gate.memory.write import KIND_MEANING, KINDS, MAX_TEXT
+from gate.search.search import Fact
 from gate.view import charts
 from gate.view.access import Guard
 from gate.view.html import e, hidden, plural, shown, when
-from gate.changeset import HAND_SESSIONS
 from gate.view.reading import TIER_MEANING, Filters, Found, Page, Story, TurnView
-from gate.write import KIND_MEANING, KINDS, MAX_TEXT
 
 
 def _kind(kind: str) -> str:

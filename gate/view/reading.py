@@ -13,8 +13,10 @@ from pathlib import Path
 
 import apsw
 
-from gate import changeset, embeddings, history, listing, search, tools
-from gate.search import Fact
+from gate.memory import changeset, history, listing
+from gate.search import embeddings, search
+from gate.search.search import Fact
+from gate.serve import tools
 
 PER_PAGE = 50
 TURNS_PER_PAGE = 20
@@ -77,7 +79,7 @@ class Story:
 
     @property
     def latest(self) -> history.Change | None:
-        """The change that can be undone: only the latest (gate/undo.py)."""
+        """The change that can be undone: only the latest (gate/memory/undo.py)."""
         return self.changes[-1] if self.changes else None
 
     @property
@@ -98,7 +100,7 @@ def story(conn: apsw.Connection, log: Path, fact_id: int) -> Story:
 @dataclass(frozen=True)
 class Hit:
     fact: Fact
-    words: str | None  # how words found it: exact, forms, some (gate/search.py TIERS); None: not by words
+    words: str | None  # how words found it: exact, forms, some (gate/search/search.py TIERS); None: not by words
     share: float  # the share of the query's weight its words carry (0 when not found by words)
     meaning: bool  # meaning brought it: words alone did not return it
 

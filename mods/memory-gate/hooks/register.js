@@ -2,7 +2,7 @@
 // in its place, a call to the mod's own tool saying what is missing (a search, a write, facts
 // to answer for). The model does it and answers again; it never sees the held draft.
 //
-// The gate itself lives in Python (`memory-gate hook Hold|Status`, gate/hooks.py), which reads
+// The gate itself lives in Python (`memory-gate hook Hold|Status`, gate/claude/hooks.py), which reads
 // the turn ledger the settings hooks and the MCP server keep; this file only follows its verdict,
 // or the server's (a write answered "nothing owed"), so that a compliant turn costs no extra process
 // and its answer streams to the owner as the model writes it; only an answer that may owe memory

@@ -1,0 +1,248 @@
+"""Claude Code hooks: open each turn, map tool calls to it, and hold an answer that owes memory.
+
+`memory-gate hook EVENT [--tools PREFIX]` with the hook's JSON on stdin, for the settings hooks
+UserPromptSubmit, PreToolUse, SessionStart and Stop, and for the mod's two questions: `Hold`,
+asked before a final answer goes out, and `Status`, when the model calls the mod's tool itself.
+PREFIX is how the memory tools are named in this install (`mcp__plugin_memory-gate_memory__`
+from the plugin), so that messages name the exact tool.
+
+This is the per-turn path: it imports the standard library and the SQLite binding only (JSON
+through gate/jsonlite.py, cheaper to import than `json`), and fails open (gate/claude/hookio.py): a
+missing, locked or corrupt database, input that is not what Claude Code sends, an unknown event,
+any bug, and the hook exits 0 with one warning line for the owner while the turn goes on. Memory
+must never lock the owner out of their agent; a block is a decision, never a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from gate import config, credentials
+from gate.claude import hookio, maxturns
+from gate.engine import store
+from gate.memory import ledger
+
+# Times the mod may hold one turn's answer back before it lets the answer out unmet.
+MAX_HOLDS = 3
+# How long a hook waits for another session's write: with 8 sessions writing at once a wait of
+# 2 s was seen (bench/concurrency.py), and the hooks' timeout in hooks.json is 10 s.
+BUSY_MS = 5000
+
+# What the owner reads when an answer goes out unmet, in either mode (the mod logs it, the Stop
+# hook says it as its systemMessage).
+RELEASED = "memory-gate: this answer went out without memory kept up to date."
+
+
+
+def released_by_limit(limit: int) -> str:
+    return (
+        f"memory-gate: this answer went out without memory kept up to date: --max-turns {limit} "
+        "leaves no room to hold it."
+    )
+
+
+def _affordable(state: ledger.Gate, step: int | None, limit: int | None) -> bool:
+    """Whether a hold at this model request leaves the turn room to pay memory and answer again
+    within --max-turns (gate/claude/maxturns.py): a hold past the limit would lose the answer."""
+    if limit is None or step is None:
+        return True
+    return step + maxturns.needed(state.searched) <= limit
+
+
+CONTRACT = (
+    "memory-gate: this project keeps memory. Before answering, call {search} with keywords of "
+    "the request; before your final answer, call {write} with what this turn changed, answering "
+    "for every fact the search returned (kept, updated or deleted)."
+)
+
+
+def _open(payload: dict, *, create: bool):
+    settings = config.load(cwd=payload.get("cwd") or None)
+    path = config.find_database(settings)
+    if not create and not os.path.exists(path):
+        raise hookio.Skip
+    return store.connect(path, busy_ms=BUSY_MS)
+
+
+def _text(payload: dict, key: str) -> str:
+    value = payload.get(key)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"hook input has no {key}")
+    return value
+
+
+def missing(state: ledger.Gate, prefix: str = "") -> str:
+    """What the turn still owes memory, and how to pay it, in one message."""
+    search, write = f"{prefix}memory_search", f"{prefix}memory_write"
+    if not state.searched:
+        return (
+            f"memory-gate: this turn has not searched memory. Call {search} with keywords of the "
+            f"request, then {write} with what the turn changed (ops [] and kept [] if nothing), "
+            "then answer the owner."
+        )
+    if state.unanswered:
+        ids = ", ".join(str(fact) for fact in state.unanswered)
+        noun = "Fact" if len(state.unanswered) == 1 else "Facts"
+        return (
+            f"memory-gate: {noun} {ids} read this turn {'is' if noun == 'Fact' else 'are'} not "
+            f"answered for. Call {write} with each in kept if it still holds, or updated or "
+            "deleted, then answer the owner."
+        )
+    return (
+        f"memory-gate: this turn searched memory but has not written. Call {write} with what the "
+        "turn changed (ops [] and kept [] if nothing), then answer the owner."
+    )
+
+
+# -- events -----------------------------------------------------------------------------------
+
+
+def user_prompt_submit(payload: dict, prefix: str) -> dict | None:
+    session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
+    prompt = payload.get("prompt") if isinstance(payload.get("prompt"), str) else None
+    prompt = credentials.redact(prompt)  # here, not under the write lock (open_turn checks again)
+    conn = _open(payload, create=True)
+    with store.writing(conn):
+        ledger.open_turn(conn, session, prompt_id, prompt)
+    if hookio.automated(prompt):
+        return None
+    context = CONTRACT.format(search=f"{prefix}memory_search", write=f"{prefix}memory_write")
+    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}}
+
+
+def pre_tool_use(payload: dict, prefix: str) -> dict | None:
+    session, tool_use_id = _text(payload, "session_id"), _text(payload, "tool_use_id")
+    tool = _text(payload, "tool_name")
+    if not tool.endswith(("__memory_search", "__memory_write")):
+        return None
+    prompt_id = payload.get("prompt_id") if isinstance(payload.get("prompt_id"), str) else None
+    # Inside a subagent: its results land in the subagent's context, not the main agent's.
+    agent = payload.get("agent_id") if isinstance(payload.get("agent_id"), str) and payload.get("agent_id") else None
+    conn = _open(payload, create=True)
+    with store.writing(conn):
+        ledger.record_tool_call(conn, tool_use_id, session, prompt_id, tool, agent)
+    # Plugins cannot ship permission rules: memory's own tools need no prompt.
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "memory-gate's own memory tool",
+        }
+    }
+
+
+def session_start(payload: dict, prefix: str) -> None:
+    if payload.get("source") not in ("compact", "clear"):
+        return None
+    session = _text(payload, "session_id")
+    conn = _open(payload, create=False)
+    with store.writing(conn):
+        ledger.forget_shown(conn, session)
+    return None
+
+
+def stop(payload: dict, prefix: str) -> dict | None:
+    """The last resort where the mod does not run: block once, then let the answer out."""
+    session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
+    conn = _open(payload, create=False)
+    with store.writing(conn):
+        state = ledger.gate(conn, session, prompt_id)
+        if state is None or state.turn.outcome == "released" or hookio.automated(state.turn.prompt):
+            return None
+        if state.met:
+            ledger.settle(conn, state.turn.id, "met")
+            return None
+        if payload.get("stop_hook_active") is True:
+            ledger.settle(conn, state.turn.id, "released")
+            return {"systemMessage": RELEASED}
+        limit = maxturns.limit()
+        if limit is not None:
+            transcript = payload.get("transcript_path")
+            last = payload.get("last_assistant_message")
+            step = maxturns.steps_in_transcript(transcript, prompt_id, last if isinstance(last, str) else None) \
+                if isinstance(transcript, str) and transcript else 1
+            if not _affordable(state, step, limit):
+                ledger.settle(conn, state.turn.id, "released")
+                return {"systemMessage": released_by_limit(limit)}
+        ledger.hold(conn, state.turn.id)
+        return {"decision": "block", "reason": missing(state, prefix)}
+
+
+def hold(payload: dict, prefix: str) -> dict:
+    """The mod's question before a final answer goes out: pass, hold (with what is missing),
+    or release, once the turn has been held MAX_HOLDS times or when --max-turns leaves no room
+    for a hold (`step` in the input: the turn's model requests so far, this one included)."""
+    session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
+    conn = _open(payload, create=False)
+    with store.writing(conn):
+        state = ledger.gate(conn, session, prompt_id)
+        if state is None or state.turn.outcome == "released" or hookio.automated(state.turn.prompt):
+            return {"action": "pass"}
+        if state.met:
+            ledger.settle(conn, state.turn.id, "met")
+            return {"action": "pass"}
+        if state.turn.holds >= MAX_HOLDS:
+            ledger.settle(conn, state.turn.id, "released")
+            return {"action": "release", "reason": RELEASED}
+        # The mod counts the turn's model requests, this one included.
+        step = payload.get("step") if type(payload.get("step")) is int else None
+        limit = maxturns.limit() if step is not None else None
+        if not _affordable(state, step, limit):
+            ledger.settle(conn, state.turn.id, "released")
+            return {"action": "release", "reason": released_by_limit(limit)}
+        ledger.hold(conn, state.turn.id)
+        return {"action": "hold", "reason": missing(state, prefix)}
+
+
+def status(payload: dict, prefix: str) -> dict:
+    """What the turn still owes, without holding anything (the mod's tool, called by the model)."""
+    session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
+    conn = _open(payload, create=False)
+    state = ledger.gate(conn, session, prompt_id)
+    if state is None or state.met:
+        return {"met": True, "reason": "memory-gate: nothing owed; this turn's memory is up to date."}
+    return {"met": False, "reason": missing(state, prefix)}
+
+
+EVENTS = {
+    "UserPromptSubmit": user_prompt_submit,
+    "PreToolUse": pre_tool_use,
+    "SessionStart": session_start,
+    "Stop": stop,
+    "Hold": hold,
+    "Status": status,
+}
+
+
+# -- entry point ------------------------------------------------------------------------------
+
+
+USAGE = """usage: memory-gate hook EVENT [--tools PREFIX] < input.json
+
+Claude Code runs this: the plugin's hooks and mod, or the settings hooks `memory-gate install`
+wrote (hooks/hooks.json). EVENT is one of UserPromptSubmit, PreToolUse, SessionStart, Stop (the
+settings hooks), Hold or Status (the mod's questions); the hook's JSON comes on stdin, and the
+answer, if any, goes to stdout as JSON. PREFIX names the memory tools in messages.
+
+Example:
+  echo '{"session_id": "s", "prompt_id": "p", "prompt": "hi"}' | memory-gate hook UserPromptSubmit"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if hookio.asks_for_help(args, USAGE):
+        return 0
+    prefix = ""
+    if "--tools" in args:
+        at = args.index("--tools")
+        prefix = args[at + 1] if at + 1 < len(args) else ""
+        del args[at : at + 2]
+    event = args[0] if args else ""
+    handler = EVENTS.get(event)
+    run = (lambda payload: handler(payload, prefix)) if handler else None
+    return hookio.serve(event, run, known=EVENTS, name="memory-gate", off="memory is off for this event")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

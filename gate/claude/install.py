@@ -1,0 +1,555 @@
+"""Install memory-gate into Claude Code's settings files without the plugin, and take it out again.
+
+What goes in (the same as the plugin gives Claude Code, proven end to end in tests):
+
+- a settings file gets the four hooks of hooks/hooks.json (UserPromptSubmit, PreToolUse on the
+  memory tools, SessionStart on compact|clear, Stop), each one short `memory-gate hook EVENT`
+  line, and allow rules for the two memory tools;
+- Claude Code's state file (~/.claude.json) gets the stdio MCP server `memory-gate`, which
+  names the tools `mcp__memory-gate__memory_search` and `mcp__memory-gate__memory_write`.
+
+Where, per scope (checked on Claude Code 2.1.328, see the commit that added this module):
+
+- user: `~/.claude/settings.json`, and `mcpServers` at the top of ~/.claude.json (where
+  `claude mcp add --scope user` puts a server);
+- project: `<root>/.claude/settings.local.json` (personal: allow rules in the shared
+  `.claude/settings.json` are dropped while the folder is untrusted, and a team's file is not
+  ours to change), and `projects[<root>].mcpServers` in ~/.claude.json (the local scope of
+  `claude mcp add`: no `.mcp.json` to commit, no approval prompt). `<root>` is the project's git
+  root, as Claude Code keys it, else the folder itself.
+
+The invariant: install makes memory-gate's entries in those files exactly the current set, and
+changes nothing else (every other key, in its order); uninstall takes memory-gate's entries out,
+and the lists, objects, files and folders install created once they are empty. memory-gate's
+entries are recognised by what they run (`memory-gate hook ...`, `memory-gate serve`, the two
+rule strings), whatever path the command has. What install added (entries, lists, objects,
+files, folders) is kept in a small record in memory-gate's home, since the files cannot say it:
+an entry that was there before install stays through uninstall.
+
+The merge functions are pure (old JSON in; new JSON and the list of changes out); around them,
+thin file code reads, refuses what is not a JSON object, backs up and writes atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gate.claude.settingsfile import (
+    MISSING, Document, FileChange, FileError, Path_, dotted, get, make_dirs, pointer, put, save, unpointer, write_atomic,
+)
+
+SERVER = "memory-gate"
+TOOLS = f"mcp__{SERVER}__"
+RULES = (f"{TOOLS}memory_search", f"{TOOLS}memory_write")
+RECORD_NAME = "memory-gate-install.json"
+EXECUTABLE_NAMES = ("memory-gate", "memory-gate.exe")
+# The settings hooks, written once: the top-level hooks/hooks.json of a checkout, shipped inside
+# the package in a wheel. Install writes them with the executable's path in place of the bare name.
+HOOKS_FILE = "hooks.json"
+
+
+class InstallError(Exception):
+    """A file install or uninstall cannot safely change; the message says what to do."""
+
+
+# -- what goes in -----------------------------------------------------------------------------
+
+
+def executable(argv0: str, python: str) -> str:
+    """The absolute path of the memory-gate that is running, to write into the settings.
+
+    Why a path and not the bare name: Claude Code runs hooks and starts MCP servers with the PATH
+    of the shell it was started from, and a virtualenv's bin is rarely on it; a path works from
+    any shell and pins hooks and server to the version that installed them. Rerunning install
+    from elsewhere updates the path in place. Symlinks are kept (pipx's ~/.local/bin link
+    survives upgrades; its target does not)."""
+    if os.path.basename(argv0) in EXECUTABLE_NAMES and os.path.isfile(argv0):
+        return os.path.abspath(argv0)
+    for name in EXECUTABLE_NAMES:  # `python -m gate install`: the script beside the interpreter
+        beside = os.path.join(os.path.dirname(os.path.abspath(python)), name)
+        if os.path.isfile(beside) and os.access(beside, os.X_OK):
+            return beside
+    return shutil.which("memory-gate") or "memory-gate"
+
+
+def hooks_path() -> Path:
+    """hooks/hooks.json at the repository root in a checkout, gate/claude/hooks.json in a wheel."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / HOOKS_FILE, here.parent.parent / "hooks" / HOOKS_FILE):
+        if candidate.is_file():
+            return candidate
+    raise InstallError(f"hooks/{HOOKS_FILE} is missing beside {here}: reinstall memory-gate")
+
+
+def settings_hooks() -> dict[str, list]:
+    """The `hooks` object of hooks/hooks.json: each event's matcher groups, running `memory-gate`
+    by name."""
+    return json.loads(hooks_path().read_text(encoding="utf-8"))["hooks"]
+
+
+def hook_groups(exe: str) -> dict[str, dict]:
+    """Each event's matcher group, as it goes into `hooks.<event>`: hooks/hooks.json's, with
+    the executable's path (quoted for the shell) in place of `memory-gate`."""
+    groups = {}
+    for event, (group,) in settings_hooks().items():
+        hooks = []
+        for hook in group["hooks"]:
+            name, _, rest = hook["command"].partition(" ")
+            if name != SERVER:
+                raise InstallError(f"{hooks_path()}: the {event} hook runs {name!r}, not memory-gate: reinstall memory-gate")
+            hooks.append({**hook, "command": f"{shlex.quote(exe)} {rest}"})
+        groups[event] = {**group, "hooks": hooks}
+    return groups
+
+
+def server_entry(exe: str) -> dict:
+    """The MCP server entry, shaped as `claude mcp add memory-gate -- EXE serve` writes it."""
+    return {"type": "stdio", "command": exe, "args": ["serve"], "env": {}}
+
+
+def is_our_hook(hook: Any) -> bool:
+    """A hook running `memory-gate hook ...`, from any path."""
+    command = hook.get("command") if isinstance(hook, dict) else None
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return len(words) >= 2 and os.path.basename(words[0]) in EXECUTABLE_NAMES and words[1] == "hook"
+
+
+def is_our_server(entry: Any) -> bool:
+    """A server entry running `memory-gate serve`, from any path."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return False
+    args = entry.get("args")
+    return os.path.basename(entry["command"]) in EXECUTABLE_NAMES and isinstance(args, list) and args[:1] == ["serve"]
+
+
+# -- pure merges ------------------------------------------------------------------------------
+
+# In a recorded path, the last key HOOK stands for memory-gate's group in that event's hook list.
+HOOK = "memory-gate hook"
+
+
+@dataclass
+class Edit:
+    """A document after a merge: its new content (None: delete the file), one line per change
+    (`+` added, `~` updated, `-` removed), notes for the user, and (install) the paths of what it
+    added: containers, hook groups, rules, the server; `()` for the file itself."""
+
+    data: dict | None
+    changes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    added: list[Path_] = field(default_factory=list)
+
+
+def _strip_hooks(groups: list) -> tuple[list, int | None]:
+    """The groups without memory-gate's hooks (a group left with no hook goes too), and the
+    index where the first group that held one sat."""
+    kept, first = [], None
+    for group in groups:
+        inner = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(inner, list) or not any(is_our_hook(hook) for hook in inner):
+            kept.append(group)
+            continue
+        if first is None:
+            first = len(kept)
+        rest = [hook for hook in inner if not is_our_hook(hook)]
+        if rest:
+            kept.append({**group, "hooks": rest})
+    return kept, first
+
+
+def add_to_settings(data: dict, exe: str) -> Edit:
+    """Settings with memory-gate's hooks and allow rules in, exactly once each. A memory-gate hook
+    already there (another path, a hand-written line) is replaced where it sits; it counts as
+    there before install, not as added."""
+    edit = Edit(data)
+    wanted = hook_groups(exe)
+    hooks = get(data, ("hooks",), dict)
+    if hooks is MISSING:
+        edit.added.append(("hooks",))
+        hooks = {}
+    for event in [*hooks, *(event for event in wanted if event not in hooks)]:
+        old = hooks.get(event, MISSING)
+        if event not in wanted and not isinstance(old, list):
+            continue  # not memory-gate's event, and not a list of hooks: not ours to judge
+        groups = [] if old is MISSING else get(data, ("hooks", event), list)
+        kept, first = _strip_hooks(groups)
+        if event in wanted:
+            at = len(kept) if first is None else first
+            new = kept[:at] + [wanted[event]] + kept[at:]
+        elif first is None:
+            continue
+        else:  # an event an earlier memory-gate hooked and this one does not
+            new = kept or MISSING
+        if new == old:
+            continue
+        edit.added += [("hooks", event)] if old is MISSING else []
+        edit.added += [("hooks", event, HOOK)] if event in wanted and first is None else []
+        sign = "-" if event not in wanted else "~" if first is not None else "+"
+        edit.changes.append(f"{sign} hook {event}" + (" (memory-gate no longer uses it)" if sign == "-" else ""))
+        edit.data = put(edit.data, ("hooks", event), new)
+    allow = get(data, ("permissions", "allow"), list)
+    if allow is MISSING:
+        if get(data, ("permissions",), dict) is MISSING:
+            edit.added.append(("permissions",))
+        edit.added.append(("permissions", "allow"))
+        allow = []
+    missing = [rule for rule in RULES if rule not in allow]
+    if missing:
+        edit.data = put(edit.data, ("permissions", "allow"), allow + missing)
+        edit.changes += [f"+ allow {rule}" for rule in missing]
+        edit.added += [("permissions", "allow", rule) for rule in missing]
+    plugins = data.get("enabledPlugins")
+    if isinstance(plugins, dict) and any(key.startswith(f"{SERVER}@") and on for key, on in plugins.items()):
+        edit.notes.append(
+            "the memory-gate plugin is enabled in this file too: beside this install its mod cannot hold answers. "
+            "Use one way: disable the plugin, or run `memory-gate uninstall`."
+        )
+    return edit
+
+
+def _mine(path: Path_, added: set[Path_] | None) -> bool:
+    """Whether uninstall takes out what is at path: install added it, or, with no record of what
+    install added, it is memory-gate's."""
+    return added is None or path in added
+
+
+def _prune(edit: Edit, path: Path_, before: Any, added: set[Path_] | None) -> None:
+    """Remove the container at path when it is now empty and install added it; with no record of
+    that, when this uninstall emptied it."""
+    now = get(edit.data, path, type(before))
+    if now is MISSING or now:
+        return
+    if (path in added) if added is not None else bool(before):
+        edit.data = put(edit.data, path, MISSING)
+
+
+def _prune_file(edit: Edit, before: dict, added: set[Path_] | None) -> Edit:
+    if edit.data == {} and ((() in added) if added is not None else bool(before)):
+        edit.data = None
+        edit.changes.append("- the file (nothing else was in it)")
+    return edit
+
+
+def _left(edit: Edit, what: list[str]) -> None:
+    if what:
+        edit.notes.append(
+            f"left {', '.join(what)}: {'it was' if len(what) == 1 else 'they were'} there before install. "
+            "Run uninstall again to take out every memory-gate entry."
+        )
+
+
+def remove_from_settings(data: dict, added: set[Path_] | None) -> Edit:
+    """Settings without the hooks and allow rules install added (`added`: its record; None when
+    there is none, and then without every memory-gate hook and rule)."""
+    edit, left = Edit(data), []
+    hooks = get(data, ("hooks",), dict)
+    for event, groups in ({} if hooks is MISSING else hooks).items():
+        if not isinstance(groups, list) or _strip_hooks(groups)[1] is None:
+            continue
+        if not _mine(("hooks", event, HOOK), added):
+            left.append(f"hook {event}")
+            continue
+        edit.data = put(edit.data, ("hooks", event), _strip_hooks(groups)[0])
+        edit.changes.append(f"- hook {event}")
+        _prune(edit, ("hooks", event), groups, added)
+    if hooks is not MISSING:
+        _prune(edit, ("hooks",), hooks, added)
+    allow = get(data, ("permissions", "allow"), list)
+    ours = [] if allow is MISSING else [rule for rule in RULES if rule in allow]
+    gone = [rule for rule in ours if _mine(("permissions", "allow", rule), added)]
+    left += [f"allow {rule}" for rule in ours if rule not in gone]
+    if gone:
+        edit.data = put(edit.data, ("permissions", "allow"), [rule for rule in allow if rule not in gone])
+        edit.changes += [f"- allow {rule}" for rule in gone]
+        _prune(edit, ("permissions", "allow"), allow, added)
+        _prune(edit, ("permissions",), data["permissions"], added)
+    _left(edit, left)
+    return _prune_file(edit, data, added)
+
+
+def add_server(data: dict, exe: str, at: Path_ = ()) -> Edit:
+    """Claude Code's state with the memory-gate MCP server in `<at>.mcpServers`; nothing else is
+    touched. An entry of that name that runs something else is refused, never overwritten."""
+    edit = Edit(data)
+    place = at + ("mcpServers",)
+    edit.added += [place[:depth] for depth in range(1, len(place) + 1) if get(data, place[:depth], dict) is MISSING]
+    servers = get(data, place, dict)
+    existing = MISSING if servers is MISSING else servers.get(SERVER, MISSING)
+    if existing is MISSING:
+        entry = server_entry(exe)
+        edit.changes.append(f"+ MCP server {SERVER}: {exe} serve")
+        edit.added.append(place + (SERVER,))
+    elif is_our_server(existing):
+        entry = {**existing, "command": exe, "args": ["serve"]}  # keeps the user's env
+        if entry == existing:
+            return edit
+        was = " ".join(map(str, [existing["command"], *existing["args"]]))
+        edit.changes.append(f"~ MCP server {SERVER}: {exe} serve (was {was})")
+    else:
+        raise InstallError(
+            f"{dotted(place + (SERVER,))} is there already and does not run `memory-gate serve`: "
+            "rename or remove that server (`claude mcp remove memory-gate`), then install again"
+        )
+    edit.data = put(data, place + (SERVER,), entry)
+    return edit
+
+
+def remove_server(data: dict, at: Path_, added: set[Path_] | None) -> Edit:
+    """Claude Code's state without the memory-gate server install added, and the containers it
+    added for it."""
+    edit = Edit(data)
+    place = at + ("mcpServers",)
+    servers = get(data, place, dict)
+    existing = MISSING if servers is MISSING else servers.get(SERVER, MISSING)
+    if existing is MISSING:
+        return edit
+    if not is_our_server(existing):
+        edit.notes.append(f"left {dotted(place + (SERVER,))} alone: it does not run `memory-gate serve`")
+        return edit
+    if not _mine(place + (SERVER,), added):
+        _left(edit, [f"MCP server {SERVER}"])
+        return edit
+    edit.data = put(data, place + (SERVER,), MISSING)
+    edit.changes.append(f"- MCP server {SERVER}")
+    for depth in range(len(place), 0, -1):
+        _prune(edit, place[:depth], get(data, place[:depth], dict), added)
+    return _prune_file(edit, data, added)
+
+
+# -- scopes -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where one install goes: the settings file for hooks and rules, and where in Claude Code's
+    state file the server goes."""
+
+    label: str
+    settings: Path
+    state: Path
+    server_at: Path_
+    root: Path | None = None  # the project's folder, for a project install
+
+
+def user_scope(claude_dir: str | os.PathLike, state_file: str | os.PathLike) -> Scope:
+    return Scope("your user (every project)", Path(claude_dir) / "settings.json", Path(state_file), ())
+
+
+def project_root(folder: str | os.PathLike) -> Path:
+    """The folder Claude Code keys a project by: the git root above `folder`, else the folder
+    (Claude Code 2.1.328 looks up local-scope servers by the git root from any subfolder)."""
+    start = Path(os.path.realpath(folder))
+    if not start.is_dir():
+        raise InstallError(f"--project {folder}: no such folder")
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return start
+
+
+def project_scope(folder: str | os.PathLike, state_file: str | os.PathLike) -> Scope:
+    root = project_root(folder)
+    given = Path(os.path.realpath(folder))
+    label = f"the project {root}" + ("" if root == given else f" (the git root of {given})")
+    return Scope(label, root / ".claude" / "settings.local.json", Path(state_file), ("projects", str(root)), root)
+
+
+# -- the record of what install created -------------------------------------------------------
+
+
+def read_record(path: Path) -> dict:
+    """{file: {"added": [JSON Pointers to what install added, "" for the file], "dirs": [folders it
+    created, deepest first]}}; {} when absent or unreadable (uninstall then takes out every
+    memory-gate entry, and the containers that leaves empty)."""
+    try:
+        files = json.loads(path.read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return files if isinstance(files, dict) else {}
+
+
+def write_record(path: Path, files: dict) -> None:
+    if not files:
+        path.unlink(missing_ok=True)
+        return
+    about = "What memory-gate install added to Claude Code's files, so that memory-gate uninstall takes out that and nothing else."
+    make_dirs(path.parent)
+    write_atomic(path, (json.dumps({"about": about, "files": files}, indent=2) + "\n").encode(), 0o600)
+
+
+# -- the plugin and this install together -----------------------------------------------------
+
+PLUGIN = "memory-gate"
+
+
+def plugin_enabled_in(paths: list[Path]) -> list[Path]:
+    """The settings files among `paths` that enable the memory-gate plugin (`enabledPlugins`,
+    where `claude plugin install` turns it on, keyed `memory-gate@<marketplace>`)."""
+    found = []
+    for path in paths:
+        try:
+            enabled = Document.read(path).data.get("enabledPlugins")
+        except FileError:
+            continue
+        if isinstance(enabled, dict) and any(
+            isinstance(key, str) and key.split("@", 1)[0] == PLUGIN and value is True for key, value in enabled.items()
+        ):
+            found.append(path)
+    return found
+
+
+def plugin_settings(claude_dir: str | os.PathLike, project: Path | None) -> list[Path]:
+    """Where the plugin may be enabled for a session in `project`: the user's settings and the
+    project's shared and personal ones."""
+    paths = [Path(claude_dir) / "settings.json"]
+    if project is not None:
+        paths += [project / ".claude" / "settings.json", project / ".claude" / "settings.local.json"]
+    return paths
+
+
+def clash(where: list[Path]) -> str:
+    """Why the plugin and this install cannot both be on, and the mend."""
+    return (
+        f"the memory-gate plugin is enabled in {' and '.join(str(path) for path in where)}, and it brings "
+        f"everything install adds (hooks, memory server, and the mod that holds answers). With both, "
+        f"this install's MCP server `{SERVER}` takes the name the mod's gate tool needs, and the mod "
+        "cannot hold answers. Use one: keep the plugin and run `memory-gate uninstall`, or "
+        f"`claude plugin uninstall {PLUGIN}@<marketplace>` first"
+    )
+
+
+# -- install and uninstall --------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    verb: str  # install | uninstall
+    scope: Scope
+    files: list[FileChange]
+    notes: list[str]
+    dry_run: bool
+
+    @property
+    def changed(self) -> bool:
+        return any(change.action != "unchanged" for change in self.files)
+
+    def lines(self) -> list[str]:
+        notes = [f"note: {note}" for note in self.notes]
+        names = " and ".join(str(change.path) for change in self.files)
+        if not self.changed and self.verb == "install":
+            return [f"memory-gate is already installed for {self.scope.label}: {names} need no change", *notes]
+        if not self.changed:
+            return [f"memory-gate is not installed for {self.scope.label}: nothing to take out of {names}", *notes]
+        out = [f"memory-gate {self.verb} for {self.scope.label}" + ("; dry run, nothing written" if self.dry_run else "")]
+        for change in self.files:
+            if change.action == "unchanged":
+                out.append(f"  up to date {change.path}")
+                continue
+            verb = change.action if not self.dry_run else "would " + change.action.removesuffix("d")
+            out.append(f"  {verb} {change.path}")
+            out += [f"    {line}" for line in change.changes]
+            if change.backup is not None:
+                out.append(f"    backup of the previous file: {change.backup}")
+            if change.restored is not None:
+                out.append(f"    back byte for byte as before install (from {change.restored}, now removed)")
+        if not self.dry_run:
+            out.append("Claude Code sessions started from now on " + ("have memory-gate." if self.verb == "install" else "run without memory-gate."))
+        return out + notes
+
+
+def _merge(doc: Document, merge, *args) -> Edit:
+    try:
+        return merge(doc.data, *args)
+    except (InstallError, FileError) as error:
+        raise InstallError(f"{doc.path}: {error}. Nothing was changed.") from None
+
+
+def install(
+    scope: Scope, exe: str, *, record: Path, dry_run: bool = False, plugin_in: list[Path] | None = None
+) -> Report:
+    """Put memory-gate's hooks, allow rules and server into the scope's files. Both files are read
+    and checked before either is written. Refused while the plugin is enabled in any of
+    `plugin_in` (settings files): the two together would leave the mod unable to hold answers."""
+    enabled = plugin_enabled_in(plugin_in or [])
+    if enabled:
+        raise InstallError(clash(enabled) + ". Nothing was changed.")
+    settings, state = Document.read(scope.settings), Document.read(scope.state)
+    edits = [
+        (settings, _merge(settings, add_to_settings, exe)),
+        (state, _merge(state, add_server, exe, scope.server_at)),
+    ]
+    files, notes, added = [], [], read_record(record)
+    for doc, edit in edits:
+        change, made = save(doc, edit.data, edit.changes, dry_run=dry_run)
+        files.append(change)
+        notes += edit.notes
+        if change.action != "unchanged":
+            entry = added.setdefault(str(doc.path), {"added": [], "dirs": []})
+            new = ([""] if change.action == "created" else []) + [pointer(path) for path in edit.added]
+            entry["added"] += [path for path in new if path not in entry["added"]]
+            entry["dirs"] += [folder for folder in made if folder not in entry["dirs"]]
+    if not dry_run and any(change.action != "unchanged" for change in files):
+        write_record(record, added)
+    if scope.root is not None and not dry_run:
+        exposed = git_unignored(scope.root, [path for path in (settings.path, settings.backup) if path.exists()])
+        if exposed:
+            names = " and ".join(str(path.relative_to(scope.root)) for path in exposed)
+            notes.append(f"git does not ignore {names}: add `.claude/*.local.json*` to .gitignore to keep your own settings out of commits")
+    if os.path.basename(exe) == exe:
+        notes.append(f"hooks and server run `{exe}` from PATH: Claude Code must be started where it is on PATH")
+    return Report("install", scope, files, notes, dry_run)
+
+
+def uninstall(scope: Scope, *, record: Path, dry_run: bool = False) -> Report:
+    """Take out of the scope's files what install added (every memory-gate entry when there is no
+    record of that), and the files and folders it created once they are empty."""
+    settings, state = Document.read(scope.settings), Document.read(scope.state)
+    added = read_record(record)
+
+    def recorded(doc: Document) -> set[Path_] | None:
+        entry = added.get(str(doc.path))
+        return None if not isinstance(entry, dict) else {unpointer(text) for text in entry.get("added", []) if isinstance(text, str)}
+
+    edits = [
+        (settings, _merge(settings, remove_from_settings, recorded(settings))),
+        (state, _merge(state, remove_server, scope.server_at, recorded(state))),
+    ]
+    files, notes, folders = [], [], []
+    for doc, edit in edits:
+        change, _ = save(doc, edit.data, edit.changes, dry_run=dry_run, undo=True)
+        files.append(change)
+        notes += edit.notes
+        entry = None if dry_run else added.pop(str(doc.path), None)
+        if isinstance(entry, dict) and change.action == "deleted":
+            folders += entry.get("dirs", [])
+    if not dry_run:
+        write_record(record, added)
+    for folder in folders:  # deepest first
+        try:
+            os.rmdir(folder)
+        except OSError:
+            break  # not empty: something else lives there now
+    return Report("uninstall", scope, files, notes, dry_run)
+
+
+def git_unignored(root: Path, paths: list[Path]) -> list[Path]:
+    """The paths in the git repo at root that git does not ignore (none when there is no repo or
+    no git): a personal file there could be committed by accident."""
+    if not paths or not (root / ".git").exists() or shutil.which("git") is None:
+        return []
+    relative = [str(path.relative_to(root)) for path in paths]
+    result = subprocess.run(["git", "-C", str(root), "check-ignore", "--", *relative], capture_output=True, text=True)
+    ignored = set(result.stdout.splitlines()) if result.returncode in (0, 1) else set(relative)
+    return [path for path, name in zip(paths, relative) if name not in ignored]

@@ -1,0 +1,52 @@
+"""The `memory-gate` console script.
+
+`memory-gate hook EVENT` and `memory-gate inject EVENT` run on every turn, so they go straight to
+gate/claude/hooks.py and gate/context/hook.py, which import the standard library and the SQLite binding
+only; `memory-gate serve` goes to gate/serve/front.py, which answers Claude Code's first requests while
+the MCP SDK loads; every other command loads the full CLI.
+"""
+
+import os
+import sys
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    if args[:1] == ["hook"]:
+        from gate.claude import hooks
+
+        return hooks.main(args[1:])
+    if args[:1] == ["inject"]:  # injected-context's per-prompt path, as light as the hooks'
+        from gate.context import hook
+
+        return hook.main(args[1:])
+    if args == ["serve"] or (len(args) == 3 and args[0] == "--db" and args[2] == "serve"):
+        # Claude Code may stop its server with SIGINT at any moment, even while it starts: noted
+        # from now on, obeyed once it runs, never a KeyboardInterrupt traceback (gate/stopping.py).
+        from gate import stopping
+
+        stopping.hold()
+        from gate import config
+        from gate.serve import front
+
+        settings = config.load()
+        if args[0] == "--db":
+            settings = settings.replace(database=os.path.join(os.getcwd(), args[1]))
+        return front.serve(settings)
+    from gate.cli import cli
+
+    return cli.main()
+
+
+def leave(code: int) -> None:
+    """End the process with `code`. A hook has nothing left to tidy once its answer is out (its
+    transaction committed, SQLite's files consistent on disk): it skips Python's shutdown, which
+    tears down every module and the connection and took a fifth of a hook's run."""
+    if sys.argv[1:2] in (["hook"], ["inject"]):
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (BrokenPipeError, OSError):
+            pass  # Claude Code stopped reading: nothing more to say
+        os._exit(code)
+    raise SystemExit(code)

@@ -1,0 +1,162 @@
+"""`memory-gate doctor`: a list of checks, each returning its part of the report and its findings.
+
+A finding is a fact about this install (`what`), how much it matters (`severity`: a problem
+means memory is off, wrong or at risk, and makes doctor exit 1; a warning is worth knowing; a
+note is information), and what to do about it (`mend`). Findings are made where the check knows
+the facts, never by reading another message's words.
+
+The checks: memory (the database, its index, write.log, search by meaning), injected-context
+(its rule files and classifier), and Claude Code (gate/doctor/wiring.py: is memory-gate wired in, does
+what Claude Code will run start).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import apsw
+
+from gate import config
+from gate.engine import store
+from gate.memory import audit
+from gate.search import embeddings, vectors
+
+PROBLEM, WARNING, NOTE = "problem", "warning", "note"
+
+
+@dataclass(frozen=True)
+class Finding:
+    what: str
+    severity: str = PROBLEM
+    mend: str = ""
+
+    def line(self) -> str:
+        return f"{self.severity.upper()}: {self.what}" + (f". {self.mend}" if self.mend else "")
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def stated(messages: list[str], severity: str = PROBLEM) -> list[Finding]:
+    """Findings from checks that already state the fact and its mend in one message."""
+    return [Finding(message, severity) for message in messages]
+
+
+# A check takes the settings and returns (its section of the report, its findings).
+Check = Callable[[config.Settings], tuple[dict, list[Finding]]]
+
+
+def memory(settings: config.Settings) -> tuple[dict, list[Finding]]:
+    """The database: path, versions, integrity, counts, write.log against it, search by meaning.
+    Damage it is asked to diagnose ends its report with the mend, never doctor itself."""
+    path = Path(config.find_database(settings))
+    try:
+        exists = path.exists()
+    except OSError as error:  # a folder above it cannot be entered
+        return {"database": str(path)}, stated([store.explain(error)])
+    report: dict = {
+        "database": str(path),
+        "exists": exists,
+        "sqlite": apsw.sqlite_lib_version(),
+        "apsw": apsw.apsw_version(),
+        "schema_latest": store.latest_version(),
+    }
+    if not exists:
+        report["note"] = "no database yet: the first memory_write creates it"
+        return report, []
+    try:
+        conn = store.connect(path, create=False)
+    except store.StoreError as error:
+        damaged = isinstance(error.__cause__, (apsw.CorruptError, apsw.NotADBError))
+        return report, [Finding(str(error), mend=_restore(path) if damaged else "")]
+    findings: list[Finding] = []
+    try:
+        _database(conn, path, settings, report, findings)
+    except apsw.Error as error:
+        if isinstance(error, (apsw.CorruptError, apsw.NotADBError)):
+            if not any(finding.what.startswith("the database is damaged") for finding in findings):
+                findings.append(Finding(f"the database is damaged ({error})", mend=_restore(path)))
+        else:
+            findings += stated([store.explain(error)])
+    return report, findings
+
+
+# How to put a backup back; docs/reliability.md's "Restoring a backup" says the same.
+RESTORE = (
+    "Restore memory.db from a backup: with no session running, delete memory.db-wal and "
+    "memory.db-shm beside it (they belong to the damaged file, and SQLite would lay them over "
+    "the backup), then copy the backup over memory.db. write.log beside it holds every change."
+)
+
+
+def _restore(path: Path) -> str:
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size:
+        return (
+            f"{RESTORE} If memory.db was itself restored from a backup while {wal.name} stayed, that is "
+            "the damage: restore the backup again, this time deleting the -wal and -shm first."
+        )
+    return RESTORE
+
+
+def _database(conn: apsw.Connection, path: Path, settings: config.Settings, report: dict,
+              findings: list[Finding]) -> None:
+    report["schema_version"] = store.user_version(conn)
+    integrity = store.check_integrity(conn)
+    report["integrity"] = "ok" if not integrity else integrity
+    index = [problem.removeprefix("word index: ") for problem in integrity if problem.startswith("word index:")]
+    damaged = [problem.removeprefix("database: ") for problem in integrity if not problem.startswith("word index:")]
+    if damaged:
+        findings.append(Finding(f"the database is damaged ({'; '.join(damaged)})", mend=_restore(path)))
+    elif index:
+        findings.append(Finding(
+            f"the word index is damaged ({'; '.join(index)})",
+            mend="Nothing is lost: run `memory-gate reindex`, which rebuilds it from the facts.",
+        ))
+    kinds = dict(conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
+    report["facts"] = {kind: kinds.get(kind, 0) for kind in ("state", "event", "decision", "trap")}
+    report["sessions"] = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    report["turns"] = conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+    log = audit.log_path(path)
+    check = audit.check(conn, log)
+    report["write_log"] = {
+        "path": str(log),
+        "lines": check.lines,
+        "torn": len(check.torn),
+        "never_committed": len(check.uncommitted),
+        "writes_missing_lines": len(check.missing),
+    }
+    advice = check.advice()
+    if advice:
+        report["write_log"]["advice"] = advice
+    if check.missing:
+        findings.append(Finding(
+            f"{len(check.missing)} committed write(s) lack log lines in {log}",
+            mend="The log was edited, truncated or replaced: restore it from a backup if you have one; the facts themselves are intact.",
+        ))
+    report["meaning"], found = vectors.status(conn, embeddings.Endpoint.from_settings(settings))
+    findings += stated(found)
+
+
+def injected_context(settings: config.Settings) -> tuple[dict, list[Finding]]:
+    from gate.context import report
+
+    section, found = report.doctor(settings)
+    return section, stated(found)
+
+
+def run(settings: config.Settings, checks: dict[str, Check]) -> tuple[dict, list[Finding]]:
+    """Every check's section (memory's at the top level, as earlier versions printed it) and all
+    their findings."""
+    report: dict = {}
+    findings: list[Finding] = []
+    for name, check in checks.items():
+        section, found = check(settings)
+        if name == "memory":
+            report.update(section)
+        else:
+            report[name] = section
+        findings += found
+    return report, findings

@@ -1,0 +1,8 @@
+"""The database itself: opening it, its schema (schema.sql), how its index cuts words, a fact as a row.
+
+Everything above reaches SQLite through here: `store` opens a memory, applies schema.sql's
+numbered sections and takes write transactions; `tokens` cuts and folds words exactly as the
+FTS5 index does. This is the seam a second storage engine plugs into.
+
+May import: the ground floor (gate/*.py) and apsw. On the hooks' path: nothing heavy here.
+"""

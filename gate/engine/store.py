@@ -1,0 +1,425 @@
+"""Open a memory database and bring its schema up to date.
+
+SQLite comes through apsw rather than the standard library's sqlite3: apsw bundles a current
+SQLite with FTS5 and can load extensions (sqlite-vec) on Linux, macOS and Windows, where many
+Python builds' sqlite3 cannot. apsw is not DB-API: transactions are explicit, as they should be
+here, because a write and its ledger and index updates must commit together or not at all.
+
+Every connection runs in WAL mode with a busy timeout, so that parallel sessions of one project
+wait for each other's short write transactions instead of failing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import apsw
+
+
+# This module is on the hooks' per-turn path: cheap imports only (no pathlib, dataclasses, or
+# re until a schema upgrade needs it).
+
+# Long enough to outwait another session's write transaction, short enough that a wedged lock
+# costs a hook or a tool call seconds, not the owner's patience.
+BUSY_TIMEOUT_MS = 5000
+
+# A session waiting for the write lock sleeps 1, 2, 4 ms... between tries, never more than this.
+BUSY_POLL_S = 0.010
+
+_MARK = "-- version "
+
+
+def _patient(limit_ms: int):
+    """A busy handler that tries again at least every BUSY_POLL_S until `limit_ms` have passed.
+
+    SQLite's own busy timeout sleeps longer the longer it waits (up to 100 ms a try), so under
+    many writers a session that has waited a while tries rarely, and the others, trying often,
+    keep taking the lock before it: with 8 sessions writing flat out, a hook waited out its 5 s
+    and failed while the others wrote hundreds of times. Trying at an even, short pace gives
+    every waiter about the same chance each time the lock comes free (at 2 ms the tries
+    themselves cost the lock holder its CPU: throughput fell by 40%)."""
+    deadline = 0.0
+
+    def busy(tries: int) -> bool:
+        nonlocal deadline
+        now = time.monotonic()
+        if tries == 0:  # the first call of each wait
+            deadline = now + limit_ms / 1000
+        if now >= deadline:
+            return False
+        time.sleep(min(0.001 * (1 << min(tries, 8)), BUSY_POLL_S))
+        return True
+
+    return busy
+
+
+class StoreError(Exception):
+    """The database cannot be opened or used; the message says what to do about it."""
+
+
+def schema_path() -> str:
+    """schema.sql ships beside this module in a wheel and sits at the repository root in a
+    checkout; either way there is exactly one file."""
+    here = os.path.dirname(os.path.realpath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    for candidate in (os.path.join(here, "schema.sql"), os.path.join(root, "schema.sql")):
+        if os.path.isfile(candidate):
+            return candidate
+    raise StoreError(f"schema.sql is missing beside {here}: reinstall memory-gate")
+
+
+def _schema_source() -> str:
+    with open(schema_path(), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def schema_steps(source: str | None = None) -> list[tuple[int, str, str]]:
+    """The numbered sections of schema.sql, in order: (version, title, sql)."""
+    steps = [
+        (int(number), title, sql)
+        for kind, number, title, sql in _sections(_schema_source() if source is None else source)
+        if kind == "version"
+    ]
+    versions = [version for version, _, _ in steps]
+    if versions != list(range(1, len(steps) + 1)):
+        raise StoreError(f"schema.sql sections must be numbered 1, 2, 3...; found {versions}")
+    return steps
+
+
+def _sections(sql: str) -> list[tuple[str, str, str, str]]:
+    """Every "-- version N: title" and "-- template NAME: title" section: (kind, N or NAME,
+    title, sql up to the next section)."""
+    import re
+
+    marks = list(re.finditer(r"^-- (version|template) (\w+): (.+)$", sql, re.MULTILINE))
+    return [
+        (mark.group(1), mark.group(2), mark.group(3).strip(),
+         sql[mark.end() : marks[index + 1].start() if index + 1 < len(marks) else len(sql)])
+        for index, mark in enumerate(marks)
+    ]
+
+
+def schema_template(name: str, **values: object) -> str:
+    """The SQL of schema.sql's "-- template NAME" section, its {placeholders} filled in: for a
+    table whose shape is only known later (the vector index needs the embedding dimension)."""
+    for kind, found, _, sql in _sections(_schema_source()):
+        if kind == "template" and found == name:
+            return sql.strip().format(**values)
+    raise StoreError(f"schema.sql has no template {name!r}: reinstall memory-gate")
+
+
+def latest_version() -> int:
+    """How many sections schema.sql has, counted without parsing it (checked on every open)."""
+    source = _schema_source()
+    return source.count("\n" + _MARK) + source.startswith(_MARK)
+
+
+def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int = BUSY_TIMEOUT_MS) -> apsw.Connection:
+    """Open (and with `create`, make) the database at `path`, schema applied.
+
+    ':memory:' gives a private in-memory database. A new file is created private to the user
+    (0600, folders 0700) before SQLite touches it; SQLite gives its -wal and -shm files the
+    same mode.
+    """
+    path = os.fspath(path)
+    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    if path != ":memory:":
+        if not os.path.exists(path):
+            if not create:
+                raise StoreError(f"no memory database at {path}")
+            _create_private(path)
+        refuse_planted(path)
+        # The check above leaves a moment in which a link could appear: SQLite then refuses it.
+        flags |= apsw.SQLITE_OPEN_NOFOLLOW
+    try:
+        conn = apsw.Connection(path, flags=flags)
+        conn.set_busy_handler(_patient(busy_ms))
+        conn.create_scalar_function("gate_cjk", _cjk_chars, 1, deterministic=True)
+        conn.execute("PRAGMA foreign_keys = ON")
+        # In WAL mode NORMAL syncs at checkpoints, not at every commit: a killed process loses
+        # nothing, a power cut may lose the last commits. write.log is fsynced before each write
+        # commits, so after a power cut the log still tells what the database lost.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        migrate(conn)
+        # After the first read: on a file that is not a database, this would fail first, with a
+        # message about FTS5 instead of the truth.
+        conn.register_fts5_function("gate_phrases", _matched_phrases)
+    except apsw.Error as error:
+        raise StoreError(f"cannot open {path}: {error}") from error
+    return conn
+
+
+def _cjk_chars(value: str | None) -> str:
+    """gate_cjk() for the FTS triggers (gate/engine/tokens.py), imported when a fact is first written:
+    the hooks, which never write one, do not pay for unicodedata."""
+    from gate.engine import tokens
+
+    return tokens.cjk_chars(value)
+
+
+def _matched_phrases(api: apsw.FTS5ExtensionApi) -> bytes:
+    """FTS5 auxiliary function: which of the query's phrases this row matches, one byte per
+    phrase (1: matched). Under `ORDER BY rank LIMIT n` FTS5 sorts by itself and SQLite calls
+    this for the n rows returned only."""
+    return bytes(1 if api.phrase_columns(phrase) else 0 for phrase in range(api.phrase_count))
+
+
+def _create_private(path: str) -> None:
+    missing = []
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+    except FileExistsError:
+        pass  # made meanwhile by another session, or planted: refuse_planted tells which
+
+
+# Every file SQLite or memory-gate writes beside a database (SQLite makes the first three itself).
+COMPANIONS = ("-wal", "-shm", "-journal")
+LOG_NAME = "write.log"
+
+
+def refuse_planted(path: str) -> None:
+    """Raise StoreError when a file memory-gate would write for the database at `path` is a
+    symbolic link (memory-gate makes none: one there was put by someone, maybe another user in a
+    shared folder, to make memory overwrite what it points at), or, in a folder others can write
+    or do not own for us, belongs to another user (who could read what memory writes into it)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        shared = shared_folder(os.stat(folder))
+    except OSError:
+        return  # SQLite's open says what is wrong with the folder
+    for name in (path, *(path + suffix for suffix in COMPANIONS), os.path.join(folder, LOG_NAME)):
+        try:
+            found = os.lstat(name)
+        except OSError:
+            continue
+        problem = planted(name, found, shared)
+        if problem:
+            raise StoreError(problem)
+
+
+def shared_folder(folder: os.stat_result) -> bool:
+    """Someone other than this user can create or replace files in the folder."""
+    return bool(folder.st_mode & 0o022) or folder.st_uid != os.geteuid()
+
+
+def planted(name: str, found: os.stat_result, shared: bool) -> str | None:
+    """What is wrong with the file memory-gate is about to write, with the mend; None if nothing."""
+    import stat
+
+    if stat.S_ISLNK(found.st_mode):
+        try:
+            target = os.readlink(name)
+        except OSError:
+            target = "?"
+        return (
+            f"{name} is a symbolic link (to {target}): memory-gate writes its files itself and "
+            "never through a link, which someone could have planted to make memory overwrite "
+            "another file. Remove the link (if you made it, point MEMORY_GATE_DB at the real "
+            "file instead)"
+        )
+    if not stat.S_ISREG(found.st_mode):
+        return (
+            f"{name} is not a regular file (a folder, device, pipe or socket): memory is a file of "
+            "its own, and SQLite would put its journal beside this one. Point MEMORY_GATE_DB (or "
+            "--db) at a database file, e.g. ./memory.db"
+        )
+    if shared and found.st_uid != os.geteuid():
+        return (
+            f"{name} belongs to another user (uid {found.st_uid}), in a folder others can write: "
+            "memory-gate would be writing into a file they can read or replace. Keep memory in a "
+            "folder of your own (MEMORY_GATE_DB), or remove the file if it is not yours"
+        )
+    return None
+
+
+class writing:
+    """`with store.writing(conn):` one write transaction, taken with BEGIN IMMEDIATE.
+
+    A deferred transaction (apsw's `with conn:`) that reads first and writes later cannot wait
+    for another writer: when it tries to upgrade, SQLite answers busy at once, whatever the busy
+    timeout, because waiting could deadlock. Taking the write lock up front lets parallel
+    sessions queue for it instead of failing.
+    """
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: apsw.Connection):
+        self.conn = conn
+
+    def __enter__(self) -> apsw.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, kind, error, trace) -> None:
+        if kind is not None:
+            rollback(self.conn)
+        else:
+            self.conn.execute("COMMIT")
+
+
+def rollback(conn: apsw.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already: a COMMIT that fails on a full
+    disk rolls back by itself, and a second ROLLBACK would hide that error behind its own."""
+    if not conn.get_autocommit():
+        conn.execute("ROLLBACK")
+
+
+def explain(error: BaseException) -> str:
+    """What went wrong with the database or its disk, in one line with the mend, for the agent
+    and the owner alike."""
+    cause = error.__cause__ if isinstance(error, StoreError) and error.__cause__ else error
+    if isinstance(cause, apsw.BusyError):
+        return (
+            f"memory is busy: another session held the database for over {BUSY_TIMEOUT_MS // 1000} s; "
+            "call again in a moment"
+        )
+    if isinstance(cause, apsw.ReadOnlyError):
+        return "memory is read-only: the database file or its folder cannot be written; check their permissions"
+    if isinstance(cause, apsw.FullError) or getattr(cause, "errno", None) == 28:  # ENOSPC
+        return "the disk is full: nothing was saved; free some space and call again"
+    if isinstance(cause, apsw.IOError):
+        return (
+            "the disk refused a read or write (full, or failing): nothing was saved; free some space "
+            "or check the disk, and call again"
+        )
+    if isinstance(cause, (apsw.CorruptError, apsw.NotADBError)):
+        return (
+            "the memory database is damaged; nothing was changed. `memory-gate doctor` says what is wrong; "
+            "restore the file from a backup (write.log beside it holds every change)"
+        )
+    if isinstance(cause, PermissionError):
+        where = f" {cause.filename}" if cause.filename else ""
+        return (
+            f"memory cannot be reached: permission denied on{where}. Its folders must be readable "
+            "and enterable by you (memory-gate makes them 0700): check their owner and mode"
+        )
+    if isinstance(cause, apsw.CantOpenError):
+        return "the memory database cannot be opened: check that its folder exists and can be read and written"
+    if isinstance(error, StoreError):
+        return str(error)
+    return f"memory is unavailable ({type(cause).__name__}: {cause}); `memory-gate doctor` says why"
+
+
+def user_version(conn: apsw.Connection) -> int:
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(conn: apsw.Connection) -> int:
+    """Apply the schema sections this database has not seen; return its version."""
+    current, latest = user_version(conn), latest_version()
+    if current == latest:
+        return current
+    if current > latest:
+        raise StoreError(
+            f"this database has schema version {current}, newer than this memory-gate knows "
+            f"({latest}): upgrade memory-gate"
+        )
+    steps = schema_steps()
+    if current == 0:
+        # WAL is a property of the file and cannot be switched inside a transaction.
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Another process may have upgraded the file while this one waited for the lock.
+        current = user_version(conn)
+        for version, _, sql in steps[current:]:
+            conn.execute(sql)
+            conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute("COMMIT")
+    except BaseException:
+        rollback(conn)
+        raise
+    return len(steps)
+
+
+def check_integrity(conn: apsw.Connection) -> list[str]:
+    """Problems SQLite and the word index report; an empty list means healthy. Damage is the
+    answer here, never an exception: each problem names what is damaged (the word index, which
+    `memory-gate reindex` rebuilds from the facts, or the database itself)."""
+    try:
+        # Opening the word index reads its config: a damaged one fails here, and would fail
+        # SQLite's whole integrity_check with it.
+        conn.execute("SELECT rowid FROM facts_fts LIMIT 0")
+    except apsw.Error as error:
+        return [f"word index: {error}", *_check_tables(conn)]
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+    except apsw.Error as error:
+        return [f"database: {error}"]
+    try:
+        conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)")
+    except apsw.Error as error:
+        problems.append(f"word index: {error}")
+    return problems
+
+
+def _check_tables(conn: apsw.Connection) -> list[str]:
+    """SQLite's integrity check of each ordinary table, one at a time (the whole check cannot
+    run while a virtual table cannot be opened)."""
+    problems = []
+    try:
+        tables = [row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'"
+        )]
+        for table in tables:
+            problems += [f"database: {row[0]}" for row in conn.execute(f'PRAGMA integrity_check("{table}")')
+                         if row[0] != "ok"]
+    except apsw.Error as error:
+        problems.append(f"database: {error}")
+    return problems
+
+
+# -- sqlite-vec -------------------------------------------------------------------------------
+
+
+def vectors_extension() -> str:
+    """Where the installed `sqlite-vec` package keeps its loadable extension (SQLite adds the
+    platform's suffix). Found without importing the package, which would import numpy."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.origin:
+        raise StoreError("sqlite-vec is not installed: pip install sqlite-vec (memory-gate depends on it)")
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
+def vectors_loaded(conn: apsw.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM pragma_module_list WHERE name = 'vec0'").fetchone() is not None
+
+
+def require_vectors(conn: apsw.Connection) -> None:
+    """Load sqlite-vec into this connection (once), or raise StoreError saying why it cannot."""
+    if vectors_loaded(conn):
+        return
+    path = vectors_extension()
+    try:
+        conn.enable_load_extension(True)
+        try:
+            conn.load_extension(path)
+        finally:
+            conn.enable_load_extension(False)
+    except (apsw.Error, AttributeError) as error:
+        raise StoreError(
+            f"sqlite-vec cannot be loaded from {path}: {error}. Reinstall it (pip install "
+            "--force-reinstall sqlite-vec); until then search runs on words only"
+        ) from error
+
+
+def load_vectors(conn: apsw.Connection) -> bool:
+    """Load sqlite-vec if it can be; False means search runs on words only (`memory-gate doctor`
+    says why)."""
+    try:
+        require_vectors(conn)
+    except StoreError:
+        return False
+    return True

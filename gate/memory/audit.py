@@ -1,0 +1,183 @@
+"""write.log: every change to memory, with the text it replaced, who made it and why.
+
+One JSON object per line, beside the database. The database holds only what is true now; this
+log is the history, for people (`memory-gate log`) and for undoing a mistake.
+
+The rule that no committed change lacks its line is kept by order, not by luck: a write appends
+its lines and fsyncs them *before* its transaction commits, stamped with the write's id, and the
+commit records that id in the `writes` table. A process killed in between leaves lines whose
+write id the database does not know: recognisably never committed. A process killed in the middle
+of a line leaves a torn line without its newline; the next append starts on a fresh line and
+readers report the torn one instead of failing.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re  # loaded by dataclasses anyway
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import apsw
+
+from gate.engine import store
+
+LOG_NAME = store.LOG_NAME
+
+
+def log_path(database: Path) -> Path:
+    return Path(database).parent / LOG_NAME
+
+
+def append(path: Path, entries: list[dict]) -> None:
+    """Append entries durably: on disk when this returns.
+
+    Never through a symbolic link, nor into another user's file in a shared folder (see
+    store.refuse_planted): the log holds every fact's text."""
+    if not entries:
+        return
+    payload = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # O_NOFOLLOW met a link
+            raise store.StoreError(_link_refused(path) or str(error)) from error
+        raise
+    try:
+        found = os.fstat(fd)
+        problem = store.planted(os.fspath(path), found, store.shared_folder(os.stat(os.path.dirname(os.path.abspath(path)))))
+        if problem:
+            raise store.StoreError(problem)
+        size = found.st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            payload = "\n" + payload
+        data = payload.encode("utf-8")
+        written = 0
+        while written < len(data):
+            written += os.write(fd, data[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _link_refused(path: Path) -> str | None:
+    try:
+        return store.planted(os.fspath(path), os.lstat(path), False)
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int
+    entry: dict | None  # None: a torn or unreadable line
+    raw: str
+
+
+def lines(path: Path, *, holding: re.Pattern[str] | None = None) -> Iterator[Line]:
+    """Every line of the log, oldest first, streamed (the log may be large); with `holding`,
+    only the lines where that pattern is found (a search costs a tenth of parsing the JSON)."""
+    try:
+        handle = open(path, encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            raw = raw.rstrip("\n")
+            if not raw.strip() or (holding is not None and not holding.search(raw)):
+                continue
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                entry = None
+            if not isinstance(entry, dict):
+                entry = None
+            yield Line(number, entry, raw)
+
+
+def entries(
+    path: Path, *, fact: int | None = None, session: str | None = None, since: str | None = None
+) -> Iterator[dict]:
+    """Readable entries, filtered by fact id, session, and day or time (ISO, inclusive)."""
+    for line in lines(path):
+        entry = line.entry
+        if entry is None:
+            continue
+        if fact is not None and entry.get("id") != fact:
+            continue
+        if session is not None and entry.get("session") != session:
+            continue
+        if since is not None and str(entry.get("time", "")) < since:
+            continue
+        yield entry
+
+
+def committed_writes(conn: apsw.Connection) -> dict[str, int]:
+    """Write id -> number of log lines it committed with."""
+    return dict(conn.execute("SELECT id, changes FROM writes"))
+
+
+@dataclass
+class Check:
+    """write.log compared with the database."""
+
+    lines: int = 0
+    torn: list[int] = field(default_factory=list)
+    uncommitted: list[int] = field(default_factory=list)
+    missing: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing
+
+    def advice(self) -> list[str]:
+        notes = []
+        if self.torn:
+            notes.append(
+                f"{len(self.torn)} torn line(s) (a writer was killed mid-line; its change did not "
+                f"commit): lines {_some(self.torn)}. Harmless; leave them."
+            )
+        if self.uncommitted:
+            notes.append(
+                f"{len(self.uncommitted)} line(s) of writes that never committed (a writer stopped "
+                f"before its commit): lines {_some(self.uncommitted)}. Harmless: history ignores them."
+            )
+        if self.missing:
+            notes.append(
+                f"{len(self.missing)} committed write(s) lack log lines: "
+                f"{_some(sorted(self.missing))}. The log was edited, truncated or replaced: "
+                "restore it from a backup if you have one; the facts themselves are intact."
+            )
+        return notes
+
+
+def _some(items: list, limit: int = 8) -> str:
+    shown = ", ".join(str(item) for item in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def check(conn: apsw.Connection, path: Path) -> Check:
+    committed = committed_writes(conn)
+    seen: dict[str, int] = {}
+    result = Check()
+    for line in lines(path):
+        result.lines += 1
+        if line.entry is None:
+            result.torn.append(line.number)
+            continue
+        write = line.entry.get("write")
+        if write in committed:
+            seen[write] = seen.get(write, 0) + 1
+        else:
+            result.uncommitted.append(line.number)
+    for write, changes in committed.items():
+        if seen.get(write, 0) < changes:
+            result.missing[write] = changes - seen.get(write, 0)
+    return result
+
+
+def is_committed(conn: apsw.Connection, write_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM writes WHERE id = ?", (write_id,)).fetchone() is not None

@@ -1,0 +1,188 @@
+"""A change set: the one path every change to the facts takes, whoever makes it.
+
+memory_write (gate/memory/write.py), `memory-gate undo` and `memory-gate import` all change facts through
+a ChangeSet, inside a write transaction their caller opened. Each insert, update and delete
+happens here together with its write.log line, and `finish` keeps the rules of gate/memory/audit.py for
+all of them: it brings the vectors of the changed facts up to date, records the write in `writes`
+(with the number of lines it logged), and appends and fsyncs the lines, all before the caller
+commits. So a committed change never lacks its line, and a line whose write id `writes` does not
+know never committed.
+
+A change set may hold more lines than fit comfortably in memory (an import of 100k facts): lines
+are appended in batches as they accumulate. That is safe for the same reason as the order above: a
+line is only history once its write commits, and until then it reads as never committed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from gate import credentials
+from gate.engine import store
+from gate.memory import audit, ledger
+from gate.search import embeddings, vectors
+
+# Lines buffered before they are appended (and fsynced): a few hundred kilobytes at most.
+FLUSH_LINES = 1000
+# Fact ids per vectors.sync call, under SQLite's limit on bound parameters.
+SYNC_BATCH = 500
+# Who changes memory by hand, as write.log and `writes` name it: the command line, and the page
+# of `memory-gate view`. Their turns are not the agent's: stats leaves them out.
+CLI_SESSION = "cli"
+VIEWER_SESSION = "viewer"
+HAND_SESSIONS = (CLI_SESSION, VIEWER_SESSION)
+FIELDS = ("topic", "kind", "text", "date")
+BOOKKEEPING = ("created", "updated", "confirmed", "rev")
+
+
+@dataclass(frozen=True)
+class Author:
+    """Who makes a write, as write.log names it: the session, the turn, and the owner's words."""
+
+    session: str
+    turn: str
+    words: str | None
+
+
+def author(turn: ledger.Turn) -> Author:
+    """The author of the changes a turn makes: its session, its turn as write.log names it (a
+    server turn has no prompt id), and its words, credentials redacted (a turn stored before
+    the ledger redacted them may still hold some)."""
+    return Author(turn.session, turn.prompt_id or f"server:{turn.id}", credentials.redact(turn.prompt))
+
+
+def cli_turn(conn: apsw.Connection, command: str, session: str = CLI_SESSION) -> ledger.Turn:
+    """A turn of a hand session (the command line's, or the viewer's), whose words are the
+    command as it was typed: the "why" of a change made by hand. Inside the caller's transaction."""
+    return ledger.open_turn(conn, session, f"{session}-{uuid.uuid4().hex[:12]}", command)
+
+
+class ChangeSet:
+    """Changes to facts made in one write, each logged; `finish` before the caller's COMMIT."""
+
+    def __init__(self, conn: apsw.Connection, author: Author, log: Path | None):
+        self.conn, self.author, self.log = conn, author, log
+        self.write_id = uuid.uuid4().hex
+        self.stamp = ledger.now()
+        self.changed: list[int] = []
+        self.logged = 0
+        self._pending: list[dict] = []
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def snapshot(self, fact_id: int) -> dict[str, str] | None:
+        """The fact's topic, kind, text and date, as write.log records a version; None if gone."""
+        row = self.conn.execute("SELECT topic, kind, text, date FROM facts WHERE id = ?", (fact_id,)).fetchone()
+        return dict(zip(FIELDS, row)) if row else None
+
+    # -- changing ------------------------------------------------------------------------------
+
+    def insert(self, fields: dict[str, str], *, fact_id: int | None = None,
+               bookkeeping: dict[str, Any] | None = None, extra: dict | None = None) -> int:
+        """A new fact (topic, kind, text, date). `fact_id` gives it that id (a fact restored, or
+        imported), else the next one. Without `bookkeeping` it is created, updated and confirmed
+        now at revision 1; with it (created, updated, confirmed, rev), those are kept and the line
+        records them, so that history can tell what the fact was."""
+        after = {name: fields[name] for name in FIELDS}
+        kept = bookkeeping or {}
+        fact_id = self.conn.execute(
+            "INSERT INTO facts (id, topic, kind, text, date, created, updated, confirmed, rev)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (
+                fact_id, after["topic"], after["kind"], after["text"], after["date"],
+                kept.get("created", self.stamp), kept.get("updated", self.stamp),
+                kept.get("confirmed", self.stamp), kept.get("rev", 1),
+            ),
+        ).fetchone()[0]
+        if bookkeeping:
+            extra = {**(extra or {}), "bookkeeping": {name: bookkeeping[name] for name in BOOKKEEPING}}
+        self._line("insert", fact_id, None, after, extra)
+        return fact_id
+
+    def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, extra: dict | None = None) -> None:
+        """The fact now reads `after` (it read `before`): a new revision, changed and confirmed now."""
+        self.conn.execute(
+            "UPDATE facts SET topic = ?, kind = ?, text = ?, date = ?, updated = ?,"
+            " confirmed = ?, rev = rev + 1 WHERE id = ?",
+            (after["topic"], after["kind"], after["text"], after["date"], self.stamp, self.stamp, fact_id),
+        )
+        self._line("update", fact_id, before, after, extra)
+
+    def delete(self, fact_id: int, before: dict[str, str], *, extra: dict | None = None) -> None:
+        self.conn.execute("DELETE FROM facts WHERE id = ?", (fact_id,))
+        self._line("delete", fact_id, before, None, extra)
+
+    def confirm(self, fact_id: int) -> None:
+        """Someone looked at the fact and it holds: not a change, so nothing is logged."""
+        self.conn.execute("UPDATE facts SET confirmed = ? WHERE id = ?", (self.stamp, fact_id))
+
+    def _line(self, op: str, fact_id: int, before: dict | None, after: dict | None, extra: dict | None) -> None:
+        current = after or before or {}
+        entry = {
+            "time": self.stamp, "write": self.write_id, "op": op, "id": fact_id,
+            "topic": current.get("topic"), "kind": current.get("kind"),
+        }
+        if before is not None:
+            entry["before"] = before
+        if after is not None:
+            entry["after"] = after
+        entry |= {"session": self.author.session, "turn": self.author.turn, "words": self.author.words}
+        if extra:
+            entry |= extra
+        self.changed.append(fact_id)
+        self.logged += 1
+        self._pending.append(entry)
+        if len(self._pending) >= FLUSH_LINES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.log is not None:
+            audit.append(self.log, self._pending)
+        self._pending = []
+
+    # -- finishing -----------------------------------------------------------------------------
+
+    def finish(
+        self,
+        turn: ledger.Turn,
+        *,
+        digest: str,
+        answer: str,
+        ahead: vectors.Prepared | None = None,
+        sync: Iterable[int] | None = None,
+        tool_use_id: str | None = None,
+    ) -> None:
+        """Vectors, the `writes` row and the log lines: the last steps before the caller commits.
+
+        `sync` lists the facts whose vectors to bring up to date (default: those changed here),
+        `ahead` the vectors asked for before the transaction (see `embed_ahead`). A change set
+        that changed nothing and is not a memory_write (an import of duplicates only) need not
+        be finished: it recorded nothing."""
+        ids = list(self.changed if sync is None else sync)
+        for start in range(0, max(len(ids), 1), SYNC_BATCH):
+            vectors.sync(self.conn, ids[start : start + SYNC_BATCH], ahead)
+        seq = ledger.record_write(self.conn, turn)
+        self.conn.execute(
+            "INSERT INTO writes (id, session, turn, seq, tool_use_id, digest, changes, answer, at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (self.write_id, turn.session, turn.id, seq, tool_use_id, digest, self.logged, answer, ledger.now()),
+        )
+        self._flush()
+
+
+def embed_ahead(
+    conn: apsw.Connection, endpoint: embeddings.Endpoint, texts: list[str], touched: Iterable[int]
+) -> vectors.Prepared | None:
+    """Embed, in one request and before the transaction (never under the write lock), the texts a
+    write will store (vectors.fact_text of each) and a few facts still waiting for a vector."""
+    if not store.vectors_loaded(conn):
+        return None
+    skip = set(touched)
+    waiting = [(fact, text) for fact, text in vectors.waiting(conn) if fact not in skip]
+    return vectors.prepare(endpoint, texts + [text for _, text in waiting], [fact for fact, _ in waiting])

@@ -1,0 +1,122 @@
+"""Facts listed for people: what memory holds (`memory-gate show`) and what nobody has confirmed
+in a while (`memory-gate review`).
+
+Both are generators over one SELECT read in index order (schema.sql, version 4), so a memory of
+any size streams to the terminal a row at a time, and the first rows show at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+
+import apsw
+
+from gate.engine import tokens as words_of
+from gate.search.search import FACT_COLUMNS, Fact
+
+
+def topic_match(typed: str) -> str | None:
+    """An FTS5 expression for topics holding a word that starts with each of the typed words
+    (`deplo stag` finds "staging deploys"), or None when nothing typed is a word. The word index
+    answers it at once in a memory of any size, where LIKE reads every topic."""
+    found = [word.replace('"', '""') for word in words_of.words(typed)]
+    if not found:
+        return None
+    return "topic : (" + " ".join(f'"{word}"*' for word in found) + ")"
+
+
+def like_pattern(text: str) -> str:
+    """A LIKE pattern matching `text` anywhere, its own % and _ taken literally (escape `\\`)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def facts(
+    conn: apsw.Connection,
+    *,
+    topic: str | None = None,
+    kind: str | None = None,
+    since: str | None = None,
+    unconfirmed_before: str | None = None,
+    topic_words: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> Iterator[Fact]:
+    """Facts, the most recently changed (or created) first. `topic`: the topic holds these
+    letters (any case); `kind`: exactly this kind; `since`: changed on or after this day;
+    `unconfirmed_before`: no turn kept or updated it since this ledger time (see `cutoff`);
+    `topic_words`: the topic holds words starting so (see `topic_match`); `offset`: skip that
+    many (a page further down)."""
+    where, args = _filters(topic, kind, since, unconfirmed_before, topic_words, ordered=True)
+    sql = f"SELECT {FACT_COLUMNS} FROM facts{where} ORDER BY updated DESC, id DESC"
+    if limit is not None or offset:
+        sql += " LIMIT ? OFFSET ?"
+        args += [-1 if limit is None else limit, offset]
+    for row in conn.execute(sql, args):
+        yield Fact(*row)
+
+
+def count(
+    conn: apsw.Connection,
+    *,
+    topic: str | None = None,
+    kind: str | None = None,
+    since: str | None = None,
+    unconfirmed_before: str | None = None,
+    topic_words: str | None = None,
+) -> int:
+    """How many facts `facts` lists with these filters."""
+    where, args = _filters(topic, kind, since, unconfirmed_before, topic_words)
+    return conn.execute(f"SELECT count(*) FROM facts{where}", args).fetchone()[0]
+
+
+def _filters(topic, kind, since, unconfirmed_before, topic_words=None, *, ordered=False) -> tuple[str, list]:
+    """The WHERE clause and its arguments. `ordered`: for a list read newest change first, where
+    the unconfirmed filter must not take the confirmed index (SQLite would then sort every
+    stale fact to return the first page; reading the updated index in order stops at a page)."""
+    where, args = [], []
+    matched = topic_match(topic_words) if topic_words else None
+    if topic_words and matched is None:
+        topic = topic_words  # no word in it (punctuation, say): the letters anywhere, as LIKE finds them
+    if topic:
+        where.append("topic LIKE ? ESCAPE '\\'")
+        args.append(like_pattern(topic))
+    if matched:
+        where.append("id IN (SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?)")
+        args.append(matched)
+    if kind:
+        where.append("kind = ?")
+        args.append(kind)
+    if since:
+        where.append("updated >= ?")
+        args.append(since)
+    if unconfirmed_before:
+        where.append("+confirmed < ?" if ordered else "confirmed < ?")
+        args.append(unconfirmed_before)
+    return (" WHERE " + " AND ".join(where) if where else ""), args
+
+
+def cutoff(days: int, now: datetime | None = None) -> str:
+    """The moment `days` days before now, as the ledger writes times (UTC, to the second, Z)."""
+    try:
+        moment = (now or datetime.now(timezone.utc)) - timedelta(days=days)
+    except OverflowError:
+        return ""  # before the first day of the calendar: no fact is that old
+    # isoformat pads the year to four digits, so the text compares as the time does.
+    return moment.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+
+
+def unconfirmed(conn: apsw.Connection, before: str, *, limit: int | None = None) -> Iterator[Fact]:
+    """Facts no turn has kept or updated since `before` (a ledger time), the longest first."""
+    sql = f"SELECT {FACT_COLUMNS} FROM facts WHERE confirmed < ? ORDER BY confirmed, id"
+    args: list = [before]
+    if limit is not None:
+        sql += " LIMIT ?"
+        args.append(limit)
+    for row in conn.execute(sql, args):
+        yield Fact(*row)
+
+
+def count_unconfirmed(conn: apsw.Connection, before: str) -> int:
+    return conn.execute("SELECT count(*) FROM facts WHERE confirmed < ?", (before,)).fetchone()[0]

@@ -1,0 +1,346 @@
+"""Facts out and in as JSON lines: `memory-gate export` and `memory-gate import`.
+
+One fact per line, every column: id, topic, kind, text, date, created, updated, confirmed, rev.
+Exporting a memory and importing the file into an empty one gives the same facts, ids and
+bookkeeping included. Export reads one snapshot and changes nothing, so it writes nothing to
+write.log (the log records changes to memory; the command says what it wrote and where).
+
+Import is all or nothing. Every line is checked first, as memory_write checks a fact (the same
+checks: gate/memory/write.py's check_field), and one bad line refuses the whole file, with the line
+numbers, before anything is applied. The lines go into a temporary table, not a list, so a file
+of any size is read once and held on disk. Then, in one transaction, the facts go in through
+gate/memory/changeset.py: each logged in write.log before the commit, by the command line's own session
+with the command as its words, so `memory-gate undo` can take any of them out again.
+
+Importing into a memory that already holds facts:
+
+- a *duplicate* is a line whose topic, kind and text a fact of the memory already has, whatever
+  its id: it is skipped, and counted. Re-importing a file skips all of it. Only facts that were
+  in memory before the import count: two equal lines in one file both go in (memory can hold
+  two equal facts, and a round trip must reproduce them);
+- a line that gives an id held by another fact conflicts: the file is refused, naming the lines,
+  unless `new_ids` gives every imported fact a new id (to merge facts from another project,
+  whose ids mean nothing here).
+
+An id the memory used once for a fact since deleted is free: the fact takes it, and its history
+(`memory-gate history ID`) then shows the earlier fact's changes before the import.
+
+Lines may leave out what a person writing them by hand would not know: id (the next one is
+taken), date (today), and created, updated, confirmed and rev (now, and revision 1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import date as Date
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import apsw
+
+from gate import credentials
+from gate.engine import store
+from gate.memory import changeset, write
+from gate.search import embeddings, vectors
+
+COLUMNS = ("id", "topic", "kind", "text", "date", "created", "updated", "confirmed", "rev")
+# A line longer than this holds no fact memory_write would take (600 characters of text, escaped).
+MAX_LINE = 20_000
+# Problems named one by one; past this many, the rest are counted.
+LISTED = 20
+# `progress(done, total)` is called every this many facts and at the end (gate/cli/terminal.py draws it).
+PROGRESS_EVERY = 500
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+Progress = Callable[[int, int], None]
+
+
+# -- export ---------------------------------------------------------------------------------
+
+
+def export(conn: apsw.Connection, out: TextIO, *, progress: Progress | None = None) -> int:
+    """Write every fact to `out`, one JSON object a line, by id; return how many. One read
+    transaction: the count and the rows are one snapshot, however long the writing takes."""
+    conn.execute("BEGIN")
+    try:
+        total = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
+        done = 0
+        for row in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM facts ORDER BY id"):
+            # A fact stored before the credential check knew its shape goes out redacted.
+            out.write(json.dumps(credentials.redact_json(dict(zip(COLUMNS, row))), ensure_ascii=False) + "\n")
+            done += 1
+            if progress and (done % PROGRESS_EVERY == 0 or done == total):
+                progress(done, total)
+    finally:
+        conn.execute("COMMIT")
+    return done
+
+
+# -- import: checking ---------------------------------------------------------------------------
+
+
+class Refused(Exception):
+    """The file was not imported, nothing applied; `problems` name lines and mends."""
+
+    def __init__(self, problems: list[str], more: int = 0):
+        # Problems quote the file's keys and values: redacted, as memory_write's refusals are.
+        self.problems, self.more = [credentials.redact(problem) for problem in problems], more
+        lines = ["import refused, nothing was changed. Fix the file and run it again:"]
+        lines += [f"- {problem}" for problem in self.problems]
+        if more:
+            lines.append(f"- and {more} more problem(s) like these")
+        super().__init__("\n".join(lines))
+
+
+def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """One line of the file: the fact it holds (absent columns None, date filled in), or its
+    problems, each with its mend."""
+    if len(raw) > MAX_LINE:
+        return None, [f"{len(raw)} characters, more than any fact: one fact per line, its text at most {write.MAX_TEXT} characters."]
+    try:
+        data = json.loads(raw)
+    except ValueError as error:
+        return None, [f"not JSON ({error}): each line holds one fact as a JSON object."]
+    if not isinstance(data, dict):
+        return None, [f"{write.brief(data)} is not a fact: give an object such as "
+                      '{"topic": "deploy", "kind": "state", "text": "..."}.']
+    problems = []
+    unknown = [key for key in data if key not in COLUMNS]
+    if unknown:
+        problems.append("remove " + ", ".join(f'"{key}"' for key in unknown) + f": a fact line holds {', '.join(COLUMNS)}.")
+    fact: dict[str, Any] = dict.fromkeys(COLUMNS)
+    if data.get("id") is not None:
+        if write.is_id(data["id"]):
+            fact["id"] = data["id"]
+        else:
+            problems.append(f"id is {write.brief(data['id'])}: give a positive integer, or leave id out for a new one.")
+    for key in ("topic", "kind", "text", "date"):
+        if data.get(key) is None:
+            if key != "date":
+                problems.append(f"{key} is missing{write.hint(key)}.")
+            continue
+        value, problem = write.check_field(key, data[key])
+        if problem:
+            problems.append(problem)
+        fact[key] = value
+    fact["date"] = fact["date"] or today
+    for key in ("created", "updated", "confirmed"):
+        value = data.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not _is_time(value):
+            problems.append(f"{key} is {write.brief(value)}: write a UTC time as YYYY-MM-DDTHH:MM:SSZ, or leave it out.")
+        else:
+            fact[key] = value
+    if data.get("rev") is not None:
+        if write.is_id(data["rev"]):
+            fact["rev"] = data["rev"]
+        else:
+            problems.append(f"rev is {write.brief(data['rev'])}: give a positive integer, or leave it out.")
+    return (None if problems else fact), problems
+
+
+def _is_time(value: str) -> bool:
+    if not _TIME.fullmatch(value):
+        return False
+    try:
+        datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return False
+    return True
+
+
+# -- import: applying ------------------------------------------------------------------------
+
+
+@dataclass
+class Imported:
+    lines: int = 0  # facts the file held
+    inserted: int = 0
+    skipped: int = 0  # duplicates of facts memory held already
+    skipped_lines: list[int] = field(default_factory=list)  # the first LISTED of them
+    ids: tuple[int, int] | None = None  # lowest and highest id given
+    write_id: str | None = None  # None: nothing applied (dry run, or every line a duplicate)
+
+    def to_json(self) -> dict:
+        data = {
+            "lines": self.lines, "imported": self.inserted, "skipped": self.skipped,
+            "skipped_lines": self.skipped_lines, "write": self.write_id,
+        }
+        if self.ids:
+            data["ids"] = list(self.ids)
+        return data
+
+
+_INCOMING = """
+CREATE TEMP TABLE incoming (
+    line INTEGER PRIMARY KEY, id INTEGER, topic TEXT, kind TEXT, text TEXT, date TEXT,
+    created TEXT, updated TEXT, confirmed TEXT, rev INTEGER, duplicate INTEGER NOT NULL DEFAULT 0
+)"""
+
+
+def import_facts(
+    conn: apsw.Connection,
+    source: Iterable[str],
+    *,
+    log: Path | None,
+    command: str,
+    new_ids: bool = False,
+    dry_run: bool = False,
+    today: str | None = None,
+    progress: Progress | None = None,
+) -> Imported:
+    """Check every line of `source`, then insert its facts in one logged transaction. Raises
+    Refused naming every bad line (and every id conflict), with nothing applied."""
+    conn.execute("DROP TABLE IF EXISTS temp.incoming")
+    conn.execute(_INCOMING)
+    try:
+        _load(conn, source, today or Date.today().isoformat(), new_ids)
+        return _apply(conn, log=log, command=command, new_ids=new_ids, dry_run=dry_run, progress=progress)
+    finally:
+        conn.execute("DROP TABLE IF EXISTS temp.incoming")
+
+
+def _load(conn: apsw.Connection, source: Iterable[str], today: str, new_ids: bool) -> None:
+    problems: list[str] = []
+    more = 0
+    # A transaction on the temporary table only: it takes no lock on memory itself.
+    conn.execute("BEGIN")
+    try:
+        for number, raw in enumerate(source, start=1):
+            raw = raw.rstrip("\r\n")
+            if not raw.strip():
+                continue
+            fact, found = check_line(raw, today)
+            for problem in found:
+                if len(problems) < LISTED:
+                    problems.append(f"line {number}: {problem}")
+                else:
+                    more += 1
+            if fact is not None:
+                conn.execute(
+                    f"INSERT INTO incoming (line, {', '.join(COLUMNS)}) VALUES (?{', ?' * len(COLUMNS)})",
+                    (number, *(fact[key] for key in COLUMNS)),
+                )
+        conn.execute("COMMIT")
+    except BaseException:
+        store.rollback(conn)
+        raise
+    if not new_ids:
+        repeated = conn.execute(
+            "SELECT id, group_concat(line, ', ') FROM (SELECT id, line FROM incoming WHERE id IS NOT NULL ORDER BY line)"
+            " GROUP BY id HAVING count(*) > 1 ORDER BY min(line)"
+        )
+        for fact_id, lines in repeated:
+            if len(problems) < LISTED:
+                problems.append(f"lines {lines} all give id {fact_id}: an id names one fact; change or remove all but one.")
+            else:
+                more += 1
+    if problems or more:
+        raise Refused(problems, more)
+    # Found by content while the transaction marks duplicates: one index lookup per memory fact.
+    conn.execute("CREATE INDEX temp.incoming_by_content ON incoming (topic, kind, text)")
+
+
+def _apply(
+    conn: apsw.Connection, *, log: Path | None, command: str, new_ids: bool, dry_run: bool,
+    progress: Progress | None,
+) -> Imported:
+    result = Imported(lines=conn.execute("SELECT count(*) FROM incoming").fetchone()[0])
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Inside the transaction: what memory holds cannot change under the comparison.
+        conn.execute(
+            "UPDATE incoming SET duplicate = 1 WHERE line IN (SELECT i.line FROM main.facts f"
+            " JOIN incoming i ON i.topic = f.topic AND i.kind = f.kind AND i.text = f.text)"
+        )
+        result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").fetchone()[0]
+        result.skipped_lines = [row[0] for row in conn.execute(
+            "SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))]
+        if not new_ids:
+            _refuse_conflicts(conn)
+        wanted = result.lines - result.skipped
+        if dry_run or not wanted:
+            store.rollback(conn)
+            result.inserted = wanted if dry_run else 0
+            return result
+        turn = changeset.cli_turn(conn, command)
+        changes = changeset.ChangeSet(conn, changeset.author(turn), log)
+        ids = []
+        for row in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM incoming WHERE NOT duplicate ORDER BY line"):
+            fact = dict(zip(COLUMNS, row))
+            given = {key: fact[key] for key in changeset.BOOKKEEPING if fact[key] is not None}
+            bookkeeping = None
+            if given:
+                now = changes.stamp
+                bookkeeping = {"created": now, "updated": now, "confirmed": now, "rev": 1} | given
+            fact_id = changes.insert(fact, fact_id=None if new_ids else fact["id"], bookkeeping=bookkeeping)
+            ids = [min(ids[0], fact_id), max(ids[1], fact_id)] if ids else [fact_id, fact_id]
+            result.inserted += 1
+            if progress and (result.inserted % PROGRESS_EVERY == 0 or result.inserted == wanted):
+                progress(result.inserted, wanted)
+        result.ids, result.write_id = (ids[0], ids[1]), changes.write_id
+        changes.finish(
+            turn, digest=hashlib.sha256(command.encode()).hexdigest(),
+            answer=json.dumps({"command": command, **result.to_json()}),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        store.rollback(conn)
+        raise
+    return result
+
+
+def _refuse_conflicts(conn: apsw.Connection) -> None:
+    problems, more = [], 0
+    rows = conn.execute(
+        "SELECT i.line, i.id, f.topic FROM incoming i JOIN main.facts f ON f.id = i.id"
+        " WHERE NOT i.duplicate ORDER BY i.line"
+    )
+    for line, fact_id, topic in rows:
+        if len(problems) < LISTED:
+            problems.append(f"line {line}: id {fact_id} is another fact's here ([{fact_id}] {topic}).")
+        else:
+            more += 1
+    if problems:
+        problems.append(
+            "These facts come from another memory, whose ids mean nothing here: import with "
+            "--new-ids to give every fact of the file a new id."
+        )
+        raise Refused(problems, more)
+
+
+# -- vectors for what came in ----------------------------------------------------------------------
+
+
+def embed_waiting(conn: apsw.Connection, endpoint: embeddings.Endpoint, *, batch: int = 16,
+                  timeout: float = 120.0, progress: Progress | None = None) -> tuple[int, int]:
+    """Embed every fact still waiting for a vector, a batch per request and per transaction
+    (never a request under the write lock); return (embedded, still waiting). Stops at the first
+    batch the endpoint does not answer: the rest wait for later writes or `memory-gate reindex`."""
+    total = vectors.missing(conn)
+    embedded, last = 0, 0
+    for items in _batches(conn, batch):
+        prepared = vectors.prepare(endpoint, [text for _, text in items], timeout=timeout)
+        if prepared is None:
+            break
+        with store.writing(conn):
+            embedded += vectors.sync(conn, [fact for fact, _ in items], prepared)
+        last += len(items)
+        if progress:
+            progress(min(last, total), total)
+    return embedded, vectors.missing(conn)
+
+
+def _batches(conn: apsw.Connection, batch: int) -> Iterator[list[tuple[int, str]]]:
+    after = 0
+    while True:
+        items = vectors.waiting(conn, limit=batch, chars=1 << 30, after=after)
+        if not items:
+            return
+        yield items
+        after = items[-1][0]

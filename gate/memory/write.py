@@ -1,0 +1,478 @@
+"""memory_write: check a batch of changes whole, then apply it in one transaction.
+
+A write is refused as a whole, nothing applied, when anything in it is wrong, and the refusal
+names every problem with its mend, so that one corrected call goes through. Above all it is
+refused while any fact read this turn is left out of kept, update and delete: that is the gate's
+contract, a turn answers for everything memory showed it.
+
+An accepted write inserts, updates and deletes facts, confirms the kept and updated ones, marks
+the turn's reads answered, brings the vectors of the facts it touched up to date (asked for
+before the transaction, stored in it: gate/search/vectors.py), and puts one line per change in
+write.log before it commits (see gate/memory/audit.py for why in that order): the changes themselves go
+through gate/memory/changeset.py, the one path every change to facts takes. The same write delivered
+twice, a retried call, is recognised and not applied again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date as Date
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from gate import credentials
+from gate.engine import store
+from gate.memory import changeset, ledger
+from gate.search import embeddings, vectors
+
+KINDS = ("state", "event", "decision", "trap")
+KIND_MEANING = {
+    "state": "how something is now",
+    "event": "something that happened, with its date",
+    "decision": "a choice and its reason",
+    "trap": "a pitfall to avoid",
+}
+MAX_TEXT = 600
+MAX_TOPIC = 100
+_FIELDS = {
+    "insert": ("topic", "kind", "text", "date"),
+    "update": ("id", "topic", "kind", "text", "date"),
+    "delete": ("id",),
+}
+
+
+class Refused(Exception):
+    """The write was not applied; `problems` each state a fact and its mend."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = [credentials.redact(problem) for problem in problems]  # they quote what was sent
+        super().__init__(render_refusal(self.problems))
+
+
+def render_refusal(problems: list[str]) -> str:
+    lines = ["memory_write refused, nothing was changed. Fix and call again:"]
+    lines += [f"- {problem}" for problem in problems]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Op:
+    index: int
+    op: str
+    id: int | None = None
+    topic: str | None = None
+    kind: str | None = None
+    text: str | None = None
+    date: str | None = None
+
+    def changes(self) -> dict[str, str]:
+        return {
+            name: value
+            for name in ("topic", "kind", "text", "date")
+            if (value := getattr(self, name)) is not None
+        }
+
+
+@dataclass
+class Outcome:
+    """What an accepted write did."""
+
+    write_id: str
+    done: list[dict[str, Any]] = field(default_factory=list)
+    kept: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    replayed: bool = False
+    # The write's turn is gated (a hook opened it) and has not searched: the gate still wants a
+    # search, whose results the turn must then answer for.
+    owes_search: bool = False
+
+    @property
+    def new_ids(self) -> list[int]:
+        return [item["id"] for item in self.done if item["op"] == "insert"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"write": self.write_id, "done": self.done, "kept": self.kept, "notes": self.notes}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], *, replayed: bool) -> Outcome:
+        return cls(data["write"], data["done"], data["kept"], data["notes"], replayed)
+
+
+# -- checking ------------------------------------------------------------------------------
+
+
+def parse(ops: Any, kept: Any) -> tuple[list[Op], list[int], list[str]]:
+    """Well-formed ops and kept ids, and a problem for everything malformed."""
+    problems: list[str] = []
+    parsed: list[Op] = []
+    if ops is None:
+        ops = []
+    if not isinstance(ops, list):
+        problems.append(
+            f"ops must be a list of changes (got {_type(ops)}): "
+            'e.g. [{"op": "insert", "topic": "deploy", "kind": "state", "text": "..."}], or [].'
+        )
+        ops = []
+    for index, raw in enumerate(ops):
+        op, found = _parse_op(index, raw)
+        problems += found
+        if op is not None:
+            parsed.append(op)
+
+    ids: list[int] = []
+    if kept is None:
+        kept = []
+    if not isinstance(kept, list):
+        problems.append(f"kept must be a list of fact ids (got {_type(kept)}): e.g. [12, 15], or [].")
+        kept = []
+    for index, value in enumerate(kept):
+        if not is_id(value):
+            problems.append(f"kept[{index}] is {brief(value)}, not a fact id: give the integer id, e.g. 12.")
+        elif value not in ids:
+            ids.append(value)
+
+    seen: dict[int, int] = {}
+    for op in parsed:
+        if op.id is None:
+            continue
+        if op.id in seen:
+            problems.append(
+                f"ops[{seen[op.id]}] and ops[{op.index}] both change fact {op.id}: "
+                "merge them into one op."
+            )
+        else:
+            seen[op.id] = op.index
+        if op.id in ids:
+            problems.append(
+                f"fact {op.id} is in kept and also changed by ops[{op.index}]: "
+                "take it out of kept (changing a fact answers for it)."
+            )
+    return parsed, ids, problems
+
+
+def _parse_op(index: int, raw: Any) -> tuple[Op | None, list[str]]:
+    where = f"ops[{index}]"
+    if not isinstance(raw, dict):
+        return None, [
+            f"{where} is {brief(raw)}, not a change: give an object such as "
+            '{"op": "update", "id": 12, "text": "..."}.'
+        ]
+    name = raw.get("op")
+    if not isinstance(name, str) or name not in _FIELDS:
+        return None, [f'{where}: "op" is {brief(name)}: use "insert", "update" or "delete".']
+    allowed = _FIELDS[name]
+    problems = []
+    unknown = [key for key in raw if key != "op" and key not in allowed]
+    if unknown:
+        problems.append(
+            f"{where}: {name} takes {', '.join(allowed)}; remove "
+            + ", ".join(f'"{key}"' for key in unknown)
+            + "."
+        )
+    values: dict[str, Any] = {}
+    if "id" in allowed:
+        fact_id = raw.get("id")
+        if not is_id(fact_id):
+            problems.append(f"{where}: {name} needs the id of the fact, an integer (got {brief(fact_id)}).")
+        else:
+            values["id"] = fact_id
+    for key in ("topic", "kind", "text", "date"):
+        if key not in allowed:
+            continue
+        if key not in raw:
+            if name == "insert" and key != "date":
+                problems.append(f"{where}: insert needs {key}{hint(key)}.")
+            continue
+        value, problem = check_field(key, raw[key])
+        if problem:
+            problems.append(f"{where}: {problem}")
+        else:
+            values[key] = value
+    if name == "update" and not problems and not any(k in values for k in ("topic", "kind", "text", "date")):
+        problems.append(
+            f"{where}: this update of fact {values['id']} changes nothing: give the new topic, "
+            f"kind, text or date, or put {values['id']} in kept if it still holds."
+        )
+    if problems:
+        # Keep the id: a malformed update still says which fact the agent meant to answer for.
+        return (Op(index, name, id=values["id"]) if "id" in values else None), problems
+    return Op(index, name, **values), []
+
+
+def hint(key: str) -> str:
+    return {
+        "topic": ' (a short subject, e.g. "deploy")',
+        "kind": " (" + ", ".join(KINDS) + ")",
+        "text": f" (the fact itself, one subject, at most {MAX_TEXT} characters)",
+    }.get(key, "")
+
+
+def check_field(key: str, value: Any) -> tuple[str | None, str | None]:
+    """The value of topic, kind, text or date, trimmed, or the problem with it and its mend: the
+    checks every fact passes, by memory_write or `memory-gate import`."""
+    if not isinstance(value, str):
+        return None, f"{key} must be a string (got {brief(value)})."
+    bad = _bad_character(value)
+    if bad:
+        return None, f"{key} holds {bad}: remove it."
+    value = value.strip()
+    if key == "kind":
+        if value not in KINDS:
+            choices = "; ".join(f"{kind} ({meaning})" for kind, meaning in KIND_MEANING.items())
+            return None, f"kind {brief(value)} is not one of the four: {choices}."
+        return value, None
+    if key == "date":
+        try:
+            Date.fromisoformat(value)
+            if len(value) != 10:
+                raise ValueError
+        except ValueError:
+            return None, f"date {brief(value)} is not a day: write YYYY-MM-DD, e.g. {Date.today().isoformat()}."
+        return value, None
+    if not value:
+        return None, f"{key} is empty: {hint(key).strip(' ()')}."
+    if key == "topic":
+        if "\n" in value or "\r" in value:
+            return None, "topic must be one line: put details in the text."
+        if len(value) > MAX_TOPIC:
+            return None, f"topic is {len(value)} characters; at most {MAX_TOPIC} fit: name the subject in a few words."
+    if key == "text" and len(value) > MAX_TEXT:
+        return None, (
+            f"text is {len(value)} characters; at most {MAX_TEXT} fit. One subject per fact: "
+            "split it into several facts, or say it shorter."
+        )
+    found = credentials.find(value)
+    if found:
+        # The secret itself is never repeated: the refusal is shown and logged too.
+        return None, (
+            f"{key} holds what looks like {found}. Memory is plain text, kept in write.log and "
+            "shown to every later session: never store a credential. Say where it is kept "
+            "instead (e.g. \"the deploy token is in the team vault\")."
+        )
+    return value, None
+
+
+def _bad_character(value: str) -> str | None:
+    for ch in value:
+        code = ord(ch)
+        if 0xD800 <= code <= 0xDFFF:
+            return f"an invalid character (lone surrogate U+{code:04X})"
+        if ch not in "\n\t" and unicodedata.category(ch) == "Cc":
+            return f"a control character (U+{code:04X})"
+    return None
+
+
+def _type(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def brief(value: Any) -> str:
+    """A short rendering of what the agent sent, for a refusal; whatever it is. Credentials are
+    redacted before it is cut, so no part of one is shown."""
+    try:
+        shown = credentials.redact_echo(json.dumps(value, ensure_ascii=False))
+    except (TypeError, ValueError, RecursionError):
+        shown = f"a {type(value).__name__}" if isinstance(value, (list, dict)) else type(value).__name__
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def is_id(value: Any) -> bool:
+    """A fact id: a positive integer SQLite can hold (not a bool, not a float)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 63
+
+
+def digest(ops: list[Op], kept: list[int]) -> str:
+    canonical = json.dumps(
+        {"ops": [[op.op, op.id, op.changes()] for op in ops], "kept": sorted(kept)},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+# -- applying -------------------------------------------------------------------------------
+
+
+def apply(
+    conn: apsw.Connection,
+    ops: Any,
+    kept: Any,
+    *,
+    attribute: Callable[[apsw.Connection], ledger.Turn],
+    log: Path | None,
+    tool_use_id: str | None = None,
+    today: str | None = None,
+    endpoint: embeddings.Endpoint | None = None,
+) -> Outcome:
+    """Check and apply one memory_write; raise Refused with every problem, nothing applied.
+
+    `attribute` names the turn inside the transaction (gate/memory/ledger.py's attribution rules).
+    `log` is write.log; None only for in-memory databases. With an `endpoint`, new and changed
+    facts get their vectors when it answers in time, else they wait for a later write.
+    """
+    parsed, kept_ids, problems = parse(ops, kept)
+    key = digest(parsed, kept_ids)
+    ahead = _embed_ahead(conn, endpoint, parsed) if endpoint is not None and not problems else None
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        turn = attribute(conn)
+        owes_search = turn.opened_by_hook and turn.searched == 0
+        replay = _replay(conn, turn, key, tool_use_id)
+        if replay is not None:
+            conn.execute("COMMIT")
+            replay.owes_search = owes_search
+            return replay
+        problems += _check_against_memory(conn, turn, parsed, kept_ids)
+        if problems:
+            raise Refused(problems)
+        changes = changeset.ChangeSet(conn, changeset.author(turn), log)
+        outcome = _apply(changes, parsed, kept_ids, today or Date.today().isoformat())
+        # An update that changed nothing is in `done` too: its fact may still be owed a vector.
+        changes.finish(
+            turn, digest=key, answer=json.dumps(outcome.to_json()), ahead=ahead,
+            sync=[item["id"] for item in outcome.done], tool_use_id=tool_use_id,
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        store.rollback(conn)
+        raise
+    outcome.owes_search = owes_search
+    return outcome
+
+
+def _embed_ahead(conn: apsw.Connection, endpoint: embeddings.Endpoint, ops: list[Op]) -> vectors.Prepared | None:
+    """Embed, in one request and before the transaction (never under the write lock), the
+    texts this write will store and a few facts still waiting for a vector."""
+    if not store.vectors_loaded(conn):
+        return None
+    changed = [op.id for op in ops if op.op == "update" and (op.topic is not None or op.text is not None)
+               and -(1 << 63) <= op.id < 1 << 63]
+    current: dict[int, tuple[str, str]] = {}
+    if changed:
+        marks = ",".join("?" * len(changed))
+        sql = f"SELECT id, topic, text FROM facts WHERE id IN ({marks})"
+        current = {row[0]: (row[1], row[2]) for row in conn.execute(sql, changed)}
+    texts = []
+    for op in ops:
+        if op.op == "insert":
+            texts.append(vectors.fact_text(op.topic, op.text))
+        elif op.op == "update" and op.id in current:
+            topic, text = current[op.id]
+            texts.append(vectors.fact_text(op.topic or topic, op.text or text))
+    return changeset.embed_ahead(conn, endpoint, texts, {op.id for op in ops})
+
+
+def _replay(conn: apsw.Connection, turn: ledger.Turn, key: str, tool_use_id: str | None) -> Outcome | None:
+    """The earlier answer, when this write was already applied (a retried delivery).
+
+    A retry resends the same call under the same tool-call id; a different write under an id
+    already used is not a retry, and answering it "already applied" would drop it unseen."""
+    if tool_use_id:
+        row = conn.execute("SELECT answer, digest FROM writes WHERE tool_use_id = ?", (tool_use_id,)).fetchone()
+        if row and row[1] != key:
+            raise Refused([
+                f"this call's id ({brief(tool_use_id)}) was already used by a different memory_write, "
+                "which was applied; a retried call must send the same ops and kept. Call memory_write "
+                "again: a new call gets a new id."
+            ])
+        if row:
+            return Outcome.from_json(json.loads(row[0]), replayed=True)
+    row = conn.execute(
+        "SELECT answer, digest, seq FROM writes WHERE session = ? ORDER BY seq DESC LIMIT 1",
+        (turn.session,),
+    ).fetchone()
+    if row and row[1] == key and row[2] == ledger.session_seq(conn, turn.session):
+        # Nothing happened in the session since that write (no prompt, no search): the same
+        # content again is the same call again.
+        return Outcome.from_json(json.loads(row[0]), replayed=True)
+    return None
+
+
+def _check_against_memory(
+    conn: apsw.Connection, turn: ledger.Turn, ops: list[Op], kept: list[int]
+) -> list[str]:
+    problems = []
+    read = ledger.read_ids(conn, turn.id)
+    wanted = sorted({op.id for op in ops if op.id is not None} | set(kept))
+    existing = _existing(conn, wanted)
+    for op in ops:
+        if op.id is not None and op.id not in existing:
+            if op.id in read:
+                problems.append(
+                    f"ops[{op.index}]: fact {op.id} was deleted (by another session) after this "
+                    "turn read it: drop this op, or insert the fact anew."
+                )
+            else:
+                problems.append(
+                    f"ops[{op.index}]: there is no fact {op.id}: use an id that memory_search "
+                    "returned, or insert a new fact."
+                )
+    for fact in kept:
+        if fact in read:
+            continue
+        if fact not in existing:
+            problems.append(f"kept: there is no fact {fact}: take it out of kept.")
+        else:
+            # Keeping confirms a fact: only what this turn has looked at can be confirmed.
+            problems.append(
+                f"kept: fact {fact} was not read this turn; only facts a memory_search returned "
+                "this turn can be kept: take it out of kept, or search for it first."
+            )
+    answered = set(kept) | {op.id for op in ops if op.id is not None}
+    missing = [fact for fact in ledger.unanswered(conn, turn.id) if fact not in answered]
+    if missing:
+        listed = ", ".join(str(fact) for fact in missing)
+        noun = "fact" if len(missing) == 1 else "facts"
+        if len(missing) == 1:
+            mend = "put it in kept if it still holds, or update or delete it."
+        else:
+            mend = "put each in kept if it still holds, or update or delete it."
+        problems.append(
+            f"{noun} {listed} read this turn {'is' if len(missing) == 1 else 'are'} not answered "
+            f"for: {mend}"
+        )
+    return problems
+
+
+def _existing(conn: apsw.Connection, ids: list[int]) -> set[int]:
+    if not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    return {row[0] for row in conn.execute(f"SELECT id FROM facts WHERE id IN ({marks})", tuple(ids))}
+
+
+def _apply(changes: changeset.ChangeSet, ops: list[Op], kept: list[int], today: str) -> Outcome:
+    conn = changes.conn
+    outcome = Outcome(write_id=changes.write_id)
+    for op in ops:
+        if op.op == "insert":
+            after = {"topic": op.topic, "kind": op.kind, "text": op.text, "date": op.date or today}
+            fact_id = changes.insert(after)
+            outcome.done.append({"op": "insert", "id": fact_id, "topic": after["topic"]})
+        elif op.op == "update":
+            before = changes.snapshot(op.id)
+            after = before | op.changes()
+            if after == before:
+                changes.confirm(op.id)
+                outcome.done.append({"op": "unchanged", "id": op.id})
+                continue
+            changes.update(op.id, before, after)
+            outcome.done.append({"op": "update", "id": op.id})
+        else:
+            changes.delete(op.id, changes.snapshot(op.id))
+            outcome.done.append({"op": "delete", "id": op.id})
+
+    existing = _existing(conn, kept)
+    for fact in kept:
+        if fact in existing:
+            changes.confirm(fact)
+            outcome.kept.append(fact)
+        else:
+            outcome.notes.append(f"fact {fact} was deleted by another session after this turn read it.")
+    return outcome

@@ -1,0 +1,339 @@
+"""Rank facts for a search: by words, by meaning when vectors are available, together.
+
+Words: FTS5 finds the facts holding any form of any term (gate/search/query.py), bm25 ranks them
+(topic weighs five times the text: a fact's subject says more than a word in passing), and each
+score is weighed by the share of the query's weight (idf) the fact's terms carry, so that facts
+about the whole question rank above one that repeats a single rare word. Facts holding every term
+as typed come first, then those holding every term in some form, then the rest. Precision
+matters doubly here, since every fact returned costs the agent context and a decision in its
+write: `_judge` keeps a candidate only if its terms carry a fair share of the query, not far less
+than the best-covered candidate's, and its score is not far behind the best. All three are
+shares, so they hold whatever the size of memory and the length of the query; they were chosen
+on LoCoMo conversations 26, 30 and 41 (bench/locomo.py) and are reported on 42 and 43.
+
+Meaning: the facts whose vectors stand out as near the query's, judged against the distances
+the query has to memory at large (gate/search/vectors.py `neighbourhood`), so that models of very
+different distance scales need no cut-off of their own; or under MEMORY_GATE_MAX_DISTANCE when
+the owner fixes one. It finds facts worded otherwise than the query, or in another language.
+
+Together (`hybrid`): meaning only adds. Every fact words would return is returned, the strong
+ones first; in the room left under the limit come the facts meaning finds that words missed,
+ordered with the loose word hits by reciprocal-rank fusion (k = 60). The first design let
+meaning veto loose word hits it did not find near, and with a strict cut-off it took away what
+words had found (LoCoMo: R@8 0.399 by words, 0.267 with meaning at distance 0.15).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import apsw
+
+from gate.search import query as fts
+from gate.search import embeddings, vectors
+
+CANDIDATES = 30
+RESULTS = 8
+RRF_K = 60
+# Facts bm25 ranks before the judgement (gate/search/search.py `_judge`) picks the ones worth returning.
+POOL = 60
+# The judgement's shares, chosen on LoCoMo conversations 26, 30 and 41 (bench/locomo.py), never
+# on the sets they are reported on.
+RELATIVE = 0.3
+COVERAGE = 0.4
+LEAD = 0.7
+# How many standard deviations of the query's distances to memory a fact must stand closer than
+# their mean for meaning to call it near; chosen on the same LoCoMo conversations.
+STAND_OUT = 3.0
+# A term held by more than this share of facts, and by more than COMMON_ROWS of them, is left
+# out of the MATCH while other terms remain: it narrows nothing and bm25 would run for each.
+COMMON_SHARE = 0.5
+COMMON_ROWS = 2000
+# When every term of a query is held by more facts than this, the query ranks among this many
+# newest facts.
+RECENT_WINDOW = 5000
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: int
+    topic: str
+    kind: str
+    text: str
+    date: str
+    rev: int
+    created: str
+    updated: str
+    confirmed: str
+
+
+FACT_COLUMNS = "id, topic, kind, text, date, rev, created, updated, confirmed"
+
+
+def load(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Fact]:
+    """The facts with these ids that exist, by id."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE id IN ({marks})", tuple(ids))
+    return {row[0]: Fact(*row) for row in rows}
+
+
+@dataclass(frozen=True)
+class WordHits:
+    """Facts found by words, best first: `strong` hold every term (in some form), `loose` only
+    the share of them that the loose tier asks for."""
+
+    strong: list[int]
+    loose: list[int]
+
+    def ranked(self) -> list[int]:
+        return self.strong + self.loose
+
+    def first(self, count: int) -> WordHits:
+        return WordHits(self.strong[:count], self.loose[: max(count - len(self.strong), 0)])
+
+
+def by_words(conn: apsw.Connection, typed: str | fts.Query, *, limit: int = RESULTS) -> list[int]:
+    """Fact ids ranked by words, best first: at most `limit`, possibly none. Never raises for
+    anything the agent can type (MalformedQuery is a bug of the query builder)."""
+    return words(conn, typed, limit=limit).ranked()
+
+
+def words(conn: apsw.Connection, typed: str | fts.Query, *, limit: int = RESULTS) -> WordHits:
+    """by_words, telling the strong hits from the loose ones."""
+    return _judge(_candidates(conn, typed, wanted=limit)).first(limit)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A fact that holds some form of some term: its bm25 score (higher is better) and the share
+    of the query's weight that the terms it holds carry."""
+
+    id: int
+    score: float
+    coverage: float
+    tier: int  # 0: every term as typed, 1: every term in some form, 2: some of the terms
+
+
+def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = RESULTS) -> list[Candidate]:
+    """The POOL best facts by bm25 that hold any form of any term, best first. When at least
+    `wanted` facts hold every term (as typed, or in some form), those are all the answer can
+    hold (they rank first), and the costlier searches are skipped."""
+    parsed = fts.parse(typed) if isinstance(typed, str) else typed
+    if not parsed:
+        return []
+    size, docs, exact_docs = _frequencies(conn, parsed)
+    weights = [_idf(size, count) for count in docs]
+    # A word nearly every fact of a large memory holds narrows nothing and costs the most (bm25
+    # runs for every fact that holds it): leave such words out while others remain.
+    common = {i for i, count in enumerate(docs) if count > COMMON_ROWS and count > COMMON_SHARE * size}
+    if len(common) == len(parsed.terms):
+        common = set()
+    focused = parsed.without(common)
+    kept = [weight for i, weight in enumerate(weights) if i not in common]
+    held = [count for i, count in enumerate(docs) if i not in common]
+    held_exact = [count for i, count in enumerate(exact_docs) if i not in common]
+    # Words memory has never seen weigh nothing: no fact can hold them.
+    known = sum(weight for weight, count in zip(kept, held) if count)
+    if not known:
+        return []
+    # Even the rarest word is in thousands of facts: bm25 for all of them would cost tens of
+    # ms and tell them apart little, so rank among the newest facts only.
+    after = size - RECENT_WINDOW if min(held) > RECENT_WINDOW else 0
+    # Cheapest first: every term as typed (no prefix to expand), then in any form, then any term.
+    # A tier that cannot reach `wanted` facts (its rarest term is in fewer) would be thrown away
+    # for the next one, so it is not run: bm25 is the cost of a search.
+    # With one term, "every term in some form" is "any term". Facts holding every term as typed
+    # all hold the whole query: the best `wanted` of them by bm25 are the answer, no more needed.
+    tiers = [(focused.expression(every=True, exact_only=True), min(held_exact), wanted)]
+    if len(focused.terms) > 1:
+        tiers.append((focused.expression(every=True), min(held), POOL))
+    tiers.append((focused.expression(), size, POOL))
+    tried: set[str] = set()
+    for expression, most, fetch in tiers:
+        if expression.text in tried or (most < wanted and expression is not tiers[-1][0]):
+            continue
+        tried.add(expression.text)
+        rows = _match(conn, expression.text, fetch, after)
+        if len(rows) >= wanted:
+            break
+    found = []
+    for rowid, rank, matched in rows:
+        terms = {owner for owner, hit in zip(expression.owners, matched) if hit}
+        exact = {owner for owner, hit, same in zip(expression.owners, matched, expression.exact) if hit and same}
+        coverage = sum(kept[term] for term in terms) / known
+        # bm25 adds up what each term earns, so a fact that says one rare word many times can
+        # outscore one that holds most of the query; weighing it by the share of the query it
+        # holds ranks the facts about the whole question first.
+        tier = 0 if len(exact) == len(kept) else 1 if len(terms) == len(kept) else 2
+        found.append(Candidate(rowid, -rank * coverage, coverage, tier))
+    # Facts holding every term as typed come first, then those holding every term in some form.
+    found.sort(key=lambda candidate: (candidate.tier, -candidate.score))
+    return found
+
+
+TIERS = ("exact", "forms", "some")  # Candidate.tier's names
+
+
+def _judge(candidates: list[Candidate]) -> WordHits:
+    """The candidates worth the agent's context, best first. A fact holding only a weak share of
+    the query is a poor match, and one far behind the best is noise: keep a candidate whose terms
+    carry at least COVERAGE of the query's weight and at least LEAD of what the best-covered
+    candidate carries, and whose score is at least RELATIVE of the best score. All three are
+    shares, so they hold whatever the size of memory and the length of the query."""
+    if not candidates:
+        return WordHits([], [])
+    best = max(candidate.score for candidate in candidates)
+    widest = max(candidate.coverage for candidate in candidates)
+    chosen = [
+        candidate for candidate in candidates
+        if candidate.score >= RELATIVE * best and candidate.coverage >= COVERAGE
+        and candidate.coverage >= LEAD * widest
+    ]
+    return WordHits([c.id for c in chosen if c.tier < 2], [c.id for c in chosen if c.tier == 2])
+
+
+def by_meaning(conn: apsw.Connection, query: embeddings.Vectors, *, max_distance: float | None = None,
+               limit: int = CANDIDATES) -> list[int]:
+    """Fact ids near the query's vector, closest first. Near means under `max_distance` when one
+    is set (MEMORY_GATE_MAX_DISTANCE), else standing out from memory at large: at least
+    STAND_OUT standard deviations closer to the query than the mean of its distances to memory's
+    facts. Embedding models differ in scale (e5-small puts unrelated texts at cosine distance
+    0.14-0.23, bge-m3 around 0.5-0.7), but a fact that stands out from the rest does so in
+    every model's own scale, so the judgement needs no cut-off per model. Raises
+    embeddings.VectorError when the query vector is not of the kind memory holds."""
+    found = vectors.neighbourhood(conn, query, limit=limit)
+    if found is None:
+        return []
+    if max_distance is not None:
+        return [fact for fact, distance in found.nearest if distance < max_distance]
+    # Too few facts for a spread to mean anything: nothing stands out from a handful.
+    if found.spread <= 0.0:
+        return []
+    bound = found.mean - STAND_OUT * found.spread
+    return [fact for fact, distance in found.nearest if distance <= bound]
+
+
+def hybrid(conn: apsw.Connection, typed: str, query: embeddings.Vectors | None, *,
+           max_distance: float | None = None, limit: int | None = RESULTS) -> list[int]:
+    """What memory_search returns: by words alone without a query vector, else what words find
+    and, after it, what meaning adds (see the module docstring). `limit` None: no cap."""
+    return ranking(conn, typed, query, max_distance=max_distance, limit=limit).ids
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """hybrid's answer (`ids`) and why: every candidate words judged, by id, and the ids words
+    alone return (any other id in the answer came by meaning)."""
+
+    ids: list[int]
+    candidates: dict[int, Candidate]
+    by_words: set[int]
+
+
+def ranking(conn: apsw.Connection, typed: str, query: embeddings.Vectors | None, *,
+            max_distance: float | None = None, limit: int | None = RESULTS) -> Ranking:
+    """hybrid, telling why each fact came back, from the one search that ranked them."""
+    pool = _candidates(conn, typed, wanted=limit or POOL)
+    hits = _judge(pool).first(limit or POOL)
+    ids = hits.ranked() if query is None else combine(
+        hits, by_meaning(conn, query, max_distance=max_distance), limit=limit)
+    return Ranking(ids, {candidate.id: candidate for candidate in pool}, set(hits.ranked()))
+
+
+def combine(hits: WordHits, near: Sequence[int], *, limit: int | None = RESULTS) -> list[int]:
+    """Every word hit, the strong ones first; then, in the room left under `limit`, the facts
+    meaning finds that words did not. Meaning orders the loose word hits among what it adds
+    (reciprocal-rank fusion), but never takes a word hit away."""
+    found = set(hits.ranked())
+    room = None if limit is None else max(limit - len(found), 0)
+    added = [fact for fact in near if fact not in found][:room]
+    order = fuse([hits.loose, near])
+    tail = sorted(hits.loose + added, key=order.index)
+    return hits.strong + tail
+
+
+class MalformedQuery(Exception):
+    """FTS5 refused an expression gate/search/query.py built: a bug in the builder, never the agent's
+    fault. Raised so that tests see it; memory_search answers by meaning alone and says so."""
+
+
+def _match(conn: apsw.Connection, expression: str, limit: int, after: int = 0) -> list[tuple[int, float, bytes]]:
+    """(rowid, bm25 rank: lower is better, matched phrases: one byte each) of the best `limit`
+    rows with a rowid above `after`."""
+    sql = (
+        "SELECT rowid, rank, gate_phrases(facts_fts) FROM facts_fts WHERE facts_fts MATCH ?"
+        " AND rowid > ? ORDER BY rank LIMIT ?"
+    )
+    try:
+        return list(conn.execute(sql, (expression, after, limit)))
+    except apsw.SQLError as error:
+        if "fts5" in str(error) or "syntax" in str(error) or "no such column" in str(error):
+            raise MalformedQuery(f"FTS5 refused {expression!r}: {error}") from error
+        raise
+
+
+def _frequencies(conn: apsw.Connection, parsed: fts.Query) -> tuple[int, list[int], list[int]]:
+    """How many facts there are (at most), how many hold each term in any of its forms, and at
+    most how many hold it in an exact form (as typed, or a known abbreviation or expansion)."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
+    size = max(row[0] if row else 0, 1)
+    counts, exact = [], []
+    for term in parsed.terms:
+        docs, phrase = 0, False
+        if term.cjk:
+            # A run inside unsegmented text is no vocabulary entry: count the facts holding it.
+            row = conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", (term.phrases()[0][0],)).fetchone()
+            docs = row[0]
+        for form in () if term.cjk else term.forms:
+            if " " not in form:
+                row = conn.execute("SELECT doc FROM facts_vocab WHERE term = ?", (form,)).fetchone()
+                docs += row[0] if row else 0
+            else:
+                phrase = True  # "pull request" is no vocabulary entry: its facts are not counted
+        exact.append(size if phrase else min(docs, size))
+        if term.prefix is not None:
+            row = conn.execute(
+                "SELECT coalesce(sum(doc), 0) FROM facts_vocab WHERE term >= ? AND term < ?",
+                (term.prefix, term.prefix + "\U0010ffff"),
+            ).fetchone()
+            docs = max(docs, row[0])
+        counts.append(min(docs, size))
+    return size, counts, exact
+
+
+def _idf(size: int, docs: int) -> float:
+    """bm25's inverse document frequency."""
+    return math.log((size - docs + 0.5) / (docs + 0.5) + 1)
+
+
+def fuse(rankings: Sequence[Sequence[int]], *, k: int = RRF_K) -> list[int]:
+    """Reciprocal-rank fusion: each list gives 1/(k + rank); ties keep first-seen order."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, rowid in enumerate(ranking, start=1):
+            scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (k + rank)
+    return sorted(scores, key=lambda rowid: -scores[rowid])
+
+
+# The word index's on-disk format that its table options give (FTS5's own version number).
+FTS_FORMAT = 4
+
+
+def rebuild_words(conn: apsw.Connection) -> None:
+    """Rebuild the word index from the facts (it is derived from them).
+
+    FTS5 cannot even open an index whose config is damaged ("invalid fts5 file format"), so its
+    own 'rebuild' fails there too: the config is then reset to what schema.sql made (the format,
+    and the rank function kept) and the index rebuilt on it."""
+    try:
+        conn.execute("INSERT INTO facts_fts (facts_fts) VALUES ('rebuild')")
+        return
+    except apsw.Error:
+        pass
+    conn.execute("DELETE FROM facts_fts_config WHERE k <> 'rank'")
+    conn.execute("INSERT INTO facts_fts_config (k, v) VALUES ('version', ?)", (FTS_FORMAT,))
+    conn.execute("INSERT INTO facts_fts (facts_fts) VALUES ('rebuild')")

@@ -1,0 +1,573 @@
+"""The vector index beside the facts: sqlite-vec's vec0, filled from gate/search/embeddings.py.
+
+One vec0 table (schema.sql, "template vectors"), rowid = fact id, made when the first vectors
+arrive; their dimension and model name go in `meta`, and vectors of another kind are refused
+with the mend (`memory-gate reindex`). Vectors are unit length, so cosine distance is the
+measure. Up to EXACT_LIMIT vectors, search computes the exact distance to each; past it, a
+Hamming scan over one bit per dimension (set where the vector lies above the mean of the
+memory's vectors, its "center") picks POOL candidates and the exact distance ranks those.
+
+Facts are canonical; the index is derived. `facts_to_embed` lists every fact whose vector is
+missing or stale (schema triggers keep it true on every connection), and search never trusts a
+vector it lists. Requests happen before the caller's transaction, never under the write lock:
+`prepare` embeds ahead (new and changed facts plus a few still waiting), `sync` stores inside
+the transaction, by the exact text each vector embeds, so a fact another session changed in
+between is not given a vector of its old text.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+import time
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager as ContextManager
+from dataclasses import dataclass, field
+
+import apsw
+
+from gate.engine import store
+from gate.search.embeddings import DOCUMENT, Endpoint, VectorError, Vectors
+
+# Facts still waiting for a vector that ride along with a write's request, newest first.
+WAITING_BATCH = 8
+WAITING_CHARS = 3000
+# Exact distances while the index holds at most this many vectors (about 2 ms); past it, the
+# Hamming prefilter keeps POOL candidates for exact rescoring (recall@30 of exact: bench/latency.py).
+EXACT_LIMIT = 512
+POOL = 80
+
+
+def fact_text(topic: str, text: str) -> str:
+    """What is embedded for a fact: its subject, then the fact."""
+    return f"{topic}\n{text}"
+
+
+# -- the index ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Space:
+    """What the stored vectors are: which model made them, their dimension, and the center
+    their bits are taken against (None while the index is small enough for exact search)."""
+
+    model: str
+    dimension: int
+    center: tuple[float, ...] | None
+
+
+def space(conn: apsw.Connection) -> Space | None:
+    """The stored vectors' space, or None while memory has none."""
+    meta = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'vector\\_%' ESCAPE '\\'"))
+    if "vector_model" not in meta or not has_table(conn):
+        return None
+    center = meta.get("vector_center")
+    return Space(
+        meta["vector_model"],
+        int(meta["vector_dimension"]),
+        _unpack(base64.b64decode(center)) if center else None,
+    )
+
+
+def has_table(conn: apsw.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'facts_vec'").fetchone() is not None
+
+
+def check(found: Space, vectors: Vectors) -> None:
+    """Raise VectorError, naming the mend, when `vectors` are not of the stored kind."""
+    if vectors.dimension != found.dimension:
+        raise VectorError(
+            f"the endpoint's vectors have {vectors.dimension} dimensions, memory's {found.dimension}:"
+            " run `memory-gate reindex`"
+        )
+    if vectors.model != found.model:
+        raise VectorError(
+            f"the endpoint's model is {vectors.model}, memory's vectors are {found.model}'s:"
+            " run `memory-gate reindex`"
+        )
+
+
+def waiting(conn: apsw.Connection, *, limit: int = WAITING_BATCH, chars: int = WAITING_CHARS,
+            after: int | None = None) -> list[tuple[int, str]]:
+    """(id, text to embed) of facts waiting for a vector: the newest first, as many as fit in
+    `limit` facts and about `chars` characters; or with `after`, the oldest above that id."""
+    if after is None:
+        sql = ("SELECT f.id, f.topic, f.text FROM facts_to_embed w JOIN facts f ON f.id = w.id"
+               " ORDER BY w.id DESC LIMIT ?")
+        rows = conn.execute(sql, (limit,))
+    else:
+        sql = ("SELECT f.id, f.topic, f.text FROM facts_to_embed w JOIN facts f ON f.id = w.id"
+               " WHERE w.id > ? ORDER BY w.id LIMIT ?")
+        rows = conn.execute(sql, (after, limit))
+    found, total = [], 0
+    for fact_id, topic, text in rows:
+        item = fact_text(topic, text)
+        if found and total + len(item) > chars:
+            break
+        found.append((fact_id, item))
+        total += len(item)
+    return found
+
+
+def _owed(conn: apsw.Connection, ids: Sequence[int]) -> set[int]:
+    """Those of `ids` listed in facts_to_embed."""
+    if not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    return {row[0] for row in conn.execute(f"SELECT id FROM facts_to_embed WHERE id IN ({marks})", list(ids))}
+
+
+def missing(conn: apsw.Connection) -> int:
+    """How many facts lack a current vector."""
+    return conn.execute("SELECT count(*) FROM facts_to_embed").fetchone()[0]
+
+
+@dataclass
+class Prepared:
+    """Vectors asked for ahead of a write's transaction, by the exact text each embeds, and the
+    waiting facts that rode along."""
+
+    vectors: Vectors
+    by_text: dict[str, tuple[float, ...]]
+    waiting: list[int]
+
+
+def prepare(endpoint: Endpoint, texts: Iterable[str], waiting_ids: Sequence[int] = (), *,
+            timeout: float | None = None) -> Prepared | None:
+    """Embed `texts` in one request; None when there is nothing to embed or the endpoint fails
+    (the facts then wait for a later write)."""
+    unique = list(dict.fromkeys(texts))
+    if not unique:
+        return None
+    try:
+        answer = endpoint.embed(unique, role=DOCUMENT, timeout=timeout or endpoint.write_timeout)
+    except VectorError:
+        return None
+    return Prepared(answer, dict(zip(unique, answer.rows)), list(waiting_ids))
+
+
+def sync(conn: apsw.Connection, ids: Iterable[int], prepared: Prepared | None) -> int:
+    """Bring the vectors of these facts up to date inside the caller's transaction: drop those of
+    facts gone or changed, store `prepared` ones whose text still matches. Returns how many were
+    stored. A no-op without sqlite-vec; facts_to_embed still lists what is owed."""
+    if not store.vectors_loaded(conn):
+        return 0
+    wanted = sorted(set(ids) | set(prepared.waiting if prepared else ()))
+    if not wanted:
+        return 0
+    marks = ",".join("?" * len(wanted))
+    current = {row[0]: fact_text(row[1], row[2]) for row in conn.execute(
+        f"SELECT id, topic, text FROM facts WHERE id IN ({marks})", wanted)}
+    owed = _owed(conn, wanted)
+    stale = [fact for fact in wanted if fact not in current or fact in owed]
+    table = has_table(conn)
+    if table:
+        for fact in stale:
+            conn.execute("DELETE FROM facts_vec WHERE rowid = ?", (fact,))
+    if prepared is None:
+        return 0
+    try:
+        found = _ensure_space(conn, prepared.vectors)
+    except VectorError:
+        return 0
+    stored = 0
+    for fact in stale:
+        vector = prepared.by_text.get(current.get(fact, ""))
+        if vector is not None:
+            _insert(conn, fact, vector, found.center)
+            conn.execute("DELETE FROM facts_to_embed WHERE id = ?", (fact,))
+            stored += 1
+    if stored and found.center is None:
+        if conn.execute("SELECT count(*) FROM facts_vec").fetchone()[0] > EXACT_LIMIT:
+            recenter(conn)
+    return stored
+
+
+def _ensure_space(conn: apsw.Connection, vectors: Vectors) -> Space:
+    found = space(conn)
+    if found is None:
+        conn.execute("DROP TABLE IF EXISTS facts_vec")
+        conn.execute(store.schema_template("vectors", bits=_bytes(vectors.dimension) * 8))
+        conn.execute("DELETE FROM meta WHERE key LIKE 'vector\\_%' ESCAPE '\\'")
+        conn.executemany(
+            "INSERT INTO meta (key, value) VALUES (?, ?)",
+            [("vector_model", vectors.model), ("vector_dimension", str(vectors.dimension))],
+        )
+        return Space(vectors.model, vectors.dimension, None)
+    check(found, vectors)
+    return found
+
+
+def _insert(conn: apsw.Connection, fact: int, vector: Sequence[float], center: Sequence[float] | None) -> None:
+    conn.execute(
+        "INSERT INTO facts_vec (rowid, bits, embedding) VALUES (?, vec_bit(?), ?)",
+        (fact, bits(vector, center), _pack(vector)),
+    )
+
+
+def recenter(conn: apsw.Connection) -> int:
+    """Take the mean of all stored vectors as the center and set every row's bits against it.
+    Runs once when the index outgrows exact search, and after a reindex. Returns the rows."""
+    rows = [(rowid, _unpack(blob)) for rowid, blob in conn.execute("SELECT rowid, embedding FROM facts_vec")]
+    if not rows:
+        return 0
+    total = [0.0] * len(rows[0][1])
+    for _, vector in rows:
+        total = list(map(float.__add__, total, vector))
+    center = tuple(value / len(rows) for value in total)
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('vector_center', ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (base64.b64encode(_pack(center)).decode(),),
+    )
+    for rowid, vector in rows:
+        # vec0 0.1.9 cannot UPDATE a bit column: delete and insert.
+        conn.execute("DELETE FROM facts_vec WHERE rowid = ?", (rowid,))
+        _insert(conn, rowid, vector, center)
+    return len(rows)
+
+
+def forget(conn: apsw.Connection) -> None:
+    """Drop the index and owe every fact a vector (reindex starts here)."""
+    conn.execute("DROP TABLE IF EXISTS facts_vec")
+    conn.execute("DELETE FROM meta WHERE key LIKE 'vector\\_%' ESCAPE '\\'")
+    conn.execute("INSERT OR IGNORE INTO facts_to_embed (id) SELECT id FROM facts")
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    """The facts nearest a query vector, closest first, as (id, cosine distance), and how far
+    the query lies from memory at large: the mean and standard deviation of its distance to
+    every stored vector (to a fixed sample of SAMPLE of them once the index outgrows exact
+    search). The second part is what lets search judge "near" without a cut-off per model."""
+
+    nearest: list[tuple[int, float]]
+    mean: float
+    spread: float
+
+
+# Stored vectors whose distance to the query estimates how far memory at large lies from it.
+SAMPLE = 256
+
+# Facts of no particular project, embedded once per model (meta `vector_reference`): with the
+# memory's own sample they tell how far "unrelated" is for this model, which a memory of a
+# handful of facts cannot tell alone. Varied on purpose, in the languages memory is written in.
+REFERENCE = (
+    "The staging database is refreshed from a production snapshot every Sunday night.",
+    "Use the retry wrapper around calls to the payment provider; it times out under load.",
+    "Log rotation keeps fourteen days of compressed files on each web node.",
+    "The mobile app reads feature flags at start-up and caches them for an hour.",
+    "Integration tests need the local message broker running on its default port.",
+    "We chose server-side rendering for the marketing pages to help search engines.",
+    "The CSV importer rejects rows whose date column is not in ISO format.",
+    "Font files are served from the CDN with a one-year cache header.",
+    "Background jobs are retried three times before they land in the dead-letter queue.",
+    "The design system's buttons come in three sizes; never override their padding.",
+    "Translations live in one JSON file per language under the locales folder.",
+    "The nightly backup is copied to a second region and kept for thirty days.",
+    "O relatório mensal de vendas é gerado no primeiro dia útil de cada mês.",
+    "A fila de e-mails usa um limite de cem mensagens por minuto por cliente.",
+    "Os testes de ponta a ponta rodam no navegador sem interface, em paralelo.",
+    "A cozinha do escritório fecha às seis; o café acaba sempre antes do almoço.",
+    "The team meets on Tuesdays to plan the week; the notes go in the shared drive.",
+    "The printer on the third floor jams when it prints on both sides.",
+    "The weather service caps free accounts at a thousand requests a day.",
+    "Invoices are numbered per year and restart at one every January.",
+    "Image uploads are resized to three widths and stored as WebP.",
+    "The analytics dashboard refreshes every fifteen minutes from the warehouse.",
+    "Passwords are hashed with argon2; the cost parameters live in the settings module.",
+    "The search box suggests completions after the third character typed.",
+)
+
+
+def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neighbourhood | None:
+    """The `limit` facts nearest the query vector with memory's spread of distances, or None
+    while memory holds no vectors. Raises VectorError when the query is not of the stored kind."""
+    found = space(conn)
+    if found is None:
+        return None
+    check(found, query)
+    vector = _pack(query.rows[0])
+    if found.center is None:
+        every = list(conn.execute("SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec", (vector,)))
+        rows, sample = every, [distance for _, distance in every]
+    else:
+        rows = list(conn.execute(
+            "SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec WHERE bits MATCH vec_bit(?) AND k = ?",
+            (vector, bits(query.rows[0], found.center), max(POOL, limit)),
+        ))
+        # Ids spread evenly over memory's whole range: the same sample for every query, found
+        # by one rowid lookup each. vec0 answers `rowid IN (...)` with a scan of the whole index
+        # (58-164 ms at 100k facts, against 8-31 ms for the lookups).
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
+        top = row[0] if row else 0
+        step = max(top // SAMPLE, 1)
+        ids = list(range(step, top + 1, step))[:SAMPLE]
+        sample = [row[0] for row in conn.executemany(
+            "SELECT vec_distance_cosine(embedding, ?) FROM facts_vec WHERE rowid = ?", [(vector, fact) for fact in ids])]
+    sample = [distance for distance in sample if distance is not None]
+    sample += [1.0 - sum(a * b for a, b in zip(query.rows[0], row)) for row in reference(conn, found)]
+    if not sample:
+        return None
+    mean = sum(sample) / len(sample)
+    spread = (sum((distance - mean) ** 2 for distance in sample) / len(sample)) ** 0.5
+    ranked = sorted((distance, fact) for fact, distance in rows if distance is not None)
+    if not ranked:
+        return Neighbourhood([], mean, spread)
+    # A vector whose fact is gone or changed (by a connection without sqlite-vec) is not trusted.
+    ids = [fact for _, fact in ranked]
+    marks = ",".join("?" * len(ids))
+    sql = f"SELECT id FROM facts WHERE id IN ({marks}) AND id NOT IN (SELECT id FROM facts_to_embed)"
+    trusted = {row[0] for row in conn.execute(sql, ids)}
+    return Neighbourhood([(fact, distance) for distance, fact in ranked if fact in trusted][:limit], mean, spread)
+
+
+def reference(conn: apsw.Connection, found: Space) -> list[tuple[float, ...]]:
+    """The REFERENCE vectors of the stored model, or none while they are not made yet."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'vector_reference'").fetchone()
+    if row is None:
+        return []
+    values = _unpack(base64.b64decode(row[0]))
+    rows = [values[start : start + found.dimension] for start in range(0, len(values), found.dimension)]
+    return rows if len(rows) == len(REFERENCE) and len(rows[-1]) == found.dimension else []
+
+
+def needs_reference(conn: apsw.Connection) -> bool:
+    """Whether memory has vectors but not yet the REFERENCE ones of their model."""
+    found = space(conn)
+    return found is not None and not reference(conn, found)
+
+
+def store_reference(conn: apsw.Connection, answer: Vectors) -> bool:
+    """Keep the REFERENCE vectors (an answer for exactly those texts) if they are of the stored
+    kind; returns whether they were kept."""
+    found = space(conn)
+    if found is None or len(answer.rows) != len(REFERENCE):
+        return False
+    try:
+        check(found, answer)
+    except VectorError:
+        return False
+    packed = b"".join(_pack(row) for row in answer.rows)
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('vector_reference', ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (base64.b64encode(packed).decode(),),
+    )
+    return True
+
+
+def nearest(conn: apsw.Connection, query: Vectors, *, max_distance: float, limit: int) -> list[int]:
+    """Fact ids nearest the query vector, closest first, at most `limit`, all under the cut-off.
+    Raises VectorError when the query is not of the stored kind."""
+    found = neighbourhood(conn, query, limit=limit)
+    return [fact for fact, distance in found.nearest if distance < max_distance] if found else []
+
+
+def bits(vector: Sequence[float], center: Sequence[float] | None = None) -> bytes:
+    """One bit per dimension, set where the vector lies above the center (above 0 without one),
+    least significant bit first as sqlite-vec's vec_quantize_binary packs them."""
+    packed = 0
+    if center is None:
+        for index, value in enumerate(vector):
+            if value > 0.0:
+                packed |= 1 << index
+    else:
+        for index, (value, middle) in enumerate(zip(vector, center)):
+            if value > middle:
+                packed |= 1 << index
+    return packed.to_bytes(_bytes(len(vector)), "little")
+
+
+def _bytes(dimension: int) -> int:
+    return (dimension + 7) // 8
+
+
+def _pack(vector: Sequence[float]) -> bytes:
+    return struct.pack(f"<{len(vector)}f", *vector)
+
+
+def _unpack(blob: bytes) -> tuple[float, ...]:
+    return struct.unpack(f"<{len(blob) // 4}f", blob)
+
+
+# -- rebuilding -----------------------------------------------------------------------------
+
+REINDEX_BATCH = 16
+REINDEX_TIMEOUT = 120.0
+
+
+@dataclass
+class Rebuilt:
+    embedded: int = 0
+    failed: list[int] = field(default_factory=list)
+    space: Space | None = None
+
+
+def rebuild(conn: apsw.Connection, endpoint: Endpoint, *, progress: Callable[[int, int], None] | None = None,
+            batch: int = REINDEX_BATCH, timeout: float = REINDEX_TIMEOUT) -> Rebuilt:
+    """Embed every fact again into a new index, a batch per request and per transaction. The
+    first batch is asked for before the old index is dropped, so an endpoint that does not
+    answer leaves memory as it was (VectorError). A batch the endpoint refuses is retried one
+    fact at a time; a fact that still fails stays waiting and is reported in `failed`."""
+    store.require_vectors(conn)
+    total = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
+    first = [(row[0], fact_text(row[1], row[2])) for row in conn.execute(
+        "SELECT id, topic, text FROM facts ORDER BY id LIMIT ?", (batch,))]
+    answer = endpoint.embed([text for _, text in first] or ["memory-gate"], role=DOCUMENT, timeout=timeout)
+    with store.writing(conn):
+        forget(conn)
+    result = Rebuilt()
+    pending: list[tuple[int, str]] = first
+    ahead: Vectors | None = answer if first else None
+    last = 0
+    while pending:
+        if ahead is None:
+            ahead = _embed_or_none(endpoint, [text for _, text in pending], timeout)
+        if ahead is None and len(pending) > 1:
+            for item in pending:
+                single = _embed_or_none(endpoint, [item[1]], timeout)
+                _store_batch(conn, [item], single, result)
+        else:
+            _store_batch(conn, pending, ahead, result)
+        last = pending[-1][0]
+        if progress:
+            progress(result.embedded + len(result.failed), total)
+        pending, ahead = waiting(conn, limit=batch, chars=1 << 30, after=last), None
+    known = _embed_or_none(endpoint, list(REFERENCE), timeout) if has_table(conn) else None
+    with store.writing(conn):
+        if has_table(conn) and conn.execute("SELECT count(*) FROM facts_vec").fetchone()[0] > EXACT_LIMIT:
+            recenter(conn)
+        if known is not None:
+            store_reference(conn, known)
+        result.space = space(conn)
+    return result
+
+
+def _embed_or_none(endpoint: Endpoint, texts: list[str], timeout: float) -> Vectors | None:
+    try:
+        return endpoint.embed(texts, role=DOCUMENT, timeout=timeout)
+    except VectorError:
+        return None
+
+
+def _store_batch(conn: apsw.Connection, items: list[tuple[int, str]], answer: Vectors | None,
+                 result: Rebuilt) -> None:
+    if answer is None:
+        result.failed += [fact for fact, _ in items]
+        return
+    ids = [fact for fact, _ in items]
+    prepared = Prepared(answer, dict(zip((text for _, text in items), answer.rows)), [])
+    with store.writing(conn):
+        result.embedded += sync(conn, ids, prepared)
+        # Left over: changed by another session meanwhile, or answered in another space.
+        owed = _owed(conn, ids)
+        result.failed += [fact for fact in ids if fact in owed]
+
+
+# -- catching up ----------------------------------------------------------------------------
+
+CATCH_UP_TIMEOUT = 60.0
+# Texts a catch-up request carries. Small on purpose: an endpoint answers one request at a time,
+# and a search's query waits behind whatever catch-up asked for (bge-m3 on two CPU cores takes
+# tens to a hundred ms a text).
+CATCH_UP_BATCH = 4
+
+
+def catch_up(conn: apsw.Connection, endpoint: Endpoint, *, hold: Callable[[], ContextManager[object]],
+             batch: int = CATCH_UP_BATCH, timeout: float = CATCH_UP_TIMEOUT, until: float | None = None) -> int:
+    """Embed the facts still waiting for a vector, a few a request, until none waits, the
+    endpoint fails or there is no time left before the monotonic clock's `until` for another
+    request as long as the last, and the model's REFERENCE vectors if memory lacks them; returns
+    how many facts were stored. A write embeds its own facts under a short deadline; what it
+    could not (the endpoint slow, just started, or down) is caught up here, soon after rather than
+    on some later write. `hold()` guards each step on the connection (the server's lock) but
+    never a request, so the tools answer meanwhile.
+
+    With `until`, a request is not started unless it can end in time rather than started and
+    abandoned: an endpoint goes on computing a request its client gave up on, and the next
+    search's query would wait behind it."""
+    stored, took = 0, 0.0
+    while True:
+        if until is not None and time.monotonic() + took > until:
+            return stored
+        with hold():
+            if not store.vectors_loaded(conn):
+                return stored
+            pending = waiting(conn, limit=batch, chars=WAITING_CHARS)
+        if not pending:
+            break
+        started = time.monotonic()
+        prepared = prepare(endpoint, [text for _, text in pending], timeout=timeout)
+        took = time.monotonic() - started
+        if prepared is None:
+            return stored
+        with hold(), store.writing(conn):
+            done = sync(conn, [fact for fact, _ in pending], prepared)
+        if not done:
+            # Changed meanwhile, or answered in another space: the next write or search retries.
+            return stored
+        stored += done
+    with hold():
+        if until is not None or not needs_reference(conn):
+            return stored  # the reference is a background chore, never a search's
+    rows: list[tuple[float, ...]] = []
+    model = ""
+    for start in range(0, len(REFERENCE), batch):
+        try:
+            answer = endpoint.embed(REFERENCE[start : start + batch], role=DOCUMENT, timeout=timeout)
+        except VectorError:
+            return stored
+        rows += answer.rows
+        model = answer.model
+    with hold(), store.writing(conn):
+        store_reference(conn, Vectors(model, rows))
+    return stored
+
+
+# -- reporting ------------------------------------------------------------------------------
+
+PROBE_TIMEOUT = 5.0
+
+
+def status(conn: apsw.Connection, endpoint: Endpoint | None) -> tuple[dict, list[str]]:
+    """What `memory-gate doctor` says about meaning: the endpoint and whether it answers, the
+    model and dimension, how many facts lack a vector; and the problems, each with its mend."""
+    report: dict = {"endpoint": endpoint.url if endpoint else None}
+    problems: list[str] = []
+    if endpoint is None:
+        report["note"] = "MEMORY_GATE_EMBED_URL is unset: search runs on words only"
+        return report, problems
+    report |= {"model": endpoint.model, "max_distance": endpoint.max_distance}
+    try:
+        store.require_vectors(conn)
+        report["sqlite_vec"] = conn.execute("SELECT vec_version()").fetchone()[0]
+    except store.StoreError as error:
+        report["sqlite_vec"] = "not loaded"
+        return report, [str(error)]
+    found = space(conn)
+    if found is not None:
+        vectors = conn.execute("SELECT count(*) FROM facts_vec").fetchone()[0]
+        report["stored"] = {
+            "model": found.model, "dimension": found.dimension, "vectors": vectors,
+            "search": "exact" if found.center is None else f"bit prefilter, {POOL} rescored",
+        }
+    report["facts_without_vector"] = missing(conn)
+    try:
+        probe = Endpoint(endpoint.url, endpoint.model).embed(
+            ["memory-gate doctor"], role=DOCUMENT, timeout=PROBE_TIMEOUT)
+    except VectorError as error:
+        report["answers"] = str(error)
+        problems.append(f"{error}: start it or fix MEMORY_GATE_EMBED_URL; meanwhile search runs on words only")
+        return report, problems
+    report["answers"] = f"{probe.model}, {probe.dimension} dimensions"
+    if found is not None:
+        try:
+            check(found, probe)
+        except VectorError as error:
+            problems.append(str(error))
+    if report["facts_without_vector"] and not problems:
+        report["advice"] = (
+            f"writes embed up to {WAITING_BATCH} waiting facts each; `memory-gate reindex` embeds all now"
+        )
+    return report, problems

@@ -1,0 +1,201 @@
+"""The first moments of `memory-gate serve`: answer what Claude Code asks first while the MCP SDK loads.
+
+Claude Code sends its first model request once the server has listed its tools, or after about
+2 s whatever the server's state (`claude -p`); a slower server's tools are missing from that
+request. Importing the `mcp` SDK takes 0.7 s on an idle 2-core machine and two seconds or more on a
+busy one, nearly all of it building the protocol's pydantic models. So the server answers the
+discovery and the listings before the SDK is there, from gate/serve/discovery.json: the SDK's own
+answers, recorded by `python -m gate.serve.front > gate/serve/discovery.json` and held equal to what the SDK
+answers now by tests/test_front.py; and it acknowledges Claude Code's subscription to list changes
+as the SDK would (Claude Code waits for that acknowledgement before it counts the server as
+connected). Everything else (tool calls, the subscription, anything the
+front does not recognise exactly) waits, in order, and goes to the SDK's server (gate/serve/server.py)
+the moment it is imported, in a thread of its own meanwhile.
+
+The recorded answers are used only for requests in the protocol version they were recorded in
+(the 2026-07-28 per-request envelope), without a cursor, and only while the installed SDK is
+the version that recorded them; otherwise the SDK answers, later but right.
+
+Standard library only until the handover (the hooks' cheap modules are fine), so that the
+answers go out within a few tens of milliseconds of the interpreter's start.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+import threading
+
+from gate import config, jsonlite, stopping
+
+ANSWERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "discovery.json")
+PROTOCOL_KEY = "io.modelcontextprotocol/protocolVersion"
+CHUNK = 1 << 16
+
+
+def recorded() -> dict | None:
+    """The recorded answers, when they fit the installed SDK; None otherwise (the SDK answers all)."""
+    try:
+        with open(ANSWERS, encoding="utf-8") as handle:
+            found = jsonlite.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(found, dict) or not isinstance(found.get("results"), dict):
+        return None
+    if not _installed("mcp", found.get("mcp")) or not _installed("mcp_types", found.get("mcp_types")):
+        return None
+    return found
+
+
+def _installed(distribution: str, version: object) -> bool:
+    """Whether that version of the distribution is on sys.path, judged by its dist-info folder
+    (importlib.metadata would cost more than the whole answer)."""
+    if not isinstance(version, str):
+        return False
+    name = f"{distribution}-{version}.dist-info"
+    return any(os.path.isdir(os.path.join(folder or ".", name)) for folder in sys.path)
+
+
+def answer(line: bytes, answers: dict) -> bytes | None:
+    """The reply to one line from the recorded answers, or None when the SDK must answer it."""
+    try:
+        message = jsonlite.loads(line.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    request_id, method, params = message.get("id"), message.get("method"), message.get("params")
+    if type(request_id) not in (int, str) or not isinstance(method, str) or not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or meta.get(PROTOCOL_KEY) != answers.get("protocol"):
+        return None
+    if method == LISTEN:
+        return _acknowledged(request_id, params)
+    if set(params) != {"_meta"}:
+        return None
+    result = answers["results"].get(method)
+    if result is None:
+        return None
+    return (jsonlite.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}) + "\n").encode("utf-8")
+
+
+LISTEN = "subscriptions/listen"
+LIST_CHANGES = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
+
+
+def _acknowledged(request_id: int | str, params: dict) -> bytes | None:
+    """The acknowledgement of a subscription to list changes, as the SDK's ListenHandler words
+    it: every kind asked for is honoured. Claude Code counts the server connected only once it
+    has it. The subscription then stays here: memory-gate's lists never change, so nothing is
+    ever sent on it, and the SDK never holds it open as a call in flight."""
+    asked = params.get("notifications")
+    if set(params) != {"_meta", "notifications"} or not isinstance(asked, dict) or not set(asked) <= set(LIST_CHANGES):
+        return None  # resource subscriptions, or anything new: the SDK's to answer
+    honoured = {kind: True for kind in LIST_CHANGES if asked.get(kind) is True}
+    notification = {
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": request_id}, "notifications": honoured},
+    }
+    return (jsonlite.dumps(notification) + "\n").encode("utf-8")
+
+
+class _Loader(threading.Thread):
+    """Imports gate/serve/server.py (the SDK with it), then wakes the front through its pipe."""
+
+    def __init__(self, wake: int):
+        super().__init__(name="memory-gate-sdk", daemon=True)
+        self.wake = wake
+        self.server = None
+        self.error: BaseException | None = None
+        self.finished = False  # set before the wake-up is written: a consumed wake-up is never missed
+
+    def run(self) -> None:
+        try:
+            from gate.serve import server
+
+            self.server = server
+        except BaseException as error:  # said by the front, on the main thread
+            self.error = error
+        finally:
+            self.finished = True
+            try:
+                os.write(self.wake, b"!")
+            except OSError:
+                pass
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def serve(settings: config.Settings) -> int:
+    """Answer the recorded requests until the SDK is loaded, then let gate/serve/server.py serve the
+    session, handing it every line not yet answered."""
+    answers = recorded()
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    loader = _Loader(wake_write)
+    # A signal (Claude Code stops its server with SIGINT) wakes the wait below too.
+    stopping.hold()
+    previous = signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+    loader.start()
+    waiting = bytearray()  # lines for the SDK, in the order they came
+    buffer = bytearray()
+    ended = False
+    try:
+        while not loader.finished and not stopping.requested():
+            readable = [wake_read] if ended else [0, wake_read]
+            try:
+                ready, _, _ = select.select(readable, [], [])
+            except InterruptedError:
+                continue
+            if wake_read in ready:
+                os.read(wake_read, 64)
+            if 0 not in ready:
+                continue
+            chunk = os.read(0, CHUNK)
+            if not chunk:
+                ended = True
+                continue
+            buffer += chunk
+            while (end := buffer.find(b"\n")) >= 0:
+                line = bytes(buffer[: end + 1])
+                del buffer[: end + 1]
+                # Answered at once even behind waiting lines: a listing depends on none of them.
+                reply = answer(line, answers) if answers is not None else None
+                if reply is None:
+                    waiting += line
+                else:
+                    _write_all(1, reply)
+    finally:
+        signal.set_wakeup_fd(previous)
+    if stopping.requested():
+        # Nothing is open and nothing in flight (the recorded answers are written whole); the SDK
+        # may be half imported in its thread, which an interpreter's shutdown should not meet.
+        sys.stderr.flush()
+        os._exit(0)
+    loader.join()
+    os.close(wake_read)  # only now: the loader's last write must never land in a reused descriptor
+    os.close(wake_write)
+    if loader.error is not None:
+        raise loader.error
+    if ended and not waiting and not buffer.strip():
+        return 0  # the client left before asking anything the SDK must answer
+    return loader.server.serve(settings, pending=bytes(waiting + buffer))
+
+
+def main() -> int:
+    """`python -m gate.serve.front`: print the SDK's answers, as gate/serve/discovery.json records them."""
+    from gate.serve import server
+
+    print(server.discovery_json(), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,390 @@
+"""The stdio MCP server: `memory_search` and `memory_write`, nothing else.
+
+Built on the official `mcp` SDK (2.x, whose protocol Claude Code speaks natively). The tool
+docstrings are prompts: the model reads them in every session, so they say when to call each
+tool and what the contract is, in a few lines.
+
+Each call is attributed to a turn (gate/memory/ledger.py): by the `claudecode/toolUseId` Claude Code
+puts in the request's `_meta`, else by `CLAUDE_CODE_SESSION_ID`, else by this process, which then
+is its own session. Calls run one at a time on one connection, over gate/serve/wire.py (every request
+answered). Claude Code stops the server with SIGINT, at any moment: the server then reads no
+further request, lets the call in flight finish and answer, closes the database and exits 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import apsw
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, WithJsonSchema
+
+from gate import config, stopping
+from gate.engine import store
+from gate.memory import audit, write
+from gate.search import embeddings, vectors
+from gate.serve import tools
+from gate.serve.wire import Wire
+
+TOOL_USE_ID = "claudecode/toolUseId"
+
+INSTRUCTIONS = (
+    "Project memory. Every turn: memory_search first, with keywords of the request; then, before "
+    "the final answer, memory_write with what the turn changed, answering for every fact the "
+    "searches returned (kept, updated or deleted)."
+)
+
+
+# Output schemas. Claude Code shows the model the structured content itself (see gate/serve/render.py),
+# so optional fields are left out rather than sent as null.
+class FactOut(BaseModel):
+    id: int
+    kind: str | None = None
+    topic: str | None = None
+    date: str | None = None
+    text: str | None = None
+    shown_before: bool | None = Field(None, description="true: shown earlier this session, only the id is repeated")
+
+
+class SearchOut(BaseModel):
+    # The contract first: a long result reaches the model as a 2 KB preview (gate/serve/render.py).
+    must_answer: list[int] = Field(description="ids the next memory_write must keep, update or delete")
+    next: str = Field(description="what to do next")
+    notes: list[str] | None = None
+    facts: list[FactOut]
+    owner_words: str | None = Field(None, description="what the owner wrote this turn (its head, when long)")
+
+
+class DoneOut(BaseModel):
+    op: str = Field(description="insert, update, delete, or unchanged (an update that changed nothing)")
+    id: int
+
+
+class WriteOut(BaseModel):
+    done: list[DoneOut]
+    new_ids: list[int]
+    kept: list[int]
+    replayed: bool = Field(description="true: the same write had already been applied; nothing changed now")
+    notes: list[str] | None = None
+    next: str = Field(description="what the turn still owes memory, if anything")
+
+
+# The model reads these in every session: when to call, and the contract, in a few lines.
+SEARCH_DESCRIPTION = (
+    "Search this project's memory: facts that hold (state), happened (event), were decided "
+    "(decision) or bit someone (trap). Call it at the start of every turn with a few keywords of "
+    "what the owner asks. Every fact it returns must then be answered for in memory_write: kept, "
+    "updated or deleted. A fact already shown this session comes back as its id only."
+)
+WRITE_DESCRIPTION = (
+    "Record what this turn changed in project memory, before your final answer; call it even "
+    "when nothing changed (ops [] and kept []). Insert new facts, update or delete facts that no "
+    "longer hold, and list in kept the ids read this turn that still hold: every id memory_search "
+    "returned this turn must be kept, updated or deleted, or the write is refused."
+)
+
+Terms = Annotated[str, Field(description="a few keywords of what the owner asks, in any language")]
+
+_OPS_SCHEMA = {
+    "type": "array",
+    "description": (
+        'Changes, e.g. {"op": "insert", "topic": "deploy", "kind": "state", "text": "...", '
+        '"date": "YYYY-MM-DD" (optional, default today)}, {"op": "update", "id": 12, "text": "..."} '
+        '(any of topic, kind, text, date), {"op": "delete", "id": 7}. kind: state (how something '
+        "is now), event (what happened), decision (a choice and its reason), trap (a pitfall). "
+        "text: one subject, at most 600 characters, in the owner's language."
+    ),
+    "items": {"type": "object"},
+}
+_KEPT_SCHEMA = {
+    "type": "array",
+    "description": "ids read this turn that still hold as they are",
+    "items": {"type": "integer"},
+}
+# The tools validate their own arguments, so that a malformed call gets a message naming the
+# mend (gate/memory/write.py), not a pydantic dump; the schemas still tell the model the shapes.
+Ops = Annotated[Any, WithJsonSchema(_OPS_SCHEMA)]
+Kept = Annotated[Any, WithJsonSchema(_KEPT_SCHEMA)]
+
+
+# How long, in all, the server keeps trying to embed facts a write could not (seconds).
+CATCH_UP_PATIENCE = 32.0
+
+
+class Memory:
+    """The server's one connection to the project's database, opened when first needed."""
+
+    def __init__(self, settings: config.Settings):
+        self.settings = settings
+        self.session = settings.session_id or f"mcp-{uuid.uuid4().hex[:12]}"
+        # This process: one per Claude Code process, so one per context that reads results.
+        self.process = uuid.uuid4().hex[:12]
+        self.endpoint = embeddings.Endpoint.from_settings(settings)
+        self.lock = threading.Lock()
+        self._conn: apsw.Connection | None = None
+        self._path: Path | None = None
+        self._embedder: threading.Thread | None = None
+
+    def connection(self, *, create: bool) -> apsw.Connection | None:
+        path = Path(config.find_database(self.settings))
+        if self._conn is not None and path == self._path:
+            return self._conn
+        if not path.exists() and not create:
+            return None
+        self.close()
+        self._conn, self._path = store.connect(path), path
+        # Without sqlite-vec, search says so and runs on words.
+        store.load_vectors(self._conn)
+        return self._conn
+
+    def catch_up(self) -> None:
+        """Embed, in a thread of its own, the facts still waiting for a vector, unless that is
+        already under way or there is nothing to do. Called after each tool call, with the lock
+        held."""
+        if self.endpoint is None or self._conn is None or (self._embedder and self._embedder.is_alive()):
+            return
+        if not store.vectors_loaded(self._conn) or not (vectors.missing(self._conn) or vectors.needs_reference(self._conn)):
+            return
+        conn = self._conn
+        # Its own endpoint: a long deadline, and no quiet spell that would silence searches.
+        endpoint = embeddings.Endpoint(self.endpoint.url, self.endpoint.model, quiet_after_timeout=0.0)
+
+        def run() -> None:
+            # An endpoint just started, or restarting, refuses for a while: try again, less and
+            # less often, for about a minute; a later tool call starts this anew.
+            pause = 0.5
+            try:
+                while True:
+                    vectors.catch_up(conn, endpoint, hold=self._hold(conn))
+                    with self.lock:
+                        if self._conn is not conn or not (vectors.missing(conn) or vectors.needs_reference(conn)):
+                            return
+                    if pause > CATCH_UP_PATIENCE:
+                        return
+                    time.sleep(pause)
+                    pause *= 2
+            except (apsw.Error, store.StoreError, embeddings.VectorError) as error:
+                print(f"memory-gate: embedding waiting facts stopped: {error}", file=sys.stderr)
+
+        self._embedder = threading.Thread(target=run, name="memory-gate-embedder", daemon=True)
+        self._embedder.start()
+
+    def _hold(self, conn: apsw.Connection):
+        """The lock, and a check that the connection is still the one the embedder was given."""
+
+        @contextlib.contextmanager
+        def held():
+            with self.lock:
+                if self._conn is not conn:
+                    raise store.StoreError("the database was closed")
+                yield
+
+        return held
+
+    @property
+    def log(self) -> Path | None:
+        return audit.log_path(self._path) if self._path is not None else None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn, self._path = None, None
+
+
+def _caller(memory: Memory, ctx: Context) -> tools.Caller:
+    meta = ctx.request_context.meta or {}
+    tool_use_id = meta.get(TOOL_USE_ID)
+    return tools.Caller(
+        memory.session, tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None, memory.process
+    )
+
+
+def _unavailable(error: Exception) -> ToolError:
+    return ToolError(store.explain(error))
+
+
+def _decode(value: Any) -> Any:
+    """Some clients send a list argument as its JSON text: take it as the list it spells."""
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        return decoded if isinstance(decoded, list) else value
+    return value
+
+
+class _Server(MCPServer):
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        # The tools check their own arguments, so that a malformed call gets the product's
+        # message naming the argument and its mend (gate/serve/tools.py), not pydantic's dump.
+        problem = tools.argument_problem(name, arguments)
+        if problem:
+            raise ToolError(problem)
+        return await super().call_tool(name, arguments, context)
+
+
+def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
+    memory = Memory(settings)
+    app = _Server("memory-gate", instructions=INSTRUCTIONS)
+
+    @app.tool(
+        name="memory_search",
+        description=SEARCH_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        structured_output=True,
+    )
+    def memory_search(terms: Terms, ctx: Context) -> Annotated[CallToolResult, SearchOut]:
+        with memory.lock:
+            try:
+                conn = memory.connection(create=False)
+                answer = tools.memory_search(conn, terms, _caller(memory, ctx), endpoint=memory.endpoint)
+                memory.catch_up()
+            except (apsw.Error, store.StoreError, OSError) as error:
+                raise _unavailable(error) from error
+        return CallToolResult(
+            content=[TextContent(text=answer.text)], structured_content=answer.structured()
+        )
+
+    @app.tool(
+        name="memory_write",
+        description=WRITE_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+        structured_output=True,
+    )
+    def memory_write(ops: Ops, kept: Kept, ctx: Context) -> Annotated[CallToolResult, WriteOut]:
+        with memory.lock:
+            try:
+                conn = memory.connection(create=True)
+                answer = tools.memory_write(
+                    conn, _decode(ops), _decode(kept), _caller(memory, ctx), log=memory.log,
+                    endpoint=memory.endpoint,
+                )
+                memory.catch_up()
+            except write.Refused as refused:
+                raise ToolError(str(refused)) from refused
+            except (apsw.Error, store.StoreError, OSError) as error:
+                raise _unavailable(error) from error
+        return CallToolResult(
+            content=[TextContent(text=answer.text)], structured_content=answer.structured()
+        )
+
+    return app, memory
+
+
+def serve(settings: config.Settings, *, pending: bytes = b"") -> int:
+    """Serve the MCP session on stdin and stdout until it ends or a signal stops it. `pending`:
+    what gate/serve/front.py read from stdin and did not answer itself, served first."""
+    app, memory = build(settings)
+    # The SDK's own stdio transport drops the lines it cannot parse unanswered and blocks in a
+    # thread no signal reaches; gate/serve/wire.py serves the same session without either fault.
+    lowlevel = app._lowlevel_server
+    wire = Wire(pending=pending)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+
+            async def stop_on_signal() -> None:
+                try:
+                    with anyio.open_signal_receiver(*stopping.SIGNALS) as signals:
+                        if stopping.requested():  # before this listened
+                            wire.stop()
+                        async for _ in signals:
+                            wire.stop()
+                finally:
+                    stopping.hold()  # leaving the receiver restores Python's KeyboardInterrupt
+
+            group.start_soon(stop_on_signal)
+            await wire.serve(lambda read, write: lowlevel.run(read, write, lowlevel.create_initialization_options()))
+            group.cancel_scope.cancel()
+
+    stopping.hold()
+    if stopping.requested():
+        return 0
+    try:
+        anyio.run(main)
+    finally:
+        # A call still running in its worker thread holds the lock: let it finish its
+        # transaction, then close.
+        with memory.lock:
+            memory.close()
+    return 0
+
+
+# What gate/serve/front.py answers before the SDK is loaded: the requests Claude Code sends first, in
+# the protocol version it speaks with an SDK of this generation.
+DISCOVERY_PROTOCOL = "2026-07-28"
+DISCOVERY_METHODS = ("server/discover", "tools/list", "prompts/list", "resources/list")
+
+
+# As Claude Code 2.1.332 sends it; the answers depend on the version alone.
+DISCOVERY_META = {
+    "io.modelcontextprotocol/protocolVersion": DISCOVERY_PROTOCOL,
+    "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+    "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}},
+}
+
+
+def first_replies(requests: list[dict], settings: config.Settings | None = None) -> list[dict]:
+    """The first message this server's SDK session sends back to each request (sent one after
+    the other, each with the 2026-07-28 envelope), as gate/serve/wire.py would write it: the session
+    runs in memory."""
+    from mcp.shared.message import SessionMessage
+    from mcp_types import jsonrpc_message_adapter
+
+    app, _ = build(settings or config.load())
+    lowlevel = app._lowlevel_server
+    replies: list[dict] = []
+
+    async def main() -> None:
+        to_server, server_in = anyio.create_memory_object_stream(len(requests))
+        server_out, from_server = anyio.create_memory_object_stream(len(requests))
+        async with to_server, server_in, server_out, from_server, anyio.create_task_group() as group:
+            group.start_soon(lowlevel.run, server_in, server_out, lowlevel.create_initialization_options())
+            for request in requests:
+                params = {**request.get("params", {}), "_meta": DISCOVERY_META}
+                message = jsonrpc_message_adapter.validate_python({"jsonrpc": "2.0", **request, "params": params})
+                await to_server.send(SessionMessage(message))
+                reply = await from_server.receive()
+                replies.append(json.loads(reply.message.model_dump_json(by_alias=True, exclude_unset=True)))
+            group.cancel_scope.cancel()
+
+    anyio.run(main)
+    return replies
+
+
+def discovery_answers(settings: config.Settings | None = None) -> dict[str, Any]:
+    """The SDK's answers to DISCOVERY_METHODS, as this server gives them over the wire."""
+    requests = [{"id": number, "method": method} for number, method in enumerate(DISCOVERY_METHODS)]
+    answers: dict[str, Any] = {}
+    for method, reply in zip(DISCOVERY_METHODS, first_replies(requests, settings)):
+        if "result" not in reply:
+            raise RuntimeError(f"the SDK did not answer {method}: {reply}")
+        answers[method] = reply["result"]
+    return answers
+
+
+def discovery_json() -> str:
+    """gate/serve/discovery.json's text: the answers, and the SDK versions that gave them."""
+    from importlib import metadata
+
+    recorded = {
+        "why": "gate/serve/front.py answers these before the MCP SDK is loaded; python -m gate.serve.front writes this file",
+        "mcp": metadata.version("mcp"),
+        "mcp_types": metadata.version("mcp_types"),
+        "protocol": DISCOVERY_PROTOCOL,
+        "results": discovery_answers(),
+    }
+    return json.dumps(recorded, indent=1, ensure_ascii=False) + "\n"

@@ -1,0 +1,311 @@
+"""The two tools as the agent meets them, apart from any transport: a search that records what
+it showed the turn (and what its answer cost the context: gate/memory/stats.py), and a write checked
+against it. gate/serve/server.py puts these behind MCP.
+
+With an embeddings endpoint, a search embeds its query before its transaction and ranks by words
+and meaning; when meaning fails, it ranks by words and says why in one line of the answer."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from gate import credentials
+from gate.engine import store
+from gate.memory import ledger, stats, write
+from gate.search import embeddings, search, vectors
+from gate.serve import render
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the session to fall back on, Claude Code's id for the tool call, and the
+    server process answering it (a fact is shown once per context: gate/memory/ledger.py)."""
+
+    session: str
+    tool_use_id: str | None = None
+    process: str = ""
+
+    def attribute(self, conn: apsw.Connection) -> ledger.Turn:
+        return ledger.attribute(conn, tool_use_id=self.tool_use_id, session=self.session)
+
+    def context(self, conn: apsw.Connection) -> str:
+        return ledger.context(conn, self.tool_use_id, self.process)
+
+
+SEARCH_EXAMPLE = '{"terms": "deploy staging"}'
+
+
+def argument_problem(tool: str, arguments: dict[str, Any]) -> str | None:
+    """What is wrong with the arguments of a call to one of the two tools, with the mend, or None.
+    Only what the tools' signatures require is checked here; the write checks the rest."""
+    if tool == "memory_search":
+        terms = arguments.get("terms")
+        if "terms" not in arguments:
+            return f"memory_search needs terms: a few keywords of what the owner asks, e.g. {SEARCH_EXAMPLE}."
+        if not isinstance(terms, str):
+            return f"memory_search: terms must be a string of keywords (got {write.brief(terms)}), e.g. {SEARCH_EXAMPLE}."
+    elif tool == "memory_write":
+        missing = [
+            f"{name} is missing: {mend}"
+            for name, mend in (
+                ("ops", 'give the changes as a list, e.g. [{"op": "delete", "id": 7}], or [] if nothing changed.'),
+                ("kept", "give the ids read this turn that still hold, e.g. [12, 15], or [] if none."),
+            )
+            if name not in arguments
+        ]
+        if missing:
+            return write.render_refusal(missing)
+    return None
+
+
+@dataclass
+class SearchAnswer:
+    terms: str
+    results: list[render.Result]
+    owner_words: str | None
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        # What the answer repeats is redacted: the owner's words and the agent's terms, and fact
+        # texts stored before the credential check knew their shape.
+        self.terms, self.owner_words = credentials.redact(self.terms), credentials.redact(self.owner_words)
+        self.results = [_redacted(result) for result in self.results]
+
+    @property
+    def text(self) -> str:
+        return render.search_text(self.terms, self.results, self.owner_words, self.notes)
+
+    def structured(self) -> dict[str, Any]:
+        return render.search_data(self.results, self.owner_words, self.notes)
+
+
+# A session's searches, and the memory page, show the same facts again and again: each stored
+# text is checked once per process (at most 8192 texts of at most 600 characters remembered).
+@functools.lru_cache(maxsize=8192)
+def masked(text: str) -> str:
+    """A stored text as it may be shown: gate/credentials.py's `redact`, remembered."""
+    return credentials.redact(text)
+
+
+def _redacted(result: render.Result) -> render.Result:
+    fact = result.fact
+    topic, text = masked(fact.topic), masked(fact.text)
+    if topic == fact.topic and text == fact.text:
+        return result
+    return render.Result(replace(fact, topic=topic, text=text), result.full)
+
+
+def memory_search(
+    conn: apsw.Connection | None,
+    terms: str,
+    caller: Caller,
+    *,
+    limit: int = search.RESULTS,
+    endpoint: embeddings.Endpoint | None = None,
+) -> SearchAnswer:
+    """Search for the caller's turn; every fact returned becomes a read the turn must answer
+    for. With no database yet (`conn` None) memory is empty and nothing is recorded."""
+    if not isinstance(terms, str):
+        raise TypeError("terms must be a string")
+    if conn is None:
+        return SearchAnswer(terms, [], None)
+    notes: list[str] = []
+    query = _embed_query(conn, terms, endpoint, notes)
+    waiting = _catch_up(conn, endpoint, notes) if query is not None else 0
+    recorded_terms = stats.kept_terms(terms)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            turn = caller.attribute(conn)
+            ordered, _ = _ranked(conn, terms, query, endpoint, notes, limit)
+            _say_waiting(waiting, endpoint, query, notes)
+            context = caller.context(conn)
+            seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered], context)
+            results = [render.Result(fact, full=seen.get(fact.id) != fact.rev) for fact in ordered]
+            ledger.record_search(conn, turn, [(fact.id, fact.rev) for fact in ordered], context)
+            answer = SearchAnswer(terms, results, turn.prompt, notes)
+            stats.record_search(
+                conn, turn.id, facts=len(results), full=sum(result.full for result in results),
+                chars=stats.answer_chars(answer.structured()), at=ledger.now(), terms=recorded_terms,
+                meaning=_meaning(endpoint, query, notes),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            store.rollback(conn)
+            raise
+    except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError) as error:
+        # Memory can still be read: answer, and say the turn's reads were not recorded.
+        notes.append(f"this search was not recorded: {store.explain(error)}")
+        ordered, _ = _ranked(conn, terms, query, endpoint, notes, limit)
+        _say_waiting(waiting, endpoint, query, notes)
+        return SearchAnswer(terms, [render.Result(fact, full=True) for fact in ordered], None, notes)
+    return answer
+
+
+# How long a search may spend embedding facts still waiting for their vector before it ranks,
+# and how many a request: a CPU-served bge-m3 on a busy machine takes 0.1-0.3 s a text, so a
+# request stays well under the deadline and none is abandoned half done.
+SEARCH_CATCH_UP = 3.0
+SEARCH_CATCH_UP_BATCH = vectors.CATCH_UP_BATCH
+# More waiting than this is no burst of writes but a memory never embedded (an endpoint
+# configured for an old memory): searches leave it to the background and to `memory-gate
+# reindex` rather than each paying the whole deadline.
+SEARCH_CATCH_UP_MOST = 128
+
+
+def _catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[str]) -> int:
+    """Embed the facts still waiting for a vector, for at most SEARCH_CATCH_UP seconds, before
+    ranking; returns how many still wait. Meaning cannot find a fact without a vector, and a
+    fact just written, whose write found the endpoint slow, is what a search is most likely
+    after. The background embedder (gate/serve/server.py) does the same, but a search right after the
+    writes would run ahead of it and answer differently for the same memory. Outside the
+    search's transaction: the write lock is never held across a request."""
+    waiting = vectors.missing(conn)
+    if not waiting or waiting > SEARCH_CATCH_UP_MOST:
+        return waiting
+    # A request cut short by this deadline must not silence the writes' embedding for a spell.
+    patient = replace(endpoint, quiet_after_timeout=0.0)
+    try:
+        vectors.catch_up(conn, patient, hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
+                         timeout=SEARCH_CATCH_UP, until=time.monotonic() + SEARCH_CATCH_UP)
+    except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.BusyError) as error:
+        # Memory can still be searched; the vectors wait for a write that can store them.
+        notes.append(f"facts waiting for a vector could not be given one: {store.explain(error)}")
+    return vectors.missing(conn)
+
+
+def _say_waiting(waiting: int, endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None,
+                 notes: list[str]) -> None:
+    """Tell the agent that meaning, used, could not see some facts (by words it still can)."""
+    if not waiting or _meaning(endpoint, query, notes) != "used":
+        return
+    if waiting > SEARCH_CATCH_UP_MOST:
+        notes.append(f"{waiting} facts have no vector yet, so meaning cannot find them; the owner can run "
+                     "`memory-gate reindex` to embed them all now")
+    elif waiting == 1:
+        notes.append("1 fact still waits for its vector, so meaning cannot find it yet; it is being embedded")
+    else:
+        notes.append(f"{waiting} facts still wait for their vectors, so meaning cannot find them yet; they are being embedded")
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """What memory_search would return for these terms, and how it ranked them."""
+
+    facts: list[search.Fact]
+    query: embeddings.Vectors | None  # the query's vector; None: words only
+    notes: list[str]
+    why: search.Ranking | None = None  # None: words could not search the query
+
+
+def rank(
+    conn: apsw.Connection, terms: str, *, limit: int = search.RESULTS, endpoint: embeddings.Endpoint | None = None
+) -> Ranking:
+    """memory_search's ranking, recording nothing (no turn, no read): for people looking at
+    memory (`memory-gate view`)."""
+    notes: list[str] = []
+    query = _embed_query(conn, terms, endpoint, notes)
+    facts, why = _ranked(conn, terms, query, endpoint, notes, limit)
+    return Ranking(facts, query, notes, why)
+
+
+def _ranked(
+    conn: apsw.Connection,
+    terms: str,
+    query: embeddings.Vectors | None,
+    endpoint: embeddings.Endpoint | None,
+    notes: list[str],
+    limit: int,
+) -> tuple[list[search.Fact], search.Ranking | None]:
+    """The facts to return, best first, by words and meaning (or words alone, saying why), and
+    why each came back (None when words could not search the query)."""
+    why: search.Ranking | None = None
+    try:
+        cut = endpoint.max_distance if endpoint else None
+        why = search.ranking(conn, terms, query, max_distance=cut, limit=limit)
+        ranked = why.ids
+    except embeddings.VectorError as error:
+        notes.append(f"{WORDS_ONLY}{error}")
+        why = search.ranking(conn, terms, None, limit=limit)
+        ranked = why.ids
+    except search.MalformedQuery as error:
+        # A bug of the query builder, never the agent's doing: say it on stderr for the owner,
+        # answer by meaning alone rather than with a traceback.
+        print(f"memory-gate: bug: {error}", file=sys.stderr)
+        notes.append("words could not search this query (a memory-gate bug, reported on stderr)")
+        try:
+            ranked = search.by_meaning(conn, query, max_distance=cut)[:limit] if query is not None else []
+        except embeddings.VectorError:
+            ranked = []
+    facts = search.load(conn, ranked)
+    return [facts[rowid] for rowid in ranked if rowid in facts], why
+
+
+def _meaning(endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None, notes: list[str]) -> str | None:
+    """How the search used meaning, as stats records it: None without an endpoint, 'used', or
+    the reason it ran on words alone."""
+    if endpoint is None:
+        return None
+    for note in notes:
+        if note.startswith(WORDS_ONLY):
+            return note.removeprefix(WORDS_ONLY)
+    return "used" if query is not None else None
+
+
+WORDS_ONLY = "words only: "
+
+
+def _embed_query(
+    conn: apsw.Connection, terms: str, endpoint: embeddings.Endpoint | None, notes: list[str]
+) -> embeddings.Vectors | None:
+    """The query's vector, or None with the reason in `notes` (nothing said when no endpoint is
+    configured: words only is then the owner's choice, not a failure)."""
+    if endpoint is None or not terms.strip():
+        return None
+    if not store.vectors_loaded(conn):
+        notes.append(f"{WORDS_ONLY}sqlite-vec cannot be loaded (memory-gate doctor says why)")
+        return None
+    try:
+        return endpoint.embed([terms], role=embeddings.QUERY, timeout=endpoint.search_timeout)
+    except embeddings.VectorError as error:
+        notes.append(f"{WORDS_ONLY}{error}")
+        return None
+
+
+@dataclass
+class WriteAnswer:
+    outcome: write.Outcome
+
+    @property
+    def text(self) -> str:
+        o = self.outcome
+        return render.write_text(o.done, o.kept, o.notes, o.replayed, o.owes_search)
+
+    def structured(self) -> dict[str, Any]:
+        o = self.outcome
+        return render.write_data(o.done, o.kept, o.notes, o.replayed, o.owes_search)
+
+
+def memory_write(
+    conn: apsw.Connection,
+    ops: Any,
+    kept: Any,
+    caller: Caller,
+    *,
+    log: Path | None,
+    endpoint: embeddings.Endpoint | None = None,
+) -> WriteAnswer:
+    """Apply the write for the caller's turn, or raise write.Refused naming every problem."""
+    outcome = write.apply(
+        conn, ops, kept, attribute=caller.attribute, log=log, tool_use_id=caller.tool_use_id,
+        endpoint=endpoint,
+    )
+    return WriteAnswer(outcome)
