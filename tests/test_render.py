@@ -2,7 +2,7 @@ import golden
 import pytest
 
 from gate.memory import write
-from gate.search.search import Fact
+from gate.engine.facts import Fact
 from gate.serve import render
 
 

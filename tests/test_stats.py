@@ -5,7 +5,7 @@ import pytest
 from conftest import Writer
 
 from gate.engine import store
-from gate.memory import ledger, stats
+from gate.memory import ledger, searches, stats
 from gate.serve import render, tools
 
 
@@ -58,16 +58,16 @@ def test_facts_read_per_turn_and_the_cost_of_a_search(writer):
     rows = list(writer.conn.execute("SELECT facts, full, chars FROM searches ORDER BY id"))
     assert [row[:2] for row in rows] == [(4, 4), (4, 0), (0, 0)]
     # The size recorded is the structured answer the model reads.
-    assert rows[0][2] == stats.answer_chars(first.structured()) == len(
+    assert rows[0][2] == searches.answer_chars(first.structured()) == len(
         json.dumps(render.search_data(first.results, None), ensure_ascii=False, separators=(",", ":")))
     assert rows[1][2] < rows[0][2]
     report = stats.report(writer.conn)
     assert report["reads"] == {"turns_that_searched": 2, "facts_read": 8, "per_turn": 4.0}
-    searches = report["searches"]
+    recorded = report["searches"]
     mean = sum(row[2] for row in rows) / 3
-    assert searches["total"] == searches["recorded"] == 3
-    assert searches["chars_per_search"] == round(mean, 1) and searches["tokens_per_search"] == round(mean / 4)
-    assert searches["facts_per_search"] == round(8 / 3, 1) and searches["in_full_per_search"] == round(4 / 3, 1)
+    assert recorded["total"] == recorded["recorded"] == 3
+    assert recorded["chars_per_search"] == round(mean, 1) and recorded["tokens_per_search"] == round(mean / 4)
+    assert recorded["facts_per_search"] == round(8 / 3, 1) and recorded["in_full_per_search"] == round(4 / 3, 1)
 
 
 def test_a_search_that_could_not_be_recorded_records_no_cost(writer, monkeypatch):
@@ -112,7 +112,7 @@ def test_a_search_records_its_terms_but_never_a_credential(writer):
     writer.search("deploy with ghp_" + "a1B2" * 9)  # an agent pasting a token into a query
     writer.search("x" * 1000)
     terms = [row[0] for row in writer.conn.execute("SELECT terms FROM searches ORDER BY id")]
-    assert terms == ["deploy staging", None, "x" * stats.TERMS_KEPT]
+    assert terms == ["deploy staging", None, "x" * searches.TERMS_KEPT]
 
 
 def test_the_viewers_own_turns_are_left_out_like_the_command_lines(writer):

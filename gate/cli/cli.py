@@ -18,6 +18,7 @@ from gate import config, credentials
 from gate.cli import commands, terminal
 from gate.cli.terminal import UserError
 from gate.engine import store
+from gate.engine.facts import load_facts
 from gate.memory import audit, history
 from gate.memory.write import KINDS
 from gate.search import embeddings, query, search, vectors
@@ -73,7 +74,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 0
     _, conn = _open_existing(_settings(args))
     ranked = search.by_words(conn, terms)[: args.limit]
-    facts = search.load(conn, ranked)
+    facts = load_facts(conn, ranked)
     found = [facts[rowid] for rowid in ranked if rowid in facts]
     keys = ("id", "topic", "kind", "text", "date")
     # Redacted for display: a database from before the credential check may hold some.

@@ -22,7 +22,7 @@ from gate.cli import terminal
 from gate.cli.terminal import UserError
 from gate.engine import store
 from gate.memory import audit, history, listing, stats, transfer, undo
-from gate.search.search import Fact
+from gate.engine.facts import Fact
 
 INDENT = "    "
 

@@ -243,12 +243,16 @@ def planted(name: str, found: os.stat_result, shared: bool) -> str | None:
 
 
 class writing:
-    """`with store.writing(conn):` one write transaction, taken with BEGIN IMMEDIATE.
+    """`with store.writing(conn):` one write transaction, taken with BEGIN IMMEDIATE; every
+    write transaction of the product is taken here.
 
     A deferred transaction (apsw's `with conn:`) that reads first and writes later cannot wait
     for another writer: when it tries to upgrade, SQLite answers busy at once, whatever the busy
     timeout, because waiting could deadlock. Taking the write lock up front lets parallel
     sessions queue for it instead of failing.
+
+    Any exception (an interrupt included) rolls back. A block that has nothing to keep may roll
+    back itself (`store.rollback`) and leave: nothing is then left to commit.
     """
 
     __slots__ = ("conn",)
@@ -263,7 +267,7 @@ class writing:
     def __exit__(self, kind, error, trace) -> None:
         if kind is not None:
             rollback(self.conn)
-        else:
+        elif not self.conn.get_autocommit():
             self.conn.execute("COMMIT")
 
 
@@ -328,17 +332,12 @@ def migrate(conn: apsw.Connection) -> int:
     if current == 0:
         # WAL is a property of the file and cannot be switched inside a transaction.
         conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with writing(conn):
         # Another process may have upgraded the file while this one waited for the lock.
         current = user_version(conn)
         for version, _, sql in steps[current:]:
             conn.execute(sql)
             conn.execute(f"PRAGMA user_version = {version}")
-        conn.execute("COMMIT")
-    except BaseException:
-        rollback(conn)
-        raise
     return len(steps)
 
 

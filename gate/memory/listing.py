@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 import apsw
 
 from gate.engine import tokens as words_of
-from gate.search.search import FACT_COLUMNS, Fact
+from gate.engine.facts import FACT_COLUMNS, Fact
 
 
 def topic_match(typed: str) -> str | None:

@@ -9,53 +9,20 @@ running, stopped before the Stop hook, or a prompt Claude Code made up itself (a
 notification), which is not gated. Turns of a client without hooks are counted apart: nothing
 holds their answers. Turns of the hand sessions (`memory-gate undo`, `import`, the viewer's edits) are left out.
 
-What a search costs the context is recorded by each search in its own transaction (table
-`searches`): the characters of the answer the model reads. Tokens are estimated at CHARS_PER_TOKEN
+What a search costs the context is recorded by each search (gate/memory/searches.py): the
+characters of the answer the model reads. Tokens are estimated at CHARS_PER_TOKEN
 characters each, about right for English prose and JSON; code, and text in other scripts, take
 more tokens per character, so read the estimate as a floor.
 """
 
 from __future__ import annotations
 
-import json
-
 import apsw
 
-from gate import credentials
 from gate.memory.changeset import HAND_SESSIONS
 from gate.memory.write import KINDS
 
 CHARS_PER_TOKEN = 4
-# A search's terms are a few keywords; a pasted page is kept only this far.
-TERMS_KEPT = 300
-
-
-def answer_chars(structured: dict) -> int:
-    """The size of a tool answer as the model reads it: its structured JSON, compact."""
-    return len(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
-
-
-def kept_terms(terms: str) -> str | None:
-    """What a search's record keeps of its terms: none that look like a credential
-    (gate/credentials.py), and no more than TERMS_KEPT characters. Before the transaction: the check
-    costs more than the insert, and the write lock is everyone's."""
-    if credentials.find(terms):
-        return None
-    # Whatever the agent typed, lone surrogates included: SQLite stores UTF-8 only.
-    return terms[:TERMS_KEPT].encode("utf-8", "replace").decode("utf-8")
-
-
-def record_search(conn: apsw.Connection, turn_id: int, *, facts: int, full: int, chars: int, at: str,
-                  terms: str | None = None, meaning: str | None = None) -> None:
-    """Inside the search's transaction: what it looked for (`kept_terms`), what it returned, what
-    that cost, and whether meaning took part ('used', the reason it did not, or None with no
-    endpoint configured)."""
-    conn.execute(
-        "INSERT INTO searches (turn, at, facts, full, chars, terms, meaning) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (turn_id, at, facts, full, chars, terms, meaning),
-    )
-
-
 def meaning_report(conn: apsw.Connection, *, since: str = "") -> dict:
     """How the searches recorded since `since` (an ISO time, '' for all) used meaning: how many
     had it, how many fell back to words and the most frequent reasons, newest reason first."""

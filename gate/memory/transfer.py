@@ -251,8 +251,7 @@ def _apply(
     progress: Progress | None,
 ) -> Imported:
     result = Imported(lines=conn.execute("SELECT count(*) FROM incoming").fetchone()[0])
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with store.writing(conn):
         # Inside the transaction: what memory holds cannot change under the comparison.
         conn.execute(
             "UPDATE incoming SET duplicate = 1 WHERE line IN (SELECT i.line FROM main.facts f"
@@ -288,10 +287,6 @@ def _apply(
             turn, digest=hashlib.sha256(command.encode()).hexdigest(),
             answer=json.dumps({"command": command, **result.to_json()}),
         )
-        conn.execute("COMMIT")
-    except BaseException:
-        store.rollback(conn)
-        raise
     return result
 
 

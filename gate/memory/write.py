@@ -319,13 +319,11 @@ def apply(
     parsed, kept_ids, problems = parse(ops, kept)
     key = digest(parsed, kept_ids)
     ahead = _embed_ahead(conn, endpoint, parsed) if endpoint is not None and not problems else None
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with store.writing(conn):
         turn = attribute(conn)
         owes_search = turn.opened_by_hook and turn.searched == 0
         replay = _replay(conn, turn, key, tool_use_id)
         if replay is not None:
-            conn.execute("COMMIT")
             replay.owes_search = owes_search
             return replay
         problems += _check_against_memory(conn, turn, parsed, kept_ids)
@@ -338,10 +336,6 @@ def apply(
             turn, digest=key, answer=json.dumps(outcome.to_json()), ahead=ahead,
             sync=[item["id"] for item in outcome.done], tool_use_id=tool_use_id,
         )
-        conn.execute("COMMIT")
-    except BaseException:
-        store.rollback(conn)
-        raise
     outcome.owes_search = owes_search
     return outcome
 

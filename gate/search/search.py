@@ -57,31 +57,6 @@ RECENT_WINDOW = 5000
 
 
 @dataclass(frozen=True)
-class Fact:
-    id: int
-    topic: str
-    kind: str
-    text: str
-    date: str
-    rev: int
-    created: str
-    updated: str
-    confirmed: str
-
-
-FACT_COLUMNS = "id, topic, kind, text, date, rev, created, updated, confirmed"
-
-
-def load(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Fact]:
-    """The facts with these ids that exist, by id."""
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE id IN ({marks})", tuple(ids))
-    return {row[0]: Fact(*row) for row in rows}
-
-
-@dataclass(frozen=True)
 class WordHits:
     """Facts found by words, best first: `strong` hold every term (in some form), `loose` only
     the share of them that the loose tier asks for."""

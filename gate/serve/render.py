@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gate.search.search import Fact
+from gate.engine.facts import Fact
 
 INDENT = "    "
 

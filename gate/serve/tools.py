@@ -1,5 +1,5 @@
 """The two tools as the agent meets them, apart from any transport: a search that records what
-it showed the turn (and what its answer cost the context: gate/memory/stats.py), and a write checked
+it showed the turn (and what its answer cost the context: gate/memory/searches.py), and a write checked
 against it. gate/serve/server.py puts these behind MCP.
 
 With an embeddings endpoint, a search embeds its query before its transaction and ranks by words
@@ -19,7 +19,8 @@ import apsw
 
 from gate import credentials
 from gate.engine import store
-from gate.memory import ledger, stats, write
+from gate.engine.facts import Fact, load_facts
+from gate.memory import ledger, searches, write
 from gate.search import embeddings, search, vectors
 from gate.serve import render
 
@@ -120,10 +121,9 @@ def memory_search(
     notes: list[str] = []
     query = _embed_query(conn, terms, endpoint, notes)
     waiting = _catch_up(conn, endpoint, notes) if query is not None else 0
-    recorded_terms = stats.kept_terms(terms)
+    recorded_terms = searches.kept_terms(terms)
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with store.writing(conn):
             turn = caller.attribute(conn)
             ordered, _ = _ranked(conn, terms, query, endpoint, notes, limit)
             _say_waiting(waiting, endpoint, query, notes)
@@ -132,15 +132,11 @@ def memory_search(
             results = [render.Result(fact, full=seen.get(fact.id) != fact.rev) for fact in ordered]
             ledger.record_search(conn, turn, [(fact.id, fact.rev) for fact in ordered], context)
             answer = SearchAnswer(terms, results, turn.prompt, notes)
-            stats.record_search(
+            searches.record_search(
                 conn, turn.id, facts=len(results), full=sum(result.full for result in results),
-                chars=stats.answer_chars(answer.structured()), at=ledger.now(), terms=recorded_terms,
+                chars=searches.answer_chars(answer.structured()), at=ledger.now(), terms=recorded_terms,
                 meaning=_meaning(endpoint, query, notes),
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            store.rollback(conn)
-            raise
     except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError) as error:
         # Memory can still be read: answer, and say the turn's reads were not recorded.
         notes.append(f"this search was not recorded: {store.explain(error)}")
@@ -200,7 +196,7 @@ def _say_waiting(waiting: int, endpoint: embeddings.Endpoint | None, query: embe
 class Ranking:
     """What memory_search would return for these terms, and how it ranked them."""
 
-    facts: list[search.Fact]
+    facts: list[Fact]
     query: embeddings.Vectors | None  # the query's vector; None: words only
     notes: list[str]
     why: search.Ranking | None = None  # None: words could not search the query
@@ -224,7 +220,7 @@ def _ranked(
     endpoint: embeddings.Endpoint | None,
     notes: list[str],
     limit: int,
-) -> tuple[list[search.Fact], search.Ranking | None]:
+) -> tuple[list[Fact], search.Ranking | None]:
     """The facts to return, best first, by words and meaning (or words alone, saying why), and
     why each came back (None when words could not search the query)."""
     why: search.Ranking | None = None
@@ -245,7 +241,7 @@ def _ranked(
             ranked = search.by_meaning(conn, query, max_distance=cut)[:limit] if query is not None else []
         except embeddings.VectorError:
             ranked = []
-    facts = search.load(conn, ranked)
+    facts = load_facts(conn, ranked)
     return [facts[rowid] for rowid in ranked if rowid in facts], why
 
 

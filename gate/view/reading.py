@@ -15,7 +15,7 @@ import apsw
 
 from gate.memory import changeset, history, listing
 from gate.search import embeddings, search
-from gate.search.search import Fact
+from gate.engine.facts import Fact, load_facts
 from gate.serve import tools
 
 PER_PAGE = 50
@@ -66,7 +66,7 @@ def facts_page(conn: apsw.Connection, filters: Filters, number: int = 1, per_pag
 
 
 def fact(conn: apsw.Connection, fact_id: int) -> Fact | None:
-    return search.load(conn, [fact_id]).get(fact_id)
+    return load_facts(conn, [fact_id]).get(fact_id)
 
 
 @dataclass(frozen=True)
