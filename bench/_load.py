@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate.engine import store
-from gate.memory import audit, ledger
+from gate.engine import store  # noqa: E402
+from gate.memory import audit, ledger  # noqa: E402
 from gate.serve import tools  # noqa: E402
 
 

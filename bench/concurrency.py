@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate.engine import store
+from gate.engine import store  # noqa: E402
 from gate.memory import audit  # noqa: E402
 
 

@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import _corpus  # noqa: E402
 
-from gate import config
-from gate.engine import store
+from gate import config  # noqa: E402
+from gate.engine import store  # noqa: E402
 from gate.serve import tools  # noqa: E402
 
 PREFIX = "mcp__plugin_memory-gate_memory__"

@@ -31,9 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate.claude import hooks
-from gate.engine import store
-from gate.memory import write
+from gate.claude import hooks  # noqa: E402
+from gate.engine import store  # noqa: E402
+from gate.memory import write  # noqa: E402
 from gate.serve import tools  # noqa: E402
 
 NASTY = ['" OR 1=1 --', "'; DROP TABLE facts; --", "NEAR(a b)", "col:*", "^x", "\x00", "\ud800", "\x07bell",

@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import _corpus  # noqa: E402
 import _vectors  # noqa: E402
 
-from gate.engine import store
-from gate.search import embeddings, search, vectors
+from gate.engine import store  # noqa: E402
+from gate.search import embeddings, search, vectors  # noqa: E402
 from gate.serve import tools  # noqa: E402
 
 

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from gate.engine import store, tokens
+from gate.engine import store, tokens  # noqa: E402
 from gate.search import embeddings, query, search, vectors  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
@@ -97,10 +97,10 @@ def build(rows: list[tuple[str, str, str]]):
 
 
 def plain(conn, typed: str) -> list[int]:
-    tokens = list(dict.fromkeys(tokens.tokens(typed)))
-    if not tokens:
+    words = list(dict.fromkeys(tokens.tokens(typed)))
+    if not words:
         return []
-    expression = " OR ".join(query.quote(token) for token in tokens)
+    expression = " OR ".join(query.quote(token) for token in words)
     sql = "SELECT rowid FROM plain WHERE plain MATCH ? ORDER BY rank LIMIT ?"
     return [row[0] for row in conn.execute(sql, (expression, K))]
 

@@ -36,8 +36,8 @@ from mcp.client.stdio import StdioServerParameters
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate import config
-from gate.engine import store
+from gate import config  # noqa: E402
+from gate.engine import store  # noqa: E402
 from gate.search import vectors  # noqa: E402
 
 SEED = ROOT.parent / "shared" / "data" / "claude-mem-lite" / "seed-data.json"

@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate.engine import store
+from gate.engine import store  # noqa: E402
 from gate.search import embeddings, query, search, vectors  # noqa: E402
 
 KINDS = {"bugfix": "trap", "decision": "decision", "feature": "state", "change": "event", "refactor": "event"}

@@ -50,9 +50,9 @@ import _corpus  # noqa: E402
 import _vectors  # noqa: E402
 from latency import percentile, python_start  # noqa: E402  the same yardstick as the other benches
 
-from gate.engine import store
-from gate.memory import audit
-from gate.search import embeddings, vectors
+from gate.engine import store  # noqa: E402
+from gate.memory import audit  # noqa: E402
+from gate.search import embeddings, vectors  # noqa: E402
 from gate.serve import tools  # noqa: E402
 from gate.view import reading  # noqa: E402
 

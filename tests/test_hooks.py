@@ -234,8 +234,8 @@ def test_the_hook_path_imports_the_standard_library_and_apsw_only(home, project)
 REPO = Path(__file__).resolve().parent.parent
 HOOK_FILES = [REPO / "hooks" / "hooks.json", REPO / "mods" / "memory-gate" / "hooks" / "hooks.json",
               REPO / "mods" / "injected-context" / "hooks" / "hooks.json"]
-HOOK_PATH = {"gate", "gate.cli", "gate.cli.entry", "gate.config", "gate.claude", "gate.claude.hookio", "gate.jsonlite",
-             "gate.credentials", "gate.engine", "gate.engine.store"}
+HOOK_PATH = {"gate", "gate.cli", "gate.cli.entry", "gate.clock", "gate.config", "gate.claude", "gate.claude.hookio",
+             "gate.jsonlite", "gate.credentials", "gate.engine", "gate.engine.store"}
 MODULES = {
     "hook": HOOK_PATH | {"gate.claude.hooks", "gate.memory", "gate.memory.ledger", "gate.claude.maxturns"},
     "inject": HOOK_PATH | {"gate.context", "gate.context.hook", "gate.context.classify", "gate.context.inject",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from pathlib import Path
 
-from gate import config, credentials
+from gate import clock, config, credentials
 from gate.cli import commands, terminal
 from gate.cli.terminal import UserError
 from gate.engine import store
@@ -123,7 +123,7 @@ def _marked(entry: dict, committed: history.Committed) -> dict:
 
 
 def _print_entry(entry: dict) -> None:
-    when = str(entry.get("time", "?")).replace("T", " ").rstrip("Z")
+    when = clock.shown(entry.get("time"))
     flag = "" if entry["committed"] else "  (never committed)"
     name = entry.get("entry", "?")
     print(f"{name}  {when}  {entry.get('op')} [{entry.get('id')}] {entry.get('topic')} ({entry.get('kind')}){flag}")

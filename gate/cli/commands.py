@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from gate import config, credentials
+from gate import clock, config, credentials
 from gate.cli import terminal
 from gate.cli.terminal import UserError
 from gate.engine import store
@@ -59,7 +59,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     count = 0
     for fact in found:
         changed = "created" if fact.rev == 1 and fact.updated == fact.created else "changed"
-        _print_fact(fact, f"{changed} {terminal.when(fact.updated)}, revision {fact.rev}")
+        _print_fact(fact, f"{changed} {clock.shown(fact.updated)}, revision {fact.rev}")
         count += 1
     if not count:
         filtered = args.topic or args.kind or args.since
@@ -110,7 +110,7 @@ def _print_change(change: history.Change) -> None:
     if entry.get("undoes"):
         write_id, _, fact = str(entry["undoes"]).rpartition(":")
         what += f"  (undoes {history.entry_name(write_id, fact)})"
-    print(f"{change.name}  {terminal.when(entry.get('time'))}  {what}")
+    print(f"{change.name}  {clock.shown(entry.get('time'))}  {what}")
     print(f"{INDENT}by session {entry.get('session')}, turn {entry.get('turn')}")
     if entry.get("words"):
         words = " ".join(str(entry["words"]).split())
@@ -192,7 +192,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         "`memory-gate history ID` for how one came to be.\n"
     )
     for fact in found:
-        _print_fact(fact, f"last confirmed {terminal.when(fact.confirmed)}")
+        _print_fact(fact, f"last confirmed {clock.shown(fact.confirmed)}")
     return 0
 
 

@@ -68,11 +68,6 @@ def command_line(argv: Sequence[str]) -> str:
     return shlex.join(["memory-gate", *argv])
 
 
-def when(stamp: str | None) -> str:
-    """A ledger time for people: `2026-11-29 14:57:06`."""
-    return str(stamp or "?").replace("T", " ").rstrip("Z")
-
-
 class Progress:
     """A bar on a terminal, a plain line every tenth of the way otherwise (logs, pipes)."""
 

@@ -21,9 +21,8 @@ commit).
 from __future__ import annotations
 
 import os
-import time
 
-from gate import config
+from gate import clock, config
 from gate.claude import hookio
 from gate.context import classify, rules, state
 from gate.engine import store
@@ -206,7 +205,7 @@ def log_failure(folder: str, session: str, name: str, reason: str, paths: list[s
     """Append one line to injected-context.log in `folder` (made private if missing); its path,
     or None when it cannot be written (the notice still goes out)."""
     path = os.path.join(folder, LOG_NAME)
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    stamp = clock.now()
     line = (
         f"{stamp} session={session} classifier={name} did not answer ({' '.join(reason.split())}); "
         f"weighed by words: {', '.join(paths) or 'none'}; injected: {', '.join(injected) or 'none'}\n"

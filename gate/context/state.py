@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from gate import credentials
+from gate import clock, credentials
 
 # The newest requests kept per session: the current one and the two before it.
 KEPT_REQUESTS = 3
@@ -74,7 +74,7 @@ def given(conn, session: str) -> set[str]:
 
 def give(conn, session: str, rules: list[str]) -> list[str]:
     """Mark `rules` given to the session; return those that were not already (in order)."""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    stamp = clock.now()
     added = []
     for rule in rules:
         conn.execute("INSERT OR IGNORE INTO context_given (session, rule, at) VALUES (?, ?, ?)", (session, rule, stamp))

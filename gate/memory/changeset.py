@@ -23,7 +23,7 @@ from typing import Any
 
 import apsw
 
-from gate import credentials
+from gate import clock, credentials
 from gate.engine import store
 from gate.memory import audit, ledger
 from gate.search import embeddings, vectors
@@ -69,7 +69,7 @@ class ChangeSet:
     def __init__(self, conn: apsw.Connection, author: Author, log: Path | None):
         self.conn, self.author, self.log = conn, author, log
         self.write_id = uuid.uuid4().hex
-        self.stamp = ledger.now()
+        self.stamp = clock.now()
         self.changed: list[int] = []
         self.logged = 0
         self._pending: list[dict] = []
@@ -171,7 +171,7 @@ class ChangeSet:
         self.conn.execute(
             "INSERT INTO writes (id, session, turn, seq, tool_use_id, digest, changes, answer, at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (self.write_id, turn.session, turn.id, seq, tool_use_id, digest, self.logged, answer, ledger.now()),
+            (self.write_id, turn.session, turn.id, seq, tool_use_id, digest, self.logged, answer, clock.now()),
         )
         self._flush()
 

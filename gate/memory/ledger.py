@@ -14,11 +14,9 @@ write and its ledger updates commit together.
 
 from __future__ import annotations
 
-import time
-
 import apsw
 
-from gate import credentials
+from gate import clock, credentials
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: collections.abc costs a hook more than its whole query
@@ -26,11 +24,6 @@ if TYPE_CHECKING:  # annotations only: collections.abc costs a hook more than it
 
 # This module is on the hooks' per-turn path: standard library modules that are cheap to
 # import only (no dataclasses, namedtuple, datetime or pathlib; see bench/hooks.py).
-
-
-def now() -> str:
-    """UTC, to the second, ISO 8601 with a Z."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 class Turn:
@@ -66,7 +59,7 @@ def get_turn(conn: apsw.Connection, turn_id: int) -> Turn | None:
 
 
 def ensure_session(conn: apsw.Connection, session: str) -> None:
-    conn.execute("INSERT OR IGNORE INTO sessions (id, started) VALUES (?, ?)", (session, now()))
+    conn.execute("INSERT OR IGNORE INTO sessions (id, started) VALUES (?, ?)", (session, clock.now()))
 
 
 def bump(conn: apsw.Connection, session: str) -> int:
@@ -102,7 +95,7 @@ def open_turn(conn: apsw.Connection, session: str, prompt_id: str, prompt: str |
     bump(conn, session)
     turn_id = conn.execute(
         "INSERT INTO turns (session, prompt_id, prompt, started) VALUES (?, ?, ?, ?) RETURNING id",
-        (session, prompt_id, prompt, now()),
+        (session, prompt_id, prompt, clock.now()),
     ).fetchone()[0]
     return get_turn(conn, turn_id)  # type: ignore[return-value]
 
@@ -119,7 +112,7 @@ def current_turn(conn: apsw.Connection, session: str) -> Turn:
         return latest
     ensure_session(conn, session)
     turn_id = conn.execute(
-        "INSERT INTO turns (session, started) VALUES (?, ?) RETURNING id", (session, now())
+        "INSERT INTO turns (session, started) VALUES (?, ?) RETURNING id", (session, clock.now())
     ).fetchone()[0]
     return get_turn(conn, turn_id)  # type: ignore[return-value]
 
@@ -136,7 +129,7 @@ def record_tool_call(
         turn = current_turn(conn, session)
     conn.execute(
         "INSERT OR IGNORE INTO tool_calls (id, turn, tool, at, agent) VALUES (?, ?, ?, ?, ?)",
-        (tool_use_id, turn.id, tool, now(), agent),
+        (tool_use_id, turn.id, tool, clock.now(), agent),
     )
     return turn
 

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 import apsw
 
+from gate import clock
 from gate.engine import tokens as words_of
 from gate.engine.facts import FACT_COLUMNS, Fact
 
@@ -103,8 +104,7 @@ def cutoff(days: int, now: datetime | None = None) -> str:
         moment = (now or datetime.now(timezone.utc)) - timedelta(days=days)
     except OverflowError:
         return ""  # before the first day of the calendar: no fact is that old
-    # isoformat pads the year to four digits, so the text compares as the time does.
-    return moment.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+    return clock.stamp(moment)
 
 
 def unconfirmed(conn: apsw.Connection, before: str, *, limit: int | None = None) -> Iterator[Fact]:

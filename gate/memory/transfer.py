@@ -37,13 +37,12 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date as Date
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 import apsw
 
-from gate import credentials
+from gate import clock, credentials
 from gate.engine import store
 from gate.memory import changeset, write
 from gate.search import embeddings, vectors
@@ -145,13 +144,7 @@ def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
 
 
 def _is_time(value: str) -> bool:
-    if not _TIME.fullmatch(value):
-        return False
-    try:
-        datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
-    except ValueError:
-        return False
-    return True
+    return bool(_TIME.fullmatch(value)) and clock.is_stamp(value)
 
 
 # -- import: applying ------------------------------------------------------------------------

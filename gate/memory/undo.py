@@ -22,6 +22,7 @@ from pathlib import Path
 
 import apsw
 
+from gate import clock
 from gate.engine import store
 from gate.memory import audit, changeset, history, write
 from gate.search import embeddings, vectors
@@ -165,4 +166,4 @@ def _moved(target: history.Change, now: dict | None, expected: dict | None) -> s
 
 
 def _when(change: history.Change) -> str:
-    return str(change.entry.get("time", "?")).replace("T", " ").rstrip("Z")
+    return clock.shown(change.entry.get("time"))

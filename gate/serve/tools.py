@@ -17,7 +17,7 @@ from typing import Any
 
 import apsw
 
-from gate import credentials
+from gate import clock, credentials
 from gate.engine import store
 from gate.engine.facts import Fact, load_facts
 from gate.memory import ledger, searches, write
@@ -134,7 +134,7 @@ def memory_search(
             answer = SearchAnswer(terms, results, turn.prompt, notes)
             searches.record_search(
                 conn, turn.id, facts=len(results), full=sum(result.full for result in results),
-                chars=searches.answer_chars(answer.structured()), at=ledger.now(), terms=recorded_terms,
+                chars=searches.answer_chars(answer.structured()), at=clock.now(), terms=recorded_terms,
                 meaning=_meaning(endpoint, query, notes),
             )
     except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError) as error:

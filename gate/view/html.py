@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from html import escape
 
+from gate import clock
 from gate.view.access import Guard
 from gate.view.redact import redact
 
@@ -26,7 +27,7 @@ def plural(count: int, noun: str) -> str:
 
 
 def when(stamp: str | None) -> str:
-    return e(str(stamp or "?").replace("T", " ").rstrip("Z"))
+    return e(clock.shown(stamp))
 
 
 def hidden(guard: Guard) -> str:
