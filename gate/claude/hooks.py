@@ -142,57 +142,62 @@ def session_start(payload: dict, prefix: str) -> None:
     return None
 
 
-def stop(payload: dict, prefix: str) -> dict | None:
-    """The last resort where the mod does not run: block once, then let the answer out."""
+def _rule(payload: dict, prefix: str, held_enough, budget) -> tuple[str, str | None]:
+    """The gate's ruling on a final answer, for the Stop hook and the mod's Hold alike: ("pass",
+    None), ("release", why) or ("hold", what is missing), settled in the ledger in the same
+    transaction. `held_enough(state)` says the turn was held as often as it may be; `budget()`
+    gives (the turn's model requests so far, --max-turns), either None when unknown."""
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
     conn = _open(payload, create=False)
     with store.writing(conn):
         state = ledger.gate(conn, session, prompt_id)
         if state is None or state.turn.outcome == "released" or hookio.automated(state.turn.prompt):
-            return None
+            return "pass", None
         if state.met:
             ledger.settle(conn, state.turn.id, "met")
-            return None
-        if payload.get("stop_hook_active") is True:
+            return "pass", None
+        if held_enough(state):
             ledger.settle(conn, state.turn.id, "released")
-            return {"systemMessage": RELEASED}
-        limit = maxturns.limit()
-        if limit is not None:
-            transcript = payload.get("transcript_path")
-            last = payload.get("last_assistant_message")
-            step = maxturns.steps_in_transcript(transcript, prompt_id, last if isinstance(last, str) else None) \
-                if isinstance(transcript, str) and transcript else 1
-            if not _affordable(state, step, limit):
-                ledger.settle(conn, state.turn.id, "released")
-                return {"systemMessage": released_by_limit(limit)}
+            return "release", RELEASED
+        step, limit = budget()
+        if not _affordable(state, step, limit):
+            ledger.settle(conn, state.turn.id, "released")
+            return "release", released_by_limit(limit)
         ledger.hold(conn, state.turn.id)
-        return {"decision": "block", "reason": missing(state, prefix)}
+        return "hold", missing(state, prefix)
+
+
+def stop(payload: dict, prefix: str) -> dict | None:
+    """The last resort where the mod does not run: block once, then let the answer out."""
+
+    def budget() -> tuple[int | None, int | None]:
+        limit = maxturns.limit()
+        if limit is None:
+            return None, None  # reading the transcript is not worth it: any hold is affordable
+        transcript, last = payload.get("transcript_path"), payload.get("last_assistant_message")
+        if not (isinstance(transcript, str) and transcript):
+            return 1, limit
+        prompt_id = _text(payload, "prompt_id")
+        return maxturns.steps_in_transcript(transcript, prompt_id, last if isinstance(last, str) else None), limit
+
+    action, reason = _rule(payload, prefix, lambda state: payload.get("stop_hook_active") is True, budget)
+    if action == "pass":
+        return None
+    return {"systemMessage": reason} if action == "release" else {"decision": "block", "reason": reason}
 
 
 def hold(payload: dict, prefix: str) -> dict:
     """The mod's question before a final answer goes out: pass, hold (with what is missing),
     or release, once the turn has been held MAX_HOLDS times or when --max-turns leaves no room
     for a hold (`step` in the input: the turn's model requests so far, this one included)."""
-    session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
-    conn = _open(payload, create=False)
-    with store.writing(conn):
-        state = ledger.gate(conn, session, prompt_id)
-        if state is None or state.turn.outcome == "released" or hookio.automated(state.turn.prompt):
-            return {"action": "pass"}
-        if state.met:
-            ledger.settle(conn, state.turn.id, "met")
-            return {"action": "pass"}
-        if state.turn.holds >= MAX_HOLDS:
-            ledger.settle(conn, state.turn.id, "released")
-            return {"action": "release", "reason": RELEASED}
+
+    def budget() -> tuple[int | None, int | None]:
         # The mod counts the turn's model requests, this one included.
         step = payload.get("step") if type(payload.get("step")) is int else None
-        limit = maxturns.limit() if step is not None else None
-        if not _affordable(state, step, limit):
-            ledger.settle(conn, state.turn.id, "released")
-            return {"action": "release", "reason": released_by_limit(limit)}
-        ledger.hold(conn, state.turn.id)
-        return {"action": "hold", "reason": missing(state, prefix)}
+        return step, (maxturns.limit() if step is not None else None)
+
+    action, reason = _rule(payload, prefix, lambda state: state.turn.holds >= MAX_HOLDS, budget)
+    return {"action": action} if reason is None else {"action": action, "reason": reason}
 
 
 def status(payload: dict, prefix: str) -> dict:
