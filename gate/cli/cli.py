@@ -1,4 +1,9 @@
-"""`memory-gate`: the command line. Each command is a thin layer over one library function.
+"""`memory-gate`: the command line, its shape (parser) and its dispatch (main).
+
+Each command is a thin layer over one library function, kept with the others of its subject:
+gate/cli/facts.py (search, show, review), changes.py (log, history, undo), data.py (stats, export,
+import, reindex) and setup.py (install, uninstall, doctor, serve, view); terminal.py is the one
+printer they share.
 
 Exit status: 0 on success, 1 on a user error (with a message saying what to change), 2 on a
 usage error (argparse's own).
@@ -7,21 +12,17 @@ usage error (argparse's own).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from pathlib import Path
 
-from gate import clock, config, credentials
-from gate.cli import commands, terminal
-from gate.cli.terminal import UserError
+from gate import config
+from gate.cli import changes, data, facts, setup
 from gate.engine import store
-from gate.engine.facts import load_facts
-from gate.memory import audit, history
+from gate.memory.opening import UserError
 from gate.memory.write import KINDS
-from gate.search import embeddings, query, search, vectors
+from gate.search import search
 
 EXAMPLES = {
     "serve": "memory-gate serve          # Claude Code starts this through the plugin or .mcp.json",
@@ -45,251 +46,6 @@ EXAMPLES = {
 }
 
 
-# Shared by every command (gate/cli/commands.py too), so they live in gate/cli/terminal.py.
-_settings = terminal.settings
-_open_existing = terminal.open_existing
-
-
-# -- serve ----------------------------------------------------------------------------------
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    from gate.serve import server  # the MCP SDK is heavy: only `serve` pays for importing it
-
-    return server.serve(_settings(args))
-
-
-# -- search ---------------------------------------------------------------------------------
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    terms = " ".join(args.terms)
-    if args.explain:
-        # Without the database's word counts: in a large memory, words nearly every fact holds
-        # are left out of the expression.
-        found = query.parse(terms).expression()
-        print(f"match  {found.text if found else '(nothing to search for)'}")
-        print(f"keep   a fact whose terms carry >= {search.COVERAGE:g} of the query's weight and >= "
-              f"{search.LEAD:g} of the best-covered fact's, scoring >= {search.RELATIVE:g} of the best bm25")
-        return 0
-    _, conn = _open_existing(_settings(args))
-    ranked = search.by_words(conn, terms)[: args.limit]
-    facts = load_facts(conn, ranked)
-    found = [facts[rowid] for rowid in ranked if rowid in facts]
-    keys = ("id", "topic", "kind", "text", "date")
-    # Redacted for display: a database from before the credential check may hold some.
-    shown = [credentials.redact_json({key: getattr(fact, key) for key in keys}) for fact in found]
-    if args.json:
-        print(json.dumps(shown, ensure_ascii=False, indent=2))
-        return 0
-    if not found:
-        print(f'nothing in memory for "{credentials.redact(terms)}"')
-    for fact in shown:
-        print(f"[{fact['id']}] {fact['kind']} | {fact['topic']} | {fact['date']}")
-        for line in fact["text"].splitlines():
-            print(f"    {line}")
-    return 0
-
-
-# -- log ------------------------------------------------------------------------------------
-
-
-def cmd_log(args: argparse.Namespace) -> int:
-    path, conn = _open_existing(_settings(args))
-    found = audit.entries(audit.log_path(path), fact=args.fact, session=args.session, since=args.since)
-    if args.limit:
-        found = deque(found, maxlen=args.limit)  # the last N, without holding the rest
-    committed = history.Committed(conn)
-    # Redacted for display: old lines may hold the owner's words as they were typed.
-    shown = (credentials.redact_json(_marked(entry, committed)) for entry in found)
-    if args.json:
-        terminal.json_list(shown, sys.stdout)
-        return 0
-    count = 0
-    for entry in shown:
-        _print_entry(entry)
-        count += 1
-    if not count:
-        print("no changes logged" + (" that match" if args.fact or args.session or args.since else ""))
-    return 0
-
-
-def _marked(entry: dict, committed: history.Committed) -> dict:
-    """The entry with whether it committed, and its name for `undo` and `history`."""
-    entry["committed"] = committed(entry.get("write"))
-    if isinstance(entry.get("write"), str) and isinstance(entry.get("id"), int):
-        entry["entry"] = history.entry_name(entry["write"], entry["id"])
-    return entry
-
-
-def _print_entry(entry: dict) -> None:
-    when = clock.shown(entry.get("time"))
-    flag = "" if entry["committed"] else "  (never committed)"
-    name = entry.get("entry", "?")
-    print(f"{name}  {when}  {entry.get('op')} [{entry.get('id')}] {entry.get('topic')} ({entry.get('kind')}){flag}")
-    print(f"    session {entry.get('session')}  turn {entry.get('turn')}")
-    before, after = entry.get("before"), entry.get("after")
-    if before and after:
-        for key in ("topic", "kind", "date"):
-            if before.get(key) != after.get(key):
-                print(f"    {key}: {before.get(key)} -> {after.get(key)}")
-        if before.get("text") != after.get("text"):
-            print(f"    before: {before.get('text')}")
-            print(f"    after:  {after.get('text')}")
-    elif before:
-        print(f"    was: {before.get('text')}")
-    elif after:
-        print(f"    text: {after.get('text')}")
-    if entry.get("words"):
-        words = " ".join(str(entry["words"]).split())
-        print(f"    why: {words[:200]}{'...' if len(words) > 200 else ''}")
-    print()
-
-
-# -- doctor ---------------------------------------------------------------------------------
-
-
-def install_clash(project: str) -> list[str]:
-    """The plugin and `memory-gate install` both on for this project: the mod then cannot hold
-    answers (its gate tool's name is taken by the installed server)."""
-    from gate.claude import install, settingsfile
-
-    root = install.project_root(project) if project and Path(project).is_dir() else None
-    enabled = install.plugin_enabled_in(install.plugin_settings(config.claude_dir(), root))
-    if not enabled:
-        return []
-    try:
-        state = settingsfile.Document.read(Path(config.claude_state_file())).data
-    except settingsfile.FileError:
-        return []
-    servers = [state.get("mcpServers")]
-    if root is not None and isinstance(state.get("projects"), dict):
-        servers.append((state["projects"].get(str(root)) or {}).get("mcpServers"))
-    if any(isinstance(found, dict) and install.is_our_server(found.get(install.SERVER)) for found in servers):
-        return [install.clash(enabled) + "."]
-    return []
-
-
-def cmd_doctor(args: argparse.Namespace) -> int:
-    from gate.doctor import doctor
-
-    checks: dict[str, doctor.Check] = {"memory": doctor.memory, "injected_context": doctor.injected_context}
-    if not args.no_claude:
-        from gate.doctor import wiring
-
-        checks["claude_code"] = lambda settings: wiring.check(settings, args.claude)
-    checks["install_clash"] = lambda settings: ({}, doctor.stated(install_clash(settings.project_dir)))
-    report, findings = doctor.run(_settings(args), checks)
-    problems = [finding for finding in findings if finding.severity == doctor.PROBLEM]
-    if args.json:
-        print(json.dumps({
-            **report, "problems": [finding.line().removeprefix("PROBLEM: ") for finding in problems],
-            "findings": [finding.to_json() for finding in findings],
-        }, indent=2))
-    else:
-        _print_report(report)
-        for finding in sorted(findings, key=lambda finding: (doctor.PROBLEM, doctor.WARNING, doctor.NOTE).index(finding.severity)):
-            print(finding.line())
-        if not problems:
-            print("all well" if not findings else "no problems")
-    return 1 if problems else 0
-
-
-def _print_report(report: dict, indent: str = "") -> None:
-    for key, value in report.items():
-        if isinstance(value, dict):
-            print(f"{indent}{key}:")
-            _print_report(value, indent + "  ")
-        elif isinstance(value, list):
-            print(f"{indent}{key}:")
-            for item in value:
-                print(f"{indent}  - {item}")
-        else:
-            print(f"{indent}{key}: {value}")
-
-
-# -- install, uninstall ----------------------------------------------------------------------
-
-
-def _install_run(args: argparse.Namespace, verb: str) -> int:
-    from gate.claude import install, settingsfile
-
-    record = Path(config.load().home) / install.RECORD_NAME
-    try:
-        if args.project is not None:
-            scope = install.project_scope(args.project, config.claude_state_file())
-        else:
-            scope = install.user_scope(config.claude_dir(), config.claude_state_file())
-        if verb == "install":
-            exe = args.exe or install.executable(sys.argv[0], sys.executable)
-            plugin_in = install.plugin_settings(config.claude_dir(), scope.root)
-            report = install.install(scope, exe, record=record, dry_run=args.dry_run, plugin_in=plugin_in)
-        else:
-            report = install.uninstall(scope, record=record, dry_run=args.dry_run)
-    except (install.InstallError, settingsfile.FileError) as error:
-        raise UserError(str(error)) from error
-    print("\n".join(report.lines()))
-    return 0
-
-
-def cmd_install(args: argparse.Namespace) -> int:
-    return _install_run(args, "install")
-
-
-def cmd_uninstall(args: argparse.Namespace) -> int:
-    return _install_run(args, "uninstall")
-
-
-# -- reindex --------------------------------------------------------------------------------
-
-
-def cmd_reindex(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    _, conn = _open_existing(settings)
-    with store.writing(conn):
-        search.rebuild_words(conn)
-    count = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
-    print(f"word index: rebuilt from {count} facts")
-    if not settings.embed_url:
-        print("vectors: MEMORY_GATE_EMBED_URL is unset, so search runs on words only; nothing to embed")
-        return 0
-    try:
-        store.require_vectors(conn)
-    except store.StoreError as error:
-        raise UserError(str(error)) from error
-    # Patient, unlike a turn: a slow batch is waited for, not skipped.
-    endpoint = embeddings.Endpoint(settings.embed_url, settings.embed_model, quiet_after_timeout=0.0)
-    show = terminal.Progress(sys.stdout)
-    try:
-        rebuilt = vectors.rebuild(conn, endpoint, progress=show)
-    except embeddings.VectorError as error:
-        raise UserError(
-            f"{error}; memory's vectors are left as they were. Start the endpoint at "
-            f"{settings.embed_url} (MEMORY_GATE_EMBED_URL) and run reindex again."
-        ) from error
-    show.done()
-    made = rebuilt.space
-    where = f" by {made.model} ({made.dimension} dimensions)" if made else ""
-    print(f"vectors: {rebuilt.embedded} of {count} facts embedded{where}")
-    if rebuilt.failed:
-        listed = ", ".join(str(fact) for fact in rebuilt.failed[:20]) + (" ..." if len(rebuilt.failed) > 20 else "")
-        print(
-            f"memory-gate: {len(rebuilt.failed)} facts could not be embedded ({listed}); they keep "
-            "waiting for a vector: run reindex again, or the next writes embed them", file=sys.stderr,
-        )
-        return 1
-    return 0
-
-
-# -- view -----------------------------------------------------------------------------------
-
-
-def cmd_view(args: argparse.Namespace) -> int:
-    from gate.view import app  # Starlette and uvicorn: only `view` pays for importing them
-
-    return app.serve(_settings(args), port=args.port, editable=args.edit, open_browser=not args.no_browser)
-
-
 def _port(text: str) -> int:
     """argparse type: a TCP port, or 0 for a free one."""
     if text.isdigit() and int(text) <= 65535:
@@ -304,24 +60,22 @@ def _add_view(add: Callable[[str], argparse.ArgumentParser]) -> None:
     sub.add_argument("--no-browser", action="store_true", help="print the page's address without opening a browser")
 
 
-# -- parser ---------------------------------------------------------------------------------
-
 COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
-    "serve": ("run the MCP server on stdio (memory_search, memory_write)", cmd_serve),
-    "search": ("search memory by words, as memory_search ranks it (records nothing)", cmd_search),
-    "log": ("show write.log: every change, what it replaced, who and why", cmd_log),
-    "show": ("list the facts, the most recently changed first", commands.cmd_show),
-    "history": ("every version of one fact from write.log, oldest first: who, when and why", commands.cmd_history),
-    "undo": ("revert one logged change (itself logged as a change)", commands.cmd_undo),
-    "review": ("facts no turn has kept or updated in N days, the longest first: what may be stale", commands.cmd_review),
-    "stats": ("facts by kind, how turns complied with the gate, and what a search costs the context", commands.cmd_stats),
-    "export": ("write every fact as JSON lines, ids and bookkeeping included (memory is unchanged)", commands.cmd_export),
-    "import": ("add the facts of a JSON lines file, all or none, each logged; duplicates are skipped", commands.cmd_import),
-    "doctor": ("check memory (database, index, write.log) and how Claude Code runs it; each problem with its mend", cmd_doctor),
-    "reindex": ("rebuild the word index and the vectors from the facts (with an embeddings endpoint)", cmd_reindex),
-    "install": ("put memory-gate's hooks, MCP server and tool permissions into Claude Code's settings (no plugin needed)", cmd_install),
-    "uninstall": ("take out of Claude Code's settings exactly what install put in", cmd_uninstall),
-    "view": ("a local page to see, search and (with --edit) correct memory, live", cmd_view),
+    "serve": ("run the MCP server on stdio (memory_search, memory_write)", setup.cmd_serve),
+    "search": ("search memory by words, as memory_search ranks it (records nothing)", facts.cmd_search),
+    "log": ("show write.log: every change, what it replaced, who and why", changes.cmd_log),
+    "show": ("list the facts, the most recently changed first", facts.cmd_show),
+    "history": ("every version of one fact from write.log, oldest first: who, when and why", changes.cmd_history),
+    "undo": ("revert one logged change (itself logged as a change)", changes.cmd_undo),
+    "review": ("facts no turn has kept or updated in N days, the longest first: what may be stale", facts.cmd_review),
+    "stats": ("facts by kind, how turns complied with the gate, and what a search costs the context", data.cmd_stats),
+    "export": ("write every fact as JSON lines, ids and bookkeeping included (memory is unchanged)", data.cmd_export),
+    "import": ("add the facts of a JSON lines file, all or none, each logged; duplicates are skipped", data.cmd_import),
+    "doctor": ("check memory (database, index, write.log) and how Claude Code runs it; each problem with its mend", setup.cmd_doctor),
+    "reindex": ("rebuild the word index and the vectors from the facts (with an embeddings endpoint)", data.cmd_reindex),
+    "install": ("put memory-gate's hooks, MCP server and tool permissions into Claude Code's settings (no plugin needed)", setup.cmd_install),
+    "uninstall": ("take out of Claude Code's settings exactly what install put in", setup.cmd_uninstall),
+    "view": ("a local page to see, search and (with --edit) correct memory, live", setup.cmd_view),
 }
 
 
@@ -401,12 +155,12 @@ def _people(add: Callable[[str], argparse.ArgumentParser]) -> None:
     sub.add_argument("id", type=_count, metavar="ID", help="the fact's id")
     sub.add_argument("--json", action="store_true", help="print a JSON list of its changes")
     sub = add("undo")
-    sub.add_argument("entry", type=commands.entry_argument, metavar="ENTRY",
+    sub.add_argument("entry", type=changes.entry_argument, metavar="ENTRY",
                      help="the change, WRITE:FACT as `memory-gate log` and `history` print it (e.g. 3b8747aa:12)")
     sub.add_argument("--json", action="store_true", help="print what was undone as JSON")
     sub = add("review")
-    sub.add_argument("--days", type=_count, default=commands.REVIEW_DAYS, metavar="N",
-                     help=f"not confirmed in this many days (default {commands.REVIEW_DAYS})")
+    sub.add_argument("--days", type=_count, default=facts.REVIEW_DAYS, metavar="N",
+                     help=f"not confirmed in this many days (default {facts.REVIEW_DAYS})")
     sub.add_argument("--limit", type=_count, metavar="N", help="at most N facts")
     sub.add_argument("--json", action="store_true", help="print a JSON list of facts")
     sub = add("stats")
@@ -480,7 +234,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -5,63 +5,13 @@ lists written as they are read, so a large memory never sits whole in memory).
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import TextIO
 
-import apsw
-
-from gate import config
-from gate.engine import store
-from gate.search import embeddings
-
-# A person waits longer for a vector than a turn does (see gate/search/embeddings.py's time-outs).
-PATIENT_TIMEOUT = 10.0
-
-
-class UserError(Exception):
-    """Something the user can put right; the message says how."""
-
-
-def settings(args: argparse.Namespace) -> config.Settings:
-    found = config.load()
-    if args.db is not None:
-        found = found.replace(database=str(Path(args.db).absolute()))
-    return found
-
-
-def open_existing(settings: config.Settings) -> tuple[Path, apsw.Connection]:
-    path = Path(config.find_database(settings))
-    if settings.database is not None and path.is_dir():
-        raise UserError(f"{path} is a folder, not a database: point --db or MEMORY_GATE_DB at the file, e.g. {path / 'memory.db'}")
-    if settings.database is not None and not path.exists():
-        raise UserError(
-            f"no database at {path}, which --db or MEMORY_GATE_DB names: check the path, or leave "
-            "both out to use this project's memory (`memory-gate doctor` says where it is)"
-        )
-    if not path.exists():
-        raise UserError(
-            f"no memory yet for {settings.cwd} (looked for {path}). It is created by the first "
-            "memory_write; use --db PATH or MEMORY_GATE_DB to point at another database."
-        )
-    try:
-        return path, store.connect(path, create=False)
-    except store.StoreError as error:
-        raise UserError(str(error)) from error
-
-
-def patient_endpoint(settings: config.Settings) -> embeddings.Endpoint | None:
-    """The embeddings endpoint for a command a person waits on: seconds, not a turn's fraction."""
-    if not settings.embed_url:
-        return None
-    return embeddings.Endpoint(
-        settings.embed_url, settings.embed_model, settings.max_distance,
-        write_timeout=PATIENT_TIMEOUT, quiet_after_timeout=0.0,
-    )
-
+from gate import credentials
+from gate.engine.facts import Fact
 
 def command_line(argv: Sequence[str]) -> str:
     """The command as typed, for write.log's "why" of a change made by hand."""
@@ -101,3 +51,30 @@ def json_list(items: Iterable[dict], stream: TextIO) -> int:
         count += 1
     stream.write("\n]\n" if count else "[]\n")
     return count
+
+
+def json_text(data: dict) -> str:
+    """One JSON document for --json, as people can still read it."""
+    return json.dumps(data, ensure_ascii=False, indent=2)
+
+
+# -- facts for people -------------------------------------------------------------------------
+
+INDENT = "    "
+
+
+def print_text(text: str | None) -> None:
+    for line in credentials.redact(str(text or "")).splitlines() or [""]:
+        print(f"{INDENT}{line}" if line.strip() else "")
+
+
+def fact_json(fact: Fact) -> dict:
+    return credentials.redact_json({
+        "id": fact.id, "topic": fact.topic, "kind": fact.kind, "text": fact.text, "date": fact.date,
+        "created": fact.created, "updated": fact.updated, "confirmed": fact.confirmed, "rev": fact.rev,
+    })
+
+
+def print_fact(fact: Fact, note: str) -> None:
+    print(f"[{fact.id}] {fact.kind} | {credentials.redact(fact.topic)} | {fact.date}  ({note})")
+    print_text(fact.text)

@@ -25,10 +25,9 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from gate import config
-from gate.cli import terminal
 from gate.credentials import find as find_credential, marker
 from gate.engine import store
-from gate.memory import audit, stats, write
+from gate.memory import audit, opening, stats, write
 from gate.search import embeddings
 from gate.view import editing, pages, reading
 from gate.view.access import TOKEN, Guard, Refused
@@ -244,7 +243,7 @@ def listen(port: int) -> socket.socket:
         listener.bind(("127.0.0.1", port))
     except OSError as error:
         listener.close()
-        raise terminal.UserError(
+        raise opening.UserError(
             f"cannot listen on 127.0.0.1:{port} ({error.strerror}): choose another port with --port N, "
             "or leave --port out for a free one"
         ) from error
@@ -255,14 +254,14 @@ def listen(port: int) -> socket.socket:
 def serve(settings: config.Settings, *, port: int, editable: bool, open_browser: bool) -> int:
     import uvicorn
 
-    path, conn = terminal.open_existing(settings)
+    path, conn = opening.open_existing(settings)
     store.load_vectors(conn)  # vectors kept in step with edits, and search by meaning, when it loads
     listener = listen(port)
     guard = Guard(port=listener.getsockname()[1])
     # A person waits seconds for a search or an edit, not a turn's fraction of one.
-    endpoint = terminal.patient_endpoint(settings)
+    endpoint = opening.patient_endpoint(settings)
     if endpoint is not None:
-        endpoint.search_timeout = terminal.PATIENT_TIMEOUT
+        endpoint.search_timeout = opening.PATIENT_TIMEOUT
     view = View(path, conn, guard, editable=editable, endpoint=endpoint)
     url = guard.origin + guard.url("/")
     mode = "editing on" if editable else "read-only (--edit to edit, delete and undo)"

@@ -1,0 +1,59 @@
+"""What a command a person runs opens: the project's memory, which must exist, and the embeddings
+endpoint with a person's patience; and `UserError`, the error a person can put right, whose
+message says how. Shared by the command line (gate/cli/) and the viewer (gate/view/).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import apsw
+
+from gate import config
+from gate.engine import store
+from gate.search import embeddings
+
+# A person waits longer for a vector than a turn does (see gate/search/embeddings.py's time-outs).
+PATIENT_TIMEOUT = 10.0
+
+
+class UserError(Exception):
+    """Something the user can put right; the message says how."""
+
+
+def settings(args: argparse.Namespace) -> config.Settings:
+    found = config.load()
+    if args.db is not None:
+        found = found.replace(database=str(Path(args.db).absolute()))
+    return found
+
+
+def open_existing(settings: config.Settings) -> tuple[Path, apsw.Connection]:
+    path = Path(config.find_database(settings))
+    if settings.database is not None and path.is_dir():
+        raise UserError(f"{path} is a folder, not a database: point --db or MEMORY_GATE_DB at the file, e.g. {path / 'memory.db'}")
+    if settings.database is not None and not path.exists():
+        raise UserError(
+            f"no database at {path}, which --db or MEMORY_GATE_DB names: check the path, or leave "
+            "both out to use this project's memory (`memory-gate doctor` says where it is)"
+        )
+    if not path.exists():
+        raise UserError(
+            f"no memory yet for {settings.cwd} (looked for {path}). It is created by the first "
+            "memory_write; use --db PATH or MEMORY_GATE_DB to point at another database."
+        )
+    try:
+        return path, store.connect(path, create=False)
+    except store.StoreError as error:
+        raise UserError(str(error)) from error
+
+
+def patient_endpoint(settings: config.Settings) -> embeddings.Endpoint | None:
+    """The embeddings endpoint for a command a person waits on: seconds, not a turn's fraction."""
+    if not settings.embed_url:
+        return None
+    return embeddings.Endpoint(
+        settings.embed_url, settings.embed_model, settings.max_distance,
+        write_timeout=PATIENT_TIMEOUT, quiet_after_timeout=0.0,
+    )
