@@ -253,15 +253,18 @@ class writing:
 
     Any exception (an interrupt included) rolls back. A block that has nothing to keep may roll
     back itself (`store.rollback`) and leave: nothing is then left to commit.
+
+    `lock=False` begins a deferred transaction, for a block that reads memory as one snapshot or
+    writes temporary tables only (export, import's loading): it takes no write lock on memory.
     """
 
-    __slots__ = ("conn",)
+    __slots__ = ("conn", "begin")
 
-    def __init__(self, conn: apsw.Connection):
-        self.conn = conn
+    def __init__(self, conn: apsw.Connection, *, lock: bool = True):
+        self.conn, self.begin = conn, "BEGIN IMMEDIATE" if lock else "BEGIN"
 
     def __enter__(self) -> apsw.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.execute(self.begin)
         return self.conn
 
     def __exit__(self, kind, error, trace) -> None:

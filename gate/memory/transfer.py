@@ -64,8 +64,7 @@ Progress = Callable[[int, int], None]
 def export(conn: apsw.Connection, out: TextIO, *, progress: Progress | None = None) -> int:
     """Write every fact to `out`, one JSON object a line, by id; return how many. One read
     transaction: the count and the rows are one snapshot, however long the writing takes."""
-    conn.execute("BEGIN")
-    try:
+    with store.writing(conn, lock=False):
         total = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
         done = 0
         for row in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM facts ORDER BY id"):
@@ -74,8 +73,6 @@ def export(conn: apsw.Connection, out: TextIO, *, progress: Progress | None = No
             done += 1
             if progress and (done % PROGRESS_EVERY == 0 or done == total):
                 progress(done, total)
-    finally:
-        conn.execute("COMMIT")
     return done
 
 
@@ -202,8 +199,7 @@ def _load(conn: apsw.Connection, source: Iterable[str], today: str, new_ids: boo
     problems: list[str] = []
     more = 0
     # A transaction on the temporary table only: it takes no lock on memory itself.
-    conn.execute("BEGIN")
-    try:
+    with store.writing(conn, lock=False):
         for number, raw in enumerate(source, start=1):
             raw = raw.rstrip("\r\n")
             if not raw.strip():
@@ -219,10 +215,6 @@ def _load(conn: apsw.Connection, source: Iterable[str], today: str, new_ids: boo
                     f"INSERT INTO incoming (line, {', '.join(COLUMNS)}) VALUES (?{', ?' * len(COLUMNS)})",
                     (number, *(fact[key] for key in COLUMNS)),
                 )
-        conn.execute("COMMIT")
-    except BaseException:
-        store.rollback(conn)
-        raise
     if not new_ids:
         repeated = conn.execute(
             "SELECT id, group_concat(line, ', ') FROM (SELECT id, line FROM incoming WHERE id IS NOT NULL ORDER BY line)"

@@ -31,7 +31,7 @@ from gate.memory import audit, opening, stats, write
 from gate.search import embeddings
 from gate.view import editing, pages, reading
 from gate.view.access import TOKEN, Guard, Refused
-from gate.view.html import frame
+from gate.view.markup import frame
 from gate.view.redact import redact
 
 # How often a live stream looks for another connection's commit.

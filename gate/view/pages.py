@@ -8,7 +8,7 @@ from gate.memory.write import KIND_MEANING, KINDS, MAX_TEXT
 from gate.engine.facts import Fact
 from gate.view import charts
 from gate.view.access import Guard
-from gate.view.html import e, hidden, plural, shown, when
+from gate.view.markup import e, hidden, plural, shown, when
 from gate.view.reading import TIER_MEANING, Filters, Found, Page, Story, TurnView
 
 
