@@ -144,7 +144,7 @@ def _database(text: str) -> str:
 
 
 def _people(add: Callable[[str], argparse.ArgumentParser]) -> None:
-    """The arguments of the owner's everyday commands (gate/cli/commands.py)."""
+    """The arguments of the owner's everyday commands (gate/cli/facts.py, changes.py, data.py)."""
     sub = add("show")
     sub.add_argument("--topic", metavar="T", help="only facts whose topic holds T (any case)")
     sub.add_argument("--kind", choices=KINDS, help="only facts of this kind")
