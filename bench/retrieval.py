@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gate.engine import store  # noqa: E402
-from gate.search import embeddings, query, search, vectors  # noqa: E402
+from gate.search import embeddings, forms, search, vectors  # noqa: E402
 
 KINDS = {"bugfix": "trap", "decision": "decision", "feature": "state", "change": "event", "refactor": "event"}
 LIMIT = 600
@@ -102,12 +102,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="a fixed cut-off for meaning instead of the adaptive judgement")
     parser.add_argument("--no-meaning", action="store_true", help="words and baseline only")
     parser.add_argument("--no-abbreviations", action="store_true",
-                        help="empty gate/search/query.py's ABBREVIATIONS first: three of its entries (auth, db, k8s) are"
+                        help="empty gate/search/forms.py's ABBREVIATIONS first: three of its entries (auth, db, k8s) are"
                              " exactly this set's abbreviation queries, so the figures with them are in-sample")
     args = parser.parse_args(argv)
     if args.no_abbreviations:
-        query.ABBREVIATIONS.clear()
-        query._EXPANDED_FROM.clear()
+        forms.ABBREVIATIONS.clear()
+        forms._EXPANDED_FROM.clear()
         print("ABBREVIATIONS emptied")
 
     observations = json.loads((args.data / "seed-data.json").read_text())["observations"]

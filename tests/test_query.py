@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gate.search import query
+from gate.search import forms, query
 
 
 @pytest.mark.parametrize(
@@ -71,7 +71,7 @@ def test_word_forms_are_stem_prefixes():
     ],
 )
 def test_stem(word, stem):
-    assert query.stem(word) == stem
+    assert forms.stem(word) == stem
 
 
 def test_quote_doubles_quotes():

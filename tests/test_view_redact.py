@@ -76,7 +76,7 @@ def test_a_credential_an_embeddings_endpoint_quotes_in_its_error_is_masked_on_th
         endpoint = embeddings.Endpoint(f"http://127.0.0.1:{server.server_address[1]}/v1/embeddings", "e5", None,
                                        quiet_after_timeout=0.0)
         found = reading.find(conn, "deploy staging", endpoint)
-        # Masked where the endpoint's words are read (gate/search/post.py), for the agent and stats too.
+        # Masked where the endpoint's words are read (gate/search/transport.py), for the agent and stats too.
         assert not any(key in note for note in found.notes) and any("HTTP 500" in note for note in found.notes)
         html = pages.search(Guard(port=1), found)
         assert key not in html and "[redacted: " in html and "HTTP 500" in html

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from gate.search import post
+from gate.search import transport
 
 MAX_ANSWER_BYTES = 1 << 20
 YES, NO = ("yes", "sim"), ("no", "não", "nao")
@@ -48,13 +48,13 @@ def ask(url: str, model: str | None, system: str, question: str, *, deadline: fl
     for logprobs in (True, False):
         body = json.dumps(request_body(model, system, question, logprobs=logprobs)).encode()
         try:
-            status, payload = post.post_json(url, body, deadline, limit=MAX_ANSWER_BYTES)
-        except post.Unanswered as error:
+            status, payload = transport.post_json(url, body, deadline, limit=MAX_ANSWER_BYTES)
+        except transport.Unanswered as error:
             raise ChatError(f"chat endpoint {error}") from None
         if status == 400 and logprobs:
             continue  # a server that will not give log-probabilities: ask for the word alone
         if status != 200:
-            raise ChatError(f"chat endpoint answered HTTP {status}{post.server_says(payload)}")
+            raise ChatError(f"chat endpoint answered HTTP {status}{transport.server_says(payload)}")
         return parse_answer(payload)
     raise ChatError("chat endpoint refused the question (HTTP 400)")  # pragma: no cover
 

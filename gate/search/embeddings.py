@@ -10,7 +10,7 @@ by list order), numbers or base64 float32 (`encoding_format: "float"` is always 
 OpenAI's SDKs and some servers answer base64 anyway), all one length, finite, not zero; then
 scaled to unit length, so that cosine is all that matters downstream.
 
-A deadline bounds each request as a whole (gate/search/post.py), so a server that trickles its answer
+A deadline bounds each request as a whole (gate/search/transport.py), so a server that trickles its answer
 cannot hold a turn either; after a time-out the endpoint is left alone for a while, so
 the rest of the session's turns do not each wait for it again. That spell is kept per role: a
 write's batch that times out does not silence the searches' short queries. The standard library only:
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gate import config
-from gate.search import post
+from gate.search import transport
 
 QUERY, DOCUMENT = "query", "document"
 
@@ -97,8 +97,8 @@ class Endpoint:
             {"input": list(texts), "model": self.model, "encoding_format": "float", "input_type": role}
         ).encode()
         try:
-            status, payload = post.post_json(self.url, body, started + timeout, limit=MAX_ANSWER_BYTES)
-        except post.Unanswered as error:
+            status, payload = transport.post_json(self.url, body, started + timeout, limit=MAX_ANSWER_BYTES)
+        except transport.Unanswered as error:
             if not error.timed_out:
                 raise VectorError(f"embeddings endpoint {error}") from None
             reason = f"embeddings endpoint did not answer within {timeout:g} s"
@@ -110,7 +110,7 @@ class Endpoint:
             raise VectorError(reason) from None
         self._timeouts[role] = 0
         if status != 200:
-            raise VectorError(f"embeddings endpoint answered HTTP {status}{post.server_says(payload)}")
+            raise VectorError(f"embeddings endpoint answered HTTP {status}{transport.server_says(payload)}")
         return parse_answer(payload, len(texts), self.model)
 
 

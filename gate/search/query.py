@@ -6,9 +6,8 @@ text is cut into words exactly as the index cuts it (gate/engine/tokens.py), sto
 dropped, and every word reaches MATCH double-quoted, which FTS5 always reads as a plain string.
 
 A search asks FTS5 for the facts that hold any form of any term (`Query.expression`): each term
-as typed, as a known abbreviation or expansion (`k8s` ~ `kubernetes`), and as any word sharing its
-stem (`hooks` ~ `hook`, `deploy` ~ `deployment`), since the index does not stem (a stemmer is
-language-specific and memory holds several languages). FTS5 ranks them by bm25; gate/search/search.py
+as typed, as a known abbreviation or expansion, and as any word sharing its stem (the forms are
+gate/search/forms.py's). FTS5 ranks them by bm25; gate/search/search.py
 then judges which of them are worth the agent's context. The expression names every phrase's term
 (`owners`), so that the judgement knows which terms each candidate holds.
 """
@@ -19,97 +18,15 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from gate.engine import tokens
-from gate.search import stopwords
+from gate.search import forms, stopwords
 
 MAX_TERMS = 12
 # A query is a few keywords: only this much of what the agent typed is read, so that a pasted
 # megabyte costs a search no more than a sentence.
 MAX_INPUT = 2000
-_MIN_STEM = 4
-
-# Abbreviation -> what it abbreviates, for the words developers shorten most. A query for the
-# abbreviation finds the long forms; a query for a long form finds the abbreviation, not the
-# other long forms (`authentication` must not find `authorization`).
-ABBREVIATIONS: dict[str, tuple[str, ...]] = {
-    "a11y": ("accessibility",),
-    "app": ("application",),
-    "async": ("asynchronous",),
-    "auth": ("authentication", "authorization"),
-    "authn": ("authentication",),
-    "authz": ("authorization",),
-    "bd": ("banco de dados", "base de dados"),
-    "cfg": ("configuration", "config"),
-    "ci": ("continuous integration",),
-    "cli": ("command line",),
-    "config": ("configuration",),
-    "db": ("database",),
-    "dbs": ("databases",),
-    "dep": ("dependency",),
-    "deps": ("dependencies",),
-    "dev": ("development",),
-    "dir": ("directory",),
-    "docs": ("documentation",),
-    "e2e": ("end to end",),
-    "env": ("environment",),
-    "gh": ("github",),
-    "i18n": ("internationalization", "internationalisation"),
-    "impl": ("implementation",),
-    "infra": ("infrastructure",),
-    "js": ("javascript",),
-    "k8s": ("kubernetes",),
-    "l10n": ("localization", "localisation"),
-    "lib": ("library",),
-    "mongo": ("mongodb",),
-    "msg": ("message",),
-    "perf": ("performance",),
-    "pg": ("postgresql", "postgres"),
-    "pkg": ("package",),
-    "postgres": ("postgresql",),
-    "pr": ("pull request",),
-    "prod": ("production",),
-    "py": ("python",),
-    "repo": ("repository",),
-    "repos": ("repositories",),
-    "tf": ("terraform",),
-    "ts": ("typescript",),
-    "ui": ("user interface",),
-}
-
-_EXPANDED_FROM: dict[str, tuple[str, ...]] = {}
-for _short, _longs in ABBREVIATIONS.items():
-    for _long in _longs:
-        if " " not in _long:
-            _EXPANDED_FROM[_long] = (*_EXPANDED_FROM.get(_long, ()), _short)
-
-# Word endings stripped to find a stem shared by a word's forms, English and Portuguese (folded),
-# longest first. "er" is left out on purpose: server, docker and container are not verb forms.
-_SUFFIXES = tuple(
-    sorted(
-        """
-        izations ization ations ation ments ment ness ings ing ions ion ities ity ances ance
-        ences ence ies ied es ed ly s
-        acoes acao icoes icao mentos mento mente idades idade ados adas ado ada idos idas ido ida
-        ando endo indo ar ir oes ao os as
-        """.split(),
-        key=len,
-        reverse=True,
-    )
-)
-
-
 def quote(word: str) -> str:
     """A string FTS5 reads as plain text whatever it holds."""
     return '"' + word.replace('"', '""') + '"'
-
-
-def stem(word: str) -> str | None:
-    """A prefix the word's other forms share, or None for a word too short to guess at."""
-    if not word.isalpha() or len(word) < _MIN_STEM:
-        return None
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
-            return word[: -len(suffix)]
-    return word
 
 
 @dataclass(frozen=True)
@@ -171,8 +88,7 @@ class Query:
 
 
 def _term(word: str) -> Term:
-    forms = (word, *ABBREVIATIONS.get(word, ()), *_EXPANDED_FROM.get(word, ()))
-    return Term(word=word, forms=forms, prefix=stem(word))
+    return Term(word=word, forms=forms.exact(word), prefix=forms.stem(word))
 
 
 def parse(typed: str, *, max_terms: int = MAX_TERMS) -> Query:
