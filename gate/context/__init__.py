@@ -8,4 +8,8 @@ the files that apply go into the prompt. Once per session, again after compactio
 
 rules.py reads the files, classify.py (with chat.py) decides, state.py remembers per session,
 inject.py puts one prompt's work together, hook.py is the per-prompt entry point.
+
+May import: gate.claude (hookio, the fail-open skeleton every hook process shares), gate.search
+(the embeddings and chat clients), gate.engine and the ground floor. hook.py's path imports the
+standard library and apsw only.
 """

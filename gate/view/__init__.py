@@ -8,12 +8,12 @@ What lives here, one concept a module:
 - `reading`: what the pages show, as plain values read over a connection (facts, a fact's
   history, search with why each fact matched, the turn timeline, the figures for the charts);
 - `editing`: edit, delete and undo, through gate/memory/changeset.py like every other change;
-- `charts`: small inline SVG charts; `html`: the page's frame, styles and script; `pages`:
+- `charts`: small inline SVG charts; `markup`: the page's frame, styles and script; `pages`:
   each page's body;
 - `app`: the Starlette application, server-sent events for live updates, and `serve`.
 
-It may import the library (listing, history, undo, stats, search, tools, changeset, write,
-store, config, secrets) and Starlette, uvicorn and sse-starlette, which the mcp SDK brings; the
-rest of the package never imports it, and nothing here is on the hooks' path. Plain HTML, CSS and
+May import: gate.serve (the tools' ranking), gate.memory, gate.search, gate.engine, the ground
+floor, and Starlette, uvicorn and sse-starlette, which the mcp SDK brings. Only the command line
+imports it, and nothing here is on the hooks' path. Plain HTML, CSS and
 a little JavaScript, served from this package: no build step, nothing fetched at run time.
 """
