@@ -20,41 +20,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return server.serve(opening.settings(args))
 
 
-def install_clash(project: str) -> list[str]:
-    """The plugin and `memory-gate install` both on for this project: the mod then cannot hold
-    answers (its gate tool's name is taken by the installed server)."""
-    from gate.claude import install, settingsfile
-
-    root = install.project_root(project) if project and Path(project).is_dir() else None
-    enabled = install.plugin_enabled_in(install.plugin_settings(config.claude_dir(), root))
-    if not enabled:
-        return []
-    try:
-        state = settingsfile.Document.read(Path(config.claude_state_file())).data
-    except settingsfile.FileError:
-        return []
-    servers = [state.get("mcpServers")]
-    if root is not None and isinstance(state.get("projects"), dict):
-        servers.append((state["projects"].get(str(root)) or {}).get("mcpServers"))
-    if any(isinstance(found, dict) and install.is_our_server(found.get(install.SERVER)) for found in servers):
-        return [install.clash(enabled) + "."]
-    return []
-
-
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from gate.doctor import doctor
+    from gate.doctor import doctor, wiring
 
     checks: dict[str, doctor.Check] = {"memory": doctor.memory, "injected_context": doctor.injected_context}
     if not args.no_claude:
-        from gate.doctor import wiring
-
         checks["claude_code"] = lambda settings: wiring.check(settings, args.claude)
-    checks["install_clash"] = lambda settings: ({}, doctor.stated(install_clash(settings.project_dir)))
+    checks["install_clash"] = lambda settings: ({}, doctor.stated(wiring.install_clash(settings.project_dir)))
     report, findings = doctor.run(opening.settings(args), checks)
     problems = [finding for finding in findings if finding.severity == doctor.PROBLEM]
     if args.json:
         print(json.dumps({
-            **report, "problems": [finding.line().removeprefix("PROBLEM: ") for finding in problems],
+            **report, "problems": [finding.message() for finding in problems],
             "findings": [finding.to_json() for finding in findings],
         }, indent=2))
     else:

@@ -32,8 +32,12 @@ class Finding:
     severity: str = PROBLEM
     mend: str = ""
 
+    def message(self) -> str:
+        """What, then the mend."""
+        return self.what + (f". {self.mend}" if self.mend else "")
+
     def line(self) -> str:
-        return f"{self.severity.upper()}: {self.what}" + (f". {self.mend}" if self.mend else "")
+        return f"{self.severity.upper()}: {self.message()}"
 
     def to_json(self) -> dict:
         return asdict(self)

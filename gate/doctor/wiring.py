@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 from gate import config
-from gate.claude import install
+from gate.claude import install, settingsfile
 from gate.doctor.doctor import NOTE, PROBLEM, WARNING, Finding
 
 # The Claude Code the tests run against (package.json pins it); mods need 2.1.287 or later.
@@ -258,3 +258,22 @@ def check(settings: config.Settings, claude: str | None = None) -> tuple[dict, l
             findings.append(Finding(f"the MCP server {command} serve ({way}) lists {tools}, not {TOOLS}",
                                     mend="Reinstall memory-gate (scripts/install, or pip install --upgrade)"))
     return report, findings
+
+
+def install_clash(project: str) -> list[str]:
+    """The plugin and `memory-gate install` both on for this project: the mod then cannot hold
+    answers (its gate tool's name is taken by the installed server)."""
+    root = install.project_root(project) if project and Path(project).is_dir() else None
+    enabled = install.plugin_enabled_in(install.plugin_settings(config.claude_dir(), root))
+    if not enabled:
+        return []
+    try:
+        state = settingsfile.Document.read(Path(config.claude_state_file())).data
+    except settingsfile.FileError:
+        return []
+    servers = [state.get("mcpServers")]
+    if root is not None and isinstance(state.get("projects"), dict):
+        servers.append((state["projects"].get(str(root)) or {}).get("mcpServers"))
+    if any(isinstance(found, dict) and install.is_our_server(found.get(install.SERVER)) for found in servers):
+        return [install.clash(enabled) + "."]
+    return []
