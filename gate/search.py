@@ -288,19 +288,25 @@ def _frequencies(conn: apsw.Connection, parsed: fts.Query) -> tuple[int, list[in
             # A run inside unsegmented text is no vocabulary entry: count the facts holding it.
             row = conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", (term.phrases()[0][0],)).fetchone()
             docs = row[0]
+        # Every vocabulary entry sharing the stem, with its count, in one pass. fts5vocab counts
+        # a word's facts by reading its whole list of them, so the forms this pass covers (the
+        # word as typed starts with its stem) are taken from it rather than read a second time:
+        # for a word most facts hold, that second read was a quarter of the search.
+        stemmed: dict[str, int] | None = None
+        if term.prefix is not None:
+            low, high = term.prefix, term.prefix + "\U0010ffff"
+            stemmed = dict(conn.execute("SELECT term, doc FROM facts_vocab WHERE term >= ? AND term < ?", (low, high)))
         for form in () if term.cjk else term.forms:
-            if " " not in form:
+            if " " in form:
+                phrase = True  # "pull request" is no vocabulary entry: its facts are not counted
+            elif stemmed is not None and low <= form < high:
+                docs += stemmed.get(form, 0)
+            else:
                 row = conn.execute("SELECT doc FROM facts_vocab WHERE term = ?", (form,)).fetchone()
                 docs += row[0] if row else 0
-            else:
-                phrase = True  # "pull request" is no vocabulary entry: its facts are not counted
         exact.append(size if phrase else min(docs, size))
-        if term.prefix is not None:
-            row = conn.execute(
-                "SELECT coalesce(sum(doc), 0) FROM facts_vocab WHERE term >= ? AND term < ?",
-                (term.prefix, term.prefix + "\U0010ffff"),
-            ).fetchone()
-            docs = max(docs, row[0])
+        if stemmed is not None:
+            docs = max(docs, sum(stemmed.values()))
         counts.append(min(docs, size))
     return size, counts, exact
 
