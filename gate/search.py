@@ -25,6 +25,7 @@ words had found (LoCoMo: R@8 0.399 by words, 0.267 with meaning at distance 0.15
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -157,9 +158,16 @@ def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = 
         if expression.text in tried or (most < wanted and expression is not tiers[-1][0]):
             continue
         tried.add(expression.text)
+        first, last = expression is tiers[0][0], expression is tiers[-1][0]
+        # A tier other than the last that finds fewer than `wanted` facts is thrown away: ask
+        # first whether it reaches them, which costs a third of ranking them (no bm25, no sort,
+        # no auxiliary function, and the scan stops at `wanted`). Not for the first tier, which
+        # is cheaper to rank than the others and mostly reaches them.
+        if not (first or last) and not _reaches(conn, expression.text, wanted, after):
+            continue
         # A fact the first tier finds holds every term as typed: which phrases it matched would
         # tell nothing, and without asking, the tier is ranked at half the cost (`_match`).
-        rows = _match(conn, expression.text, fetch, after, phrases=expression is not tiers[0][0])
+        rows = _match(conn, expression.text, fetch, after, phrases=not first)
         if len(rows) >= wanted:
             break
     found = []
@@ -285,8 +293,22 @@ def _match(conn: apsw.Connection, expression: str, limit: int, after: int = 0, *
             "SELECT rowid, rank, NULL FROM facts_fts WHERE facts_fts MATCH ?"
             " AND rowid > ? ORDER BY +rank LIMIT ?"
         )
-    try:
+    with _refused(expression):
         return list(conn.execute(sql, (expression, after, limit)))
+
+
+def _reaches(conn: apsw.Connection, expression: str, count: int, after: int = 0) -> bool:
+    """Whether at least `count` rows with a rowid above `after` match."""
+    sql = "SELECT count(*) FROM (SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? AND rowid > ? LIMIT ?)"
+    with _refused(expression):
+        return conn.execute(sql, (expression, after, count)).fetchone()[0] >= count
+
+
+@contextlib.contextmanager
+def _refused(expression: str):
+    """MalformedQuery for an expression FTS5 cannot read."""
+    try:
+        yield
     except apsw.SQLError as error:
         if "fts5" in str(error) or "syntax" in str(error) or "no such column" in str(error):
             raise MalformedQuery(f"FTS5 refused {expression!r}: {error}") from error

@@ -279,3 +279,25 @@ def test_frequencies_count_what_the_vocabulary_counts(tied, typed):
     conn = tied
     parsed = query.parse(" ".join(typed))
     assert search._frequencies(conn, parsed) == _frequencies_form_by_form(conn, parsed)
+
+
+
+def _slow_ranking(conn, typed, limit, monkeypatch):
+    """search.ranking with every fast path off: frequencies form by form, every tier ranked by
+    FTS5 with gate_phrases, no tier skipped for falling short of what is asked."""
+    match = search._match
+    with monkeypatch.context() as patch:
+        patch.setattr(search, "_frequencies", _frequencies_form_by_form)
+        patch.setattr(search, "_match", lambda conn, expression, limit, after=0, phrases=True:
+                      match(conn, expression, limit, after, phrases=True))
+        patch.setattr(search, "_reaches", lambda *args, **kwargs: True)
+        return search.ranking(conn, typed, None, limit=limit)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from([*TIED, "deploying", "db", "auth", "k8s", "pull", "request", "cach", "会議", "ёлка",
+                                 "nothing", "now", "the"]), min_size=1, max_size=5), st.sampled_from([1, 3, 8, None]))
+def test_the_fast_paths_change_no_answer(tied, monkeypatch, typed, limit):
+    # The ids in order, and every candidate's score, coverage and tier.
+    terms = " ".join(typed)
+    assert search.ranking(tied, terms, None, limit=limit) == _slow_ranking(tied, terms, limit, monkeypatch)
