@@ -171,15 +171,18 @@ def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = 
         if len(rows) >= wanted:
             break
     found = []
+    judged: dict[bytes | None, tuple[float, int]] = {}  # the pool's facts match a few patterns of phrases
     for rowid, rank, matched in rows:
-        matched = matched or b"\x01" * len(expression.owners)
-        terms = {owner for owner, hit in zip(expression.owners, matched) if hit}
-        exact = {owner for owner, hit, same in zip(expression.owners, matched, expression.exact) if hit and same}
-        coverage = sum(kept[term] for term in terms) / known
+        if matched not in judged:
+            hits = matched or b"\x01" * len(expression.owners)
+            terms = {owner for owner, hit in zip(expression.owners, hits) if hit}
+            exact = {owner for owner, hit, same in zip(expression.owners, hits, expression.exact) if hit and same}
+            tier = 0 if len(exact) == len(kept) else 1 if len(terms) == len(kept) else 2
+            judged[matched] = (sum(kept[term] for term in terms) / known, tier)
+        coverage, tier = judged[matched]
         # bm25 adds up what each term earns, so a fact that says one rare word many times can
         # outscore one that holds most of the query; weighing it by the share of the query it
         # holds ranks the facts about the whole question first.
-        tier = 0 if len(exact) == len(kept) else 1 if len(terms) == len(kept) else 2
         found.append(Candidate(rowid, -rank * coverage, coverage, tier))
     # Facts holding every term as typed come first, then those holding every term in some form.
     found.sort(key=lambda candidate: (candidate.tier, -candidate.score))
