@@ -26,8 +26,8 @@ same facts, the same queries and the same interpreter, taking turns a slice of t
 time (which tree goes first alternates), `--rounds` times over the whole query set, so that both
 meet the same load on a shared machine. It prints each tree's p50 and p95 of `by_words` and of
 `memory_search`, wall time and the process's CPU time (which another process's load disturbs
-less), the ratios of the p50s and the median of the slices' paired ratios, and the machine's load
-before and after. The search by meaning table is left out.
+less), the ratio of the p50s and the median of the per-query ratios (the same query in both trees),
+and the machine's load before and after. The search by meaning table is left out.
 """
 
 from __future__ import annotations
@@ -212,30 +212,25 @@ def compare(args) -> int:
                 if not ready:
                     raise SystemExit(f"the worker of {name} stopped before its memory was built")
             times: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
-            paired: dict[str, list[float]] = {}
             for index, start in enumerate(range(0, count, SLICE)):
                 order = list(workers.items())
-                figures = {}
                 for name, worker in (order if index % 2 == 0 else order[::-1]):
                     worker.stdin.write(f"{start} {min(start + SLICE, count)}\n")
                     worker.stdin.flush()
-                    figures[name] = json.loads(worker.stdout.readline())
-                    for figure, values in figures[name].items():
+                    for figure, values in json.loads(worker.stdout.readline()).items():
                         times[name].setdefault(figure, []).extend(values)
-                mine, theirs = figures.values()
-                for figure in mine:
-                    paired.setdefault(figure, []).append(statistics.median(mine[figure]) / statistics.median(theirs[figure]))
             for worker in workers.values():
                 worker.stdin.close()
                 worker.wait()
             mine, theirs = times.values()
             for figure in mine:
                 ours, before = statistics.median(mine[figure]), statistics.median(theirs[figure])
+                paired = statistics.median(a / b for a, b in zip(mine[figure], theirs[figure]))
                 print(f"{size:>7}  {figure:<18} {ours:>8.2f} {percentile(mine[figure], 0.95):>6.2f}  {before:>14.2f}"
-                      f" {percentile(theirs[figure], 0.95):>6.2f}  {ours / before:>5.2f} {statistics.median(paired[figure]):>6.2f}")
+                      f" {percentile(theirs[figure], 0.95):>6.2f}  {ours / before:>5.2f} {paired:>6.2f}")
     load = os.getloadavg()
     print(f"load after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; ratio: this p50 / {args.against} p50; paired: the"
-          f" median over the slices of the same ratio")
+          f" median over the queries of this tree's time / {args.against}'s for the same query")
     return 0
 
 
