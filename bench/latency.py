@@ -1,6 +1,7 @@
 """Search latency, in-process, at 1k, 10k and 100k facts: by words, and by words and meaning.
 
     python bench/latency.py [--sizes 1000 10000 100000] [--queries 300] [--dimension 1024]
+    python bench/latency.py --against 2f49e5a --sizes 10000 100000 [--rounds 5]
 
 Queries are what an agent asks about things in memory: 1-4 words of one fact. Two figures per
 size: `by_words` (the ranking alone: tiers, bm25, coverage check) and `memory_search` (what the
@@ -18,11 +19,22 @@ force over the same vectors in a float32 vec0 table (what the index would cost w
 prefilter), the ratio of the two, and the vector side's recall@30 of that exact answer. Targets
 on a 2-core machine: hybrid memory_search p50 at most 5 ms at 10k facts and 25 ms at 100k, with
 recall@30 at least 0.95.
+
+`--against REF` times words only beside another git ref, in the same run: the ref's gate/ and
+schema.sql (git archive, no worktree made) and this tree each in a process of their own, over the
+same facts, the same queries and the same interpreter, taking turns a slice of the queries at a
+time (which tree goes first alternates), `--rounds` times over the whole query set, so that both
+meet the same load on a shared machine. It prints each tree's p50 and p95 of `by_words` and of
+`memory_search`, wall time and the process's CPU time (which another process's load disturbs
+less), the ratio of the p50s and the median of the per-query ratios (the same query in both trees),
+and the machine's load before and after. The search by meaning table is left out.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import subprocess
 import sys
@@ -62,7 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--dimension", type=int, default=1024, help="vector dimension; 0 skips search by meaning")
     parser.add_argument("--max-distance", type=float, default=None, help="a fixed cut-off for the hybrid columns (default: the adaptive judgement)")
+    parser.add_argument("--against", metavar="REF", help="time words only beside this git ref in the same run (e.g. 2f49e5a)")
+    parser.add_argument("--rounds", type=int, default=5, help="with --against: times over the whole query set")
     args = parser.parse_args(argv)
+    if args.against:
+        return compare(args)
 
     print(f"python -c pass: {python_start():.1f} ms (this machine, now)")
     print(
@@ -115,6 +131,108 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {statistics.median(row['nearest']) / statistics.median(row['exact']):>5.2f}  {row['recall']:>9.3f}"
                 f"  {fmt(row['hybrid'])}  {fmt(row['tool'])}"
             )
+    return 0
+
+
+# One tree's side of `--against`: builds its memory, then times the slices of queries it is sent.
+# The modules are looked for where gate/ keeps them now and where it kept them before.
+WORKER = r"""
+import importlib, json, sys, tempfile, time
+from pathlib import Path
+tree, bench, size, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+sys.path[:0] = [tree, bench]
+
+def module(*names):
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise SystemExit(f"no module {names[-1]} in {tree}")
+
+search = module("gate.search.search", "gate.search")
+store = module("gate.engine.store", "gate.store")
+tools = module("gate.serve.tools", "gate.tools")
+import _corpus
+
+assert Path(search.__file__).resolve().is_relative_to(Path(tree).resolve()), search.__file__
+folder = tempfile.mkdtemp()
+conn = store.connect(Path(folder) / "memory.db")
+started = time.perf_counter()
+rows = _corpus.load(conn, size)
+built = time.perf_counter() - started
+queries = _corpus.queries(rows, count)
+for typed in queries[:20]:  # warm the page cache
+    search.by_words(conn, typed)
+caller = tools.Caller("bench")
+print(json.dumps({"built": built}), flush=True)
+for line in sys.stdin:
+    start, stop = map(int, line.split())
+    times = {"by_words": [], "by_words cpu": [], "memory_search": [], "memory_search cpu": []}
+    for typed in queries[start:stop]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        search.by_words(conn, typed)
+        times["by_words"].append((time.perf_counter() - wall) * 1000)
+        times["by_words cpu"].append((time.process_time() - cpu) * 1000)
+        wall, cpu = time.perf_counter(), time.process_time()
+        tools.memory_search(conn, typed, caller)
+        times["memory_search"].append((time.perf_counter() - wall) * 1000)
+        times["memory_search cpu"].append((time.process_time() - cpu) * 1000)
+    print(json.dumps(times), flush=True)
+"""
+SLICE = 10
+
+
+def checkout(ref: str, into: Path) -> Path:
+    """`ref`'s gate/ and schema.sql, by git archive (no worktree made)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "gate", "schema.sql"], capture_output=True)
+    if archive.returncode:
+        raise SystemExit(f"git archive {ref} failed: {archive.stderr.decode().strip()}")
+    into.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def compare(args) -> int:
+    """This tree beside `args.against`, words only, taking turns slice by slice (see the docstring)."""
+    load = os.getloadavg()
+    print(f"python -c pass: {python_start():.1f} ms (this machine, now); load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    count = args.queries * args.rounds
+    with tempfile.TemporaryDirectory() as folder:
+        trees = {"this tree": ROOT, args.against: checkout(args.against, Path(folder) / "against")}
+        print(f"{count} queries ({args.rounds} x {args.queries}), each searched once by each tree, in slices of {SLICE}"
+              f" that the trees take in turns, the first alternating; ms")
+        print(f"{'facts':>7}  {'figure':<18} {'this p50':>8} {'p95':>6}  {args.against[:10] + ' p50':>14} {'p95':>6}"
+              f"  {'ratio':>5} {'paired':>6}")
+        for size in args.sizes:
+            workers = {}
+            for name, tree in trees.items():  # built one after the other: the build is not timed
+                workers[name] = subprocess.Popen(
+                    [sys.executable, "-c", WORKER, str(tree), str(ROOT / "bench"), str(size), str(count)],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                ready = workers[name].stdout.readline()
+                if not ready:
+                    raise SystemExit(f"the worker of {name} stopped before its memory was built")
+            times: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
+            for index, start in enumerate(range(0, count, SLICE)):
+                order = list(workers.items())
+                for name, worker in (order if index % 2 == 0 else order[::-1]):
+                    worker.stdin.write(f"{start} {min(start + SLICE, count)}\n")
+                    worker.stdin.flush()
+                    for figure, values in json.loads(worker.stdout.readline()).items():
+                        times[name].setdefault(figure, []).extend(values)
+            for worker in workers.values():
+                worker.stdin.close()
+                worker.wait()
+            mine, theirs = times.values()
+            for figure in mine:
+                ours, before = statistics.median(mine[figure]), statistics.median(theirs[figure])
+                paired = statistics.median(a / b for a, b in zip(mine[figure], theirs[figure]))
+                print(f"{size:>7}  {figure:<18} {ours:>8.2f} {percentile(mine[figure], 0.95):>6.2f}  {before:>14.2f}"
+                      f" {percentile(theirs[figure], 0.95):>6.2f}  {ours / before:>5.2f} {paired:>6.2f}")
+    load = os.getloadavg()
+    print(f"load after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; ratio: this p50 / {args.against} p50; paired: the"
+          f" median over the queries of this tree's time / {args.against}'s for the same query")
     return 0
 
 

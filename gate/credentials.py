@@ -310,15 +310,30 @@ def _pattern(source: str):
 # The longest value of a setting searched again for an assignment inside it.
 NESTED_MAX = 256
 _TRIGGERS = frozenset(trigger for _, triggers, _, _ in _SHAPES + _ASSIGNMENTS for trigger in triggers)
+# Characters from the most to the least frequent in English prose. A text holding a trigger
+# holds each of its characters, so each trigger is filed under its rarest one (a character not
+# listed counts as rarer than all of them) and searched for only in a text holding that one.
+_COMMON_FIRST = " etaoinsrhldcu.mfpgwybv-kxjqz"
+
+
+def _rarest(trigger: str) -> str:
+    return max(trigger, key=lambda ch: _COMMON_FIRST.find(ch) if ch in _COMMON_FIRST else len(_COMMON_FIRST))
+
+
+_BY_RAREST: dict[str, tuple[str, ...]] = {}
+for _trigger in sorted(_TRIGGERS):
+    _BY_RAREST[_rarest(_trigger)] = (*_BY_RAREST.get(_rarest(_trigger), ()), _trigger)
+_FILED = tuple(_BY_RAREST.items())
 
 
 def _present(low: str) -> set[str]:
     """The triggers the lowercased text holds. Every fact a search returns is redacted, so this
-    runs a dozen times per search: one pass over the distinct triggers (about 15 microseconds
-    for a sentence) instead of a generator per shape (about 60), and no regex (an alternation of
-    a hundred triggers is slower in `re` than the substring tests, and the hooks must not import
-    it)."""
-    return {trigger for trigger in _TRIGGERS if trigger in low}
+    runs a dozen times per search: a test of one character per file, then a search for the
+    triggers filed under those the text holds (about half the time of a search for each
+    trigger, on the claude-mem-lite observations and LoCoMo's turns), and no regex (an
+    alternation of a hundred triggers is slower in `re` than the substring tests, and the hooks
+    must not import it)."""
+    return {trigger for rare, triggers in _FILED if rare in low for trigger in triggers if trigger in low}
 
 
 def _hits(text: str, *, first: bool = False):

@@ -212,3 +212,93 @@ def test_a_malformed_expression_is_a_bug_the_tests_see(conn, writer, monkeypatch
     monkeypatch.setattr(query.Term, "phrases", lambda self: [(self.word + ' AND (', True)])
     with pytest.raises(search.MalformedQuery):
         search.by_words(conn, "deploy")
+
+
+# -- exact speed-ups: the fast paths answer as the plain ones do ------------------------------
+
+TIED = ["deploy", "staging", "branch", "cache", "token", "deployment", "deploys", "redis", "database", "queue"]
+
+
+@pytest.fixture
+def tied(conn):
+    """A memory whose facts tie in bm25 again and again: texts of the same length, some word for
+    word the same, and topics in common; and a few words in other forms and scripts."""
+    rows = [(TIED[i % 4], " ".join(TIED[(i * k) % len(TIED)] for k in (1, 3, 7, 1, 3)) if i % 3
+             else "deploy the staging cache now") for i in range(400)]
+    rows += [("auth", "authentication and authorization of databases"), ("review", "the pull request for k8s"),
+             ("会議", "東京都庁の会議は毎週月曜日です"), ("ёлка", "ёлка и straße"), ("kubernetes", "deployer caching")]
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
+                     " VALUES (?, 'state', ?, '2026-01-01', '', '', '')", rows)
+    conn.execute("COMMIT")
+    return conn
+
+
+def test_the_first_tier_ranks_as_fts5_does_ties_included(tied):
+    conn, words = tied, TIED
+    plain = ("SELECT rowid, rank FROM facts_fts WHERE facts_fts MATCH ? AND rowid > ? ORDER BY rank LIMIT ?")
+    ties = 0
+    for typed in [*words, "deploy staging", "cache token", "db redis", "deploys branch queue", "staging"]:
+        expression = query.parse(typed).expression(every=True, exact_only=True)
+        for limit in (1, 8, 60, 1000):
+            for after in (0, 150):
+                fast = search._match(conn, expression.text, limit, after, phrases=False)
+                expected = list(conn.execute(plain, (expression.text, after, limit)))
+                assert [(rowid, rank) for rowid, rank, _ in fast] == expected, (typed, limit, after)
+                ties += len(expected) - len({rank for _, rank in expected})
+    assert ties > 1000  # the order of equal ranks was really put to the test
+
+
+def _frequencies_form_by_form(conn, parsed):
+    """search._frequencies as first written: each form looked up on its own, the stem's range
+    summed apart."""
+    size = max(conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()[0], 1)
+    counts, exact = [], []
+    for term in parsed.terms:
+        docs, phrase = 0, False
+        if term.cjk:
+            docs = conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", (term.phrases()[0][0],)).fetchone()[0]
+        for form in () if term.cjk else term.forms:
+            if " " in form:
+                phrase = True
+            else:
+                row = conn.execute("SELECT doc FROM facts_vocab WHERE term = ?", (form,)).fetchone()
+                docs += row[0] if row else 0
+        exact.append(size if phrase else min(docs, size))
+        if term.prefix is not None:
+            docs = max(docs, conn.execute("SELECT coalesce(sum(doc), 0) FROM facts_vocab WHERE term >= ? AND term < ?",
+                                          (term.prefix, term.prefix + "\U0010ffff")).fetchone()[0])
+        counts.append(min(docs, size))
+    return size, counts, exact
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(["deploy", "deployment", "deploys", "db", "database", "databases", "auth", "pr",
+                                 "k8s", "kubernetes", "cache", "caching", "redis", "token", "会議", "東京", "ёлка",
+                                 "straße", "nothing", "x", "deployer"]), min_size=1, max_size=5))
+def test_frequencies_count_what_the_vocabulary_counts(tied, typed):
+    conn = tied
+    parsed = query.parse(" ".join(typed))
+    assert search._frequencies(conn, parsed) == _frequencies_form_by_form(conn, parsed)
+
+
+
+def _slow_ranking(conn, typed, limit, monkeypatch):
+    """search.ranking with every fast path off: frequencies form by form, every tier ranked by
+    FTS5 with gate_phrases, no tier skipped for falling short of what is asked."""
+    match = search._match
+    with monkeypatch.context() as patch:
+        patch.setattr(search, "_frequencies", _frequencies_form_by_form)
+        patch.setattr(search, "_match", lambda conn, expression, limit, after=0, phrases=True:
+                      match(conn, expression, limit, after, phrases=True))
+        patch.setattr(search, "_reaches", lambda *args, **kwargs: True)
+        return search.ranking(conn, typed, None, limit=limit)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from([*TIED, "deploying", "db", "auth", "k8s", "pull", "request", "cach", "会議", "ёлка",
+                                 "nothing", "now", "the"]), min_size=1, max_size=5), st.sampled_from([1, 3, 8, None]))
+def test_the_fast_paths_change_no_answer(tied, monkeypatch, typed, limit):
+    # The ids in order, and every candidate's score, coverage and tier.
+    terms = " ".join(typed)
+    assert search.ranking(tied, terms, None, limit=limit) == _slow_ranking(tied, terms, limit, monkeypatch)

@@ -1,6 +1,8 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gate import credentials
 
@@ -178,3 +180,13 @@ def test_an_assignment_inside_another_settings_value_is_caught():
     assert credentials.find("Old note: password=hunter2222x") is not None
     assert "hunter2222x" not in credentials.redact("Old note: password=hunter2222x")
     assert credentials.find("password: arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db") is None
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(sorted(credentials._TRIGGERS)), st.text(max_size=8),
+                          st.sampled_from(["-", "_", ".", " ", "=", ":"])), max_size=12))
+def test_the_filed_triggers_are_all_the_triggers_the_text_holds(parts):
+    # _present looks for a trigger only in a text holding its rarest character: never a trigger
+    # fewer than a search for every one of them finds.
+    low = "".join(parts).lower()
+    assert credentials._present(low) == {trigger for trigger in credentials._TRIGGERS if trigger in low}

@@ -162,7 +162,7 @@ def _matched_phrases(api: apsw.FTS5ExtensionApi) -> bytes:
     """FTS5 auxiliary function: which of the query's phrases this row matches, one byte per
     phrase (1: matched). Under `ORDER BY rank LIMIT n` FTS5 sorts by itself and SQLite calls
     this for the n rows returned only."""
-    return bytes(1 if api.phrase_columns(phrase) else 0 for phrase in range(api.phrase_count))
+    return bytes([1 if api.phrase_columns(phrase) else 0 for phrase in range(api.phrase_count)])
 
 
 def _create_private(path: str) -> None:

@@ -25,6 +25,7 @@ words had found (LoCoMo: R@8 0.399 by words, 0.267 with meaning at distance 0.15
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -132,18 +133,31 @@ def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = 
         if expression.text in tried or (most < wanted and expression is not tiers[-1][0]):
             continue
         tried.add(expression.text)
-        rows = _match(conn, expression.text, fetch, after)
+        first, last = expression is tiers[0][0], expression is tiers[-1][0]
+        # A tier other than the last that finds fewer than `wanted` facts is thrown away: ask
+        # first whether it reaches them, which costs a third of ranking them (no bm25, no sort,
+        # no auxiliary function, and the scan stops at `wanted`). Not for the first tier, which
+        # is cheaper to rank than the others and mostly reaches them.
+        if not (first or last) and not _reaches(conn, expression.text, wanted, after):
+            continue
+        # A fact the first tier finds holds every term as typed: which phrases it matched would
+        # tell nothing, and without asking, the tier is ranked at half the cost (`_match`).
+        rows = _match(conn, expression.text, fetch, after, phrases=not first)
         if len(rows) >= wanted:
             break
     found = []
+    judged: dict[bytes | None, tuple[float, int]] = {}  # the pool's facts match a few patterns of phrases
     for rowid, rank, matched in rows:
-        terms = {owner for owner, hit in zip(expression.owners, matched) if hit}
-        exact = {owner for owner, hit, same in zip(expression.owners, matched, expression.exact) if hit and same}
-        coverage = sum(kept[term] for term in terms) / known
+        if matched not in judged:
+            hits = matched or b"\x01" * len(expression.owners)
+            terms = {owner for owner, hit in zip(expression.owners, hits) if hit}
+            exact = {owner for owner, hit, same in zip(expression.owners, hits, expression.exact) if hit and same}
+            tier = 0 if len(exact) == len(kept) else 1 if len(terms) == len(kept) else 2
+            judged[matched] = (sum(kept[term] for term in terms) / known, tier)
+        coverage, tier = judged[matched]
         # bm25 adds up what each term earns, so a fact that says one rare word many times can
         # outscore one that holds most of the query; weighing it by the share of the query it
         # holds ranks the facts about the whole question first.
-        tier = 0 if len(exact) == len(kept) else 1 if len(terms) == len(kept) else 2
         found.append(Candidate(rowid, -rank * coverage, coverage, tier))
     # Facts holding every term as typed come first, then those holding every term in some form.
     found.sort(key=lambda candidate: (candidate.tier, -candidate.score))
@@ -236,15 +250,43 @@ class MalformedQuery(Exception):
     fault. Raised so that tests see it; memory_search answers by meaning alone and says so."""
 
 
-def _match(conn: apsw.Connection, expression: str, limit: int, after: int = 0) -> list[tuple[int, float, bytes]]:
-    """(rowid, bm25 rank: lower is better, matched phrases: one byte each) of the best `limit`
-    rows with a rowid above `after`."""
-    sql = (
-        "SELECT rowid, rank, gate_phrases(facts_fts) FROM facts_fts WHERE facts_fts MATCH ?"
-        " AND rowid > ? ORDER BY rank LIMIT ?"
-    )
-    try:
+def _match(conn: apsw.Connection, expression: str, limit: int, after: int = 0, *,
+           phrases: bool = True) -> list[tuple[int, float, bytes | None]]:
+    """(rowid, bm25 rank: lower is better, matched phrases: one byte each, None without
+    `phrases`) of the best `limit` rows with a rowid above `after`, best first, equal ranks in
+    rowid order."""
+    if phrases:
+        # FTS5 sorts by itself and calls gate_phrases for the `limit` rows returned only.
+        sql = (
+            "SELECT rowid, rank, gate_phrases(facts_fts) FROM facts_fts WHERE facts_fts MATCH ?"
+            " AND rowid > ? ORDER BY rank LIMIT ?"
+        )
+    else:
+        # `+rank` is no column FTS5 is asked to sort by, so SQLite sorts: it keeps only the best
+        # `limit` while FTS5 scans, and bm25 runs once a row, where FTS5's own ORDER BY rank sorts
+        # every match and runs bm25 twice for each (once to sort, once for the rank column): half
+        # the time. The same rows in the same order (tests/test_search.py holds the two
+        # together, ties included), but SQLite would call an auxiliary function for every match.
+        sql = (
+            "SELECT rowid, rank, NULL FROM facts_fts WHERE facts_fts MATCH ?"
+            " AND rowid > ? ORDER BY +rank LIMIT ?"
+        )
+    with _refused(expression):
         return list(conn.execute(sql, (expression, after, limit)))
+
+
+def _reaches(conn: apsw.Connection, expression: str, count: int, after: int = 0) -> bool:
+    """Whether at least `count` rows with a rowid above `after` match."""
+    sql = "SELECT count(*) FROM (SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? AND rowid > ? LIMIT ?)"
+    with _refused(expression):
+        return conn.execute(sql, (expression, after, count)).fetchone()[0] >= count
+
+
+@contextlib.contextmanager
+def _refused(expression: str):
+    """MalformedQuery for an expression FTS5 cannot read."""
+    try:
+        yield
     except apsw.SQLError as error:
         if "fts5" in str(error) or "syntax" in str(error) or "no such column" in str(error):
             raise MalformedQuery(f"FTS5 refused {expression!r}: {error}") from error
@@ -263,19 +305,25 @@ def _frequencies(conn: apsw.Connection, parsed: fts.Query) -> tuple[int, list[in
             # A run inside unsegmented text is no vocabulary entry: count the facts holding it.
             row = conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", (term.phrases()[0][0],)).fetchone()
             docs = row[0]
+        # Every vocabulary entry sharing the stem, with its count, in one pass. fts5vocab counts
+        # a word's facts by reading its whole list of them, so the forms this pass covers (the
+        # word as typed starts with its stem) are taken from it rather than read a second time:
+        # for a word most facts hold, that second read was a quarter of the search.
+        stemmed: dict[str, int] | None = None
+        if term.prefix is not None:
+            low, high = term.prefix, term.prefix + "\U0010ffff"
+            stemmed = dict(conn.execute("SELECT term, doc FROM facts_vocab WHERE term >= ? AND term < ?", (low, high)))
         for form in () if term.cjk else term.forms:
-            if " " not in form:
+            if " " in form:
+                phrase = True  # "pull request" is no vocabulary entry: its facts are not counted
+            elif stemmed is not None and low <= form < high:
+                docs += stemmed.get(form, 0)
+            else:
                 row = conn.execute("SELECT doc FROM facts_vocab WHERE term = ?", (form,)).fetchone()
                 docs += row[0] if row else 0
-            else:
-                phrase = True  # "pull request" is no vocabulary entry: its facts are not counted
         exact.append(size if phrase else min(docs, size))
-        if term.prefix is not None:
-            row = conn.execute(
-                "SELECT coalesce(sum(doc), 0) FROM facts_vocab WHERE term >= ? AND term < ?",
-                (term.prefix, term.prefix + "\U0010ffff"),
-            ).fetchone()
-            docs = max(docs, row[0])
+        if stemmed is not None:
+            docs = max(docs, sum(stemmed.values()))
         counts.append(min(docs, size))
     return size, counts, exact
 
