@@ -18,7 +18,11 @@ from __future__ import annotations
 import os
 import sys
 
-from gate import config, hookio, ledger, maxturns, secrets, store
+from gate import config, hookio, ledger, store
+
+# gate/secrets.py and gate/maxturns.py are imported where they are needed: a PreToolUse hook, and
+# a Stop or Hold on a turn that is met (the usual case), use neither, and every module is a
+# share of a hook's start.
 
 # Times the mod may hold one turn's answer back before it lets the answer out unmet.
 MAX_HOLDS = 3
@@ -44,6 +48,8 @@ def _affordable(state: ledger.Gate, step: int | None, limit: int | None) -> bool
     within --max-turns (gate/maxturns.py): a hold past the limit would lose the answer."""
     if limit is None or step is None:
         return True
+    from gate import maxturns
+
     return step + maxturns.needed(state.searched) <= limit
 
 
@@ -98,6 +104,8 @@ def missing(state: ledger.Gate, prefix: str = "") -> str:
 def user_prompt_submit(payload: dict, prefix: str) -> dict | None:
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
     prompt = payload.get("prompt") if isinstance(payload.get("prompt"), str) else None
+    from gate import secrets
+
     prompt = secrets.redact(prompt)  # here, not under the write lock (open_turn checks again)
     conn = _open(payload, create=True)
     with store.writing(conn):
@@ -153,6 +161,8 @@ def stop(payload: dict, prefix: str) -> dict | None:
         if payload.get("stop_hook_active") is True:
             ledger.settle(conn, state.turn.id, "released")
             return {"systemMessage": RELEASED}
+        from gate import maxturns
+
         limit = maxturns.limit()
         if limit is not None:
             transcript = payload.get("transcript_path")
@@ -184,6 +194,8 @@ def hold(payload: dict, prefix: str) -> dict:
             return {"action": "release", "reason": RELEASED}
         # The mod counts the turn's model requests, this one included.
         step = payload.get("step") if type(payload.get("step")) is int else None
+        from gate import maxturns
+
         limit = maxturns.limit() if step is not None else None
         if not _affordable(state, step, limit):
             ledger.settle(conn, state.turn.id, "released")

@@ -18,7 +18,6 @@ import time
 
 import apsw
 
-from gate import secrets
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: collections.abc costs a hook more than its whole query
@@ -92,6 +91,8 @@ def open_turn(conn: apsw.Connection, session: str, prompt_id: str, prompt: str |
     words are stored as far as they can be (see storable), credentials redacted: a turn is
     never left ungated."""
     if prompt is not None:
+        from gate import secrets  # here: of the hooks, only UserPromptSubmit opens a turn
+
         prompt = secrets.redact(storable(prompt))
     existing = _turn(conn, "session = ? AND prompt_id = ?", (session, prompt_id))
     if existing is not None:
