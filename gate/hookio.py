@@ -6,8 +6,6 @@ exits 0 with one warning line for the owner (`systemMessage`, and the same on st
 goes on without the hook. Exit 2 is never used: on UserPromptSubmit it would erase the prompt.
 """
 
-from __future__ import annotations
-
 import sys
 
 import apsw
@@ -54,9 +52,9 @@ def warn(line: str) -> int:
 
 def serve(
     event: str,
-    handler: Callable[[dict], dict | None] | None,
+    handler: "Callable[[dict], dict | None] | None",
     *,
-    known: Iterable[str],
+    known: "Iterable[str]",
     name: str,
     off: str,
 ) -> int:

@@ -13,8 +13,6 @@ any bug, and the hook exits 0 with one warning line for the owner while the turn
 must never lock the owner out of their agent; a block is a decision, never a crash.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 

@@ -12,8 +12,6 @@ Functions here change rows but never begin or commit: the caller owns the transa
 write and its ledger updates commit together.
 """
 
-from __future__ import annotations
-
 import time
 
 import apsw
@@ -157,7 +155,7 @@ def turn_of_tool_call(conn: apsw.Connection, tool_use_id: str) -> Turn | None:
 
 
 def record_search(
-    conn: apsw.Connection, turn: Turn, facts: Iterable[tuple[int, int]], context: str = ""
+    conn: apsw.Connection, turn: Turn, facts: "Iterable[tuple[int, int]]", context: str = ""
 ) -> None:
     """A search of `turn` returned these (fact id, revision) pairs: each must now be answered
     for, and the context that searched has seen each in its current revision."""
@@ -177,7 +175,7 @@ def record_search(
 
 
 def shown_revisions(
-    conn: apsw.Connection, session: str, facts: Iterable[int], context: str = ""
+    conn: apsw.Connection, session: str, facts: "Iterable[int]", context: str = ""
 ) -> dict[int, int]:
     """The revision of each fact this context of the session has been shown, if any."""
     ids = list(facts)

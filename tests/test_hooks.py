@@ -230,7 +230,7 @@ def test_the_hook_path_imports_the_standard_library_and_apsw_only(home, project)
 REPO = Path(__file__).resolve().parent.parent
 HOOK_FILES = [REPO / "hooks" / "hooks.json", REPO / "mods" / "memory-gate" / "hooks" / "hooks.json",
               REPO / "mods" / "injected-context" / "hooks" / "hooks.json"]
-HOOK_PATH = {"gate", "gate.entry", "gate.config", "gate.hookio", "gate.jsonlite", "gate.store", "_json", "__future__"}
+HOOK_PATH = {"gate", "gate.entry", "gate.config", "gate.hookio", "gate.jsonlite", "gate.store", "_json"}
 # What each hook needs for its work in the test's situation below (a turn opened, nothing searched):
 # gate/secrets.py only where a prompt is stored, gate/maxturns.py only where an answer may be held.
 GATE = HOOK_PATH | {"gate.hooks", "gate.ledger"}
@@ -240,7 +240,7 @@ MODULES = {
     "hook SessionStart": GATE,
     "hook Stop": GATE | {"gate.maxturns"},
     "inject": HOOK_PATH | {"gate.context", "gate.context.hook", "gate.context.classify", "gate.context.inject",
-                           "gate.context.rules", "gate.context.state", "gate.secrets"},
+                           "gate.context.rules", "gate.context.state", "gate.secrets", "__future__"},
 }
 
 
