@@ -16,8 +16,11 @@ the functions the SDK's server runs (gate/tools.py: search_call, write_call, on 
 which it hands over), and writes the very bytes the SDK would (tests/test_front.py holds them
 equal over real stdio). Everything else (a call with arguments the tools do not take, the
 subscription to resources, anything the front does not recognise exactly) waits, in order, and
-goes to the SDK's server (gate/server.py) the moment it is imported, in a thread of its own
-meanwhile; a call behind a waiting line waits too, so that calls keep their order.
+goes to the SDK's server (gate/server.py) the moment it is imported, in a thread of its own; a
+call behind a waiting line waits too, so that calls keep their order. The SDK is imported when a
+line needs it, or once the session has been quiet for QUIET seconds: a turn's first calls never
+wait for it, and its import does not take a CPU from Claude Code while a turn runs. A short
+session the front answers whole (`claude -p` of one turn) may end before it is imported.
 
 The recorded answers are used only for requests in the protocol version they were recorded in
 (the 2026-07-28 per-request envelope), without a cursor, and only while the installed SDK is
@@ -41,6 +44,11 @@ from gate import config, jsonlite, stopping
 ANSWERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "discovery.json")
 PROTOCOL_KEY = "io.modelcontextprotocol/protocolVersion"
 CHUNK = 1 << 16
+# The SDK is imported once the session has been quiet this long (or at once, when a line needs
+# it): its import takes a CPU for one to three seconds, and a turn on a 2-core machine runs
+# Claude Code, its hooks and this server at once. In `claude -p` with a fast model the gaps of a
+# turn are under a second; an owner reading the answer and typing the next prompt is quiet longer.
+QUIET = 3.0
 
 
 def recorded() -> dict | None:
@@ -180,6 +188,7 @@ class _Loader(threading.Thread):
         self.wake = wake
         self.tools = None
         self.tools_ready = threading.Event()  # set once gate/tools.py is imported, or failed to be
+        self.go = threading.Event()  # set when the SDK is to be imported (see QUIET)
         self.server = None
         self.error: BaseException | None = None
         self.finished = False  # set before the wake-up is written: a consumed wake-up is never missed
@@ -192,6 +201,7 @@ class _Loader(threading.Thread):
                 self.tools = tools
             finally:
                 self.tools_ready.set()
+            self.go.wait()
             from gate import server
 
             self.server = server
@@ -211,8 +221,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def serve(settings: config.Settings) -> int:
-    """Answer the recorded requests until the SDK is loaded, then let gate/server.py serve the
-    session, handing it every line not yet answered."""
+    """Answer the recorded requests and the calls until the SDK is loaded, then let
+    gate/server.py serve the session, handing it every line not yet answered and the Memory."""
     answers = recorded()
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
@@ -221,16 +231,25 @@ def serve(settings: config.Settings) -> int:
     stopping.hold()
     previous = signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
     loader.start()
+    if answers is None:
+        loader.go.set()  # nothing recorded fits: the SDK answers everything
     waiting = bytearray()  # lines for the SDK, in the order they came
     buffer = bytearray()
     ended = False
     memory = None  # made at the first call the front serves, handed to the SDK's server
     try:
         while not loader.finished and not stopping.requested():
+            if ended:
+                if not waiting and not buffer.strip():
+                    break  # the client left, and nothing it asked is the SDK's to answer
+                loader.go.set()
             readable = [wake_read] if ended else [0, wake_read]
             try:
-                ready, _, _ = select.select(readable, [], [])
+                ready, _, _ = select.select(readable, [], [], None if loader.go.is_set() else QUIET)
             except InterruptedError:
+                continue
+            if not ready:
+                loader.go.set()  # quiet: the SDK loads now, out of a turn's way
                 continue
             if wake_read in ready:
                 os.read(wake_read, 64)
@@ -258,13 +277,15 @@ def serve(settings: config.Settings) -> int:
                         reply = served(reply, memory, tools, answers["results"]["tools/list"].get("_meta"))
                 if reply is None:
                     waiting += line
+                    loader.go.set()
                 else:
                     _write_all(1, reply)
     finally:
         signal.set_wakeup_fd(previous)
-    if stopping.requested():
-        # Nothing in flight (the front's answers are written whole, its calls finished); the SDK
-        # may be half imported in its thread, which an interpreter's shutdown should not meet.
+    if stopping.requested() or not loader.finished:
+        # Stopped, or the client left with nothing for the SDK. Nothing in flight (the front's
+        # answers are written whole, its calls finished); the SDK may be half imported in its
+        # thread, which an interpreter's shutdown should not meet.
         if memory is not None:
             with memory.lock:  # an embedder thread's transaction finishes first
                 memory.close()

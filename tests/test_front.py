@@ -213,3 +213,36 @@ def test_a_subscription_is_acknowledged_as_the_sdk_acknowledges_it(asked):
 def test_a_subscription_to_resources_is_left_to_the_sdk():
     message = request("listen:0", "subscriptions/listen", notifications={"resourceSubscriptions": ["file:///x"]})
     assert front.answer(line(message), front.recorded()) is None
+
+
+def sdk_importing(hold: Path) -> bool:
+    """Whether the held `mcp` import has opened its FIFO: the SDK is being imported."""
+    try:
+        fd = os.open(hold, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:  # ENXIO: no reader yet
+        return False
+    os.close(fd)  # the held import reads to the end and goes on
+    return True
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
+def test_the_sdk_is_imported_once_the_session_has_been_quiet(tmp_path):
+    import time
+
+    serving, hold = held_server(tmp_path, "quiet")
+    try:
+        serving.send(request("server-discover-probe-1", "server/discover"))
+        asked = time.monotonic()
+        assert serving.receive()["id"] == "server-discover-probe-1", serving.stderr[-2000:]
+        busy = not sdk_importing(hold)
+        if time.monotonic() - asked < front.QUIET / 2:  # a machine that stalled this long proves nothing
+            assert busy, "the SDK was imported while the session was still asking"
+        deadline = time.monotonic() + 60
+        while not sdk_importing(hold):
+            assert time.monotonic() < deadline, f"the SDK was never imported: {serving.stderr[-2000:]}"
+            time.sleep(0.05)
+        assert time.monotonic() - asked >= front.QUIET
+        [reply] = turn_calls(serving, CALLS[:1])
+        assert json.loads(reply)["result"]["isError"] is False
+    finally:
+        serving.close()
