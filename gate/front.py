@@ -79,7 +79,7 @@ def answer(line: bytes, answers: dict) -> bytes | Call | None:
     when the SDK must answer it."""
     try:
         message = jsonlite.loads(line.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
@@ -92,7 +92,8 @@ def answer(line: bytes, answers: dict) -> bytes | Call | None:
     if method == LISTEN:
         return _acknowledged(request_id, params)
     if method == "tools/call":
-        return _call(request_id, params)
+        # A lone surrogate (from an escape) is the wire's to mend (gate/wire.py) before a tool sees it.
+        return None if _lone_surrogate(params) else _call(request_id, params)
     if set(params) != {"_meta"}:
         return None
     result = answers["results"].get(method)
@@ -103,7 +104,36 @@ def answer(line: bytes, answers: dict) -> bytes | Call | None:
 
 # The arguments each tool takes: a call with any other is the SDK's to answer (its validation).
 ARGUMENTS = {"memory_search": {"terms"}, "memory_write": {"ops", "kept"}}
+# The tools take flat arguments (a list of flat objects at most): anything nested deeper is left to
+# the SDK's server, whose wire refuses what nests too deep (gate/wire.py MAX_DEPTH) in its words.
+FLAT = 8
 TOOL_USE_ID = "claudecode/toolUseId"
+
+
+def _deep(value: object, levels: int) -> bool:
+    """Whether `value` nests more than `levels` lists or objects deep."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if not isinstance(value, list):
+        return False
+    return levels <= 0 or any(_deep(item, levels - 1) for item in value)
+
+
+def _lone_surrogate(value: object) -> bool:
+    """Whether a string anywhere in `value` (keys too) holds a lone surrogate, which only a
+    JSON escape can bring and UTF-8 cannot carry (a pair of escapes decodes to one character)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= ch <= "\udfff" for ch in item):
+                return True
+        elif isinstance(item, dict):
+            stack += item.keys()
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+    return False
 
 
 class Call:
@@ -119,7 +149,7 @@ def _call(request_id: int | str, params: dict) -> Call | None:
     tool, arguments = params.get("name"), params.get("arguments")
     if not set(params) <= {"_meta", "name", "arguments"} or tool not in ARGUMENTS:
         return None
-    if not isinstance(arguments, dict) or not set(arguments) <= ARGUMENTS[tool]:
+    if not isinstance(arguments, dict) or not set(arguments) <= ARGUMENTS[tool] or _deep(arguments, FLAT):
         return None
     tool_use_id = params["_meta"].get(TOOL_USE_ID)
     return Call(request_id, tool, arguments, tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None)
@@ -271,10 +301,17 @@ def serve(settings: config.Settings) -> int:
                     if tools is None:
                         reply = None
                     else:
-                        if memory is None:
-                            memory = tools.Memory(settings)
-                        # The SDK puts the same envelope on every result it sends.
-                        reply = served(reply, memory, tools, answers["results"]["tools/list"].get("_meta"))
+                        try:
+                            if memory is None:
+                                memory = tools.Memory(settings)
+                            # The SDK puts the same envelope on every result it sends.
+                            reply = served(reply, memory, tools, answers["results"]["tools/list"].get("_meta"))
+                        except Exception as error:  # a bug here: the SDK's server serves the call
+                            # (with Claude Code's tool_use_id, a write already applied is replayed,
+                            # not applied twice)
+                            print(f"memory-gate: the front left a call to the SDK ({type(error).__name__}: {error})",
+                                  file=sys.stderr)
+                            reply = None
                 if reply is None:
                     waiting += line
                     loader.go.set()

@@ -246,3 +246,23 @@ def test_the_sdk_is_imported_once_the_session_has_been_quiet(tmp_path):
         assert json.loads(reply)["result"]["isError"] is False
     finally:
         serving.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
+def test_calls_the_wire_must_mend_first_are_left_to_the_sdk_and_answered(tmp_path):
+    serving, hold = held_server(tmp_path, "mend")
+    try:
+        deep = {"ops": [{"op": "insert", "text": [[[[[[[[[["x"]]]]]]]]]]}], "kept": []}
+        serving.send(request(1, "tools/call", name="memory_write", arguments=deep))
+        serving.send(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"_meta": '
+                     + json.dumps(META).encode() + b', "name": "memory_search", "arguments": {"terms": "deploy \\ud83d"}}}')
+        serving.send(request(3, "tools/call", name="memory_search", arguments={"terms": "deploy"}))
+        assert serving.receive(timeout=0.5) is None  # none served by the front: all wait, in order
+        with open(hold, "wb"):
+            pass
+        answered = serving.answers({1, 2, 3})
+        assert list(answered) == [1, 2, 3], serving.stderr[-2000:]
+        assert answered[1][0]["result"]["isError"] is True
+        assert answered[2][0]["result"]["isError"] is False  # the wire put U+FFFD in its place
+    finally:
+        serving.close()
