@@ -1,19 +1,24 @@
 """Hook process wall time, beside `python -c pass` measured in the same run.
 
-    python bench/hooks.py [--runs 40]
+    python bench/hooks.py [--runs 40] [--against CHECKOUT]
 
 Each hook is a process Claude Code starts on every turn, so its cost is the interpreter's start
 plus imports plus a few SQLite statements. Each is timed through the command Claude Code really
 runs: `/bin/sh -c` with the plugin's hooks.json command, the plugin's launcher
 (mods/memory-gate/bin/memory-gate) finding this environment's installed `memory-gate` (bin/memory-gate,
-as pip installs it). Beside them, `python -c pass`, and the floor of any hook that keeps its
-ledger in SQLite itself: the interpreter, `import apsw`, one write transaction in WAL mode.
-Targets on a 2-core machine: every hook at most 1.3x `python -c pass` (issue 14; not met: the
-floor alone is above it, see docs/reliability.md) and at most 30 ms p50; all hooks of a
-compliant turn (UserPromptSubmit, two PreToolUse, Stop) at most 100 ms together. With the plugin the mod asks `Hold` only of an answer
-that may owe memory: in a compliant turn the write's own answer ("nothing owed") lets it out, so
-its hook processes are the same four; a held turn adds one Hold per hold. The database is a file in a
-temporary home with 1,000 facts, as a project's memory would be.
+as pip installs it) and starting it as `python -S`. Beside them, `python -c pass`, the same
+command started with `site` (as the settings hooks run it), the console script pip would generate,
+and the floor of any hook that keeps its ledger in SQLite itself: the interpreter, `import apsw`,
+one write transaction in WAL mode, with and without `site`. Targets on a 2-core machine: every
+hook at most 1.3x `python -c pass` (issue 14) and at most 30 ms p50; all hooks of a compliant turn
+(UserPromptSubmit, two PreToolUse, Stop) at most 100 ms together. With the plugin the mod asks
+`Hold` only of an answer that may owe memory: in a compliant turn the write's own answer
+("nothing owed") lets it out, so its hook processes are the same four; a held turn adds one Hold
+per hold. The database is a file in a temporary home with 1,000 facts, as a project's memory
+would be. Each process is timed right after a `python -c pass` of its own: "paired x" is the median
+of those pairs' ratios, the figure least moved by other work on a shared machine. `--against` times
+another checkout's plugin hooks in the same run (its mods/ and its .venv), e.g. the code before a
+change.
 """
 
 from __future__ import annotations
@@ -49,12 +54,13 @@ FLOOR = (
 )
 
 
+import compileall  # noqa: E402
+
+
 def compile_package() -> None:
     """An installed package has its bytecode compiled (pip does it); a checkout may not, above
     all under PYTHONDONTWRITEBYTECODE, and compiling the hooks' modules on every run would be
     measured as hook time."""
-    import compileall
-
     compileall.compile_dir(str(ROOT / "gate"), quiet=1)
 
 
@@ -76,6 +82,8 @@ def plugin_commands() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--against", metavar="CHECKOUT",
+                        help="also time the hooks of another checkout (its mods/ and its .venv), e.g. the code before a change")
     args = parser.parse_args(argv)
 
     compile_package()
@@ -123,35 +131,51 @@ def main(argv: list[str] | None = None) -> int:
             "    sys.exit(main())\n"
         )
         wrapper.chmod(0o755)
-        generated = []
         events = ("UserPromptSubmit", "PreToolUse", "Stop", "Hold")
-        baseline, floor, direct = [], [], []
-        rows: dict[str, list[float]] = {event: [] for event in events}
-        for run in range(args.runs):  # interleaved, so that the machine's moods fall on all alike
-            baseline += timed([sys.executable, "-c", "pass"], "", env, 1)
-            floor += timed([sys.executable, "-c", FLOOR, floor_db], "", env, 1)
-            direct += timed([command, "hook", "PreToolUse"], payload("PreToolUse", run), env, 1)
-            generated += timed([str(wrapper), "hook", "PreToolUse"], payload("PreToolUse", run), env, 1)
+        lean_floor = f"import sys; sys.path += {sys.path!r}\n" + FLOOR
+        rows: dict[str, tuple[list[str], str | None]] = {
+            "floor: python, apsw, one commit": ([sys.executable, "-c", FLOOR, floor_db], None),
+            "floor under -S (no site)": ([sys.executable, "-S", "-c", lean_floor, floor_db], None),
+            "hook PreToolUse, pip's console script": ([str(wrapper), "hook", "PreToolUse"], "PreToolUse"),
+            "hook PreToolUse, bin/memory-gate with site": ([command, "hook", "PreToolUse"], "PreToolUse"),
+        }
+        for event in events:
+            rows[f"hook {event} (as Claude Code runs it)"] = (["/bin/sh", "-c", commands[event]], event)
+        if args.against:
+            # The other checkout's plugin launcher and its own installed command, on the same database.
+            other = Path(args.against).resolve()
+            compileall.compile_dir(str(other / "gate"), quiet=1)
+            other_env = {**env, "CLAUDE_PLUGIN_ROOT": str(other / "mods" / "memory-gate"),
+                         "PATH": str(other / ".venv" / "bin") + os.pathsep + os.environ.get("PATH", "")}
             for event in events:
-                rows[event] += timed(["/bin/sh", "-c", commands[event]], payload(event, run), env, 1)
+                other_command = commands[event].replace("${CLAUDE_PLUGIN_ROOT}", str(other / "mods" / "memory-gate"))
+                rows[f"hook {event}, {other.name}"] = (["/bin/sh", "-c", other_command], event, other_env)
+        baseline: list[float] = []
+        times: dict[str, list[float]] = {name: [] for name in rows}
+        ratios: dict[str, list[float]] = {name: [] for name in rows}
+        for run in range(args.runs):  # interleaved, so that the machine's moods fall on all alike
+            for name, (argv, event, *own_env) in rows.items():
+                # Each process right after a `python -c pass` of its own: the ratio of the pair
+                # is the figure least moved by the other work on the machine.
+                [started] = timed([sys.executable, "-c", "pass"], "", env, 1)
+                [took] = timed(argv, payload(event, run) if event else "", own_env[0] if own_env else env, 1)
+                baseline.append(started)
+                times[name].append(took)
+                ratios[name].append(took / started)
         conn.close()
 
     pass_p50 = statistics.median(baseline)
-    print(f"{'process':<48} {'p50 ms':>7} {'p95 ms':>7} {'x python':>9}")
-
-    def row(name: str, times: list[float]) -> float:
-        p50 = statistics.median(times)
-        print(f"{name:<48} {p50:>7.1f} {sorted(times)[int(0.95 * len(times))]:>7.1f} {p50 / pass_p50:>9.2f}")
-        return p50
-
-    row("python -c pass", baseline)
-    row("floor: python, apsw, one commit", floor)
-    row("hook PreToolUse, pip's console script (before)", generated)
-    row("hook PreToolUse, bin/memory-gate itself", direct)
-    p50s = {event: row(f"hook {event} (as Claude Code runs it)", times) for event, times in rows.items()}
-    settings = p50s["UserPromptSubmit"] + 2 * p50s["PreToolUse"] + p50s["Stop"]
+    print(f"{'process':<48} {'p50 ms':>7} {'p95 ms':>7} {'x python':>9} {'paired x':>9}")
+    print(f"{'python -c pass':<48} {pass_p50:>7.1f} {sorted(baseline)[int(0.95 * len(baseline))]:>7.1f} {1:>9.2f} {1:>9.2f}")
+    p50s = {}
+    for name, took in times.items():
+        p50s[name] = statistics.median(took)
+        print(f"{name:<48} {p50s[name]:>7.1f} {sorted(took)[int(0.95 * len(took))]:>7.1f} "
+              f"{p50s[name] / pass_p50:>9.2f} {statistics.median(ratios[name]):>9.2f}")
+    p50 = {event: p50s[f"hook {event} (as Claude Code runs it)"] for event in events}
+    settings = p50["UserPromptSubmit"] + 2 * p50["PreToolUse"] + p50["Stop"]
     print(f"a compliant turn (UserPromptSubmit, 2 x PreToolUse, Stop; the mod asks no Hold): {settings:.1f} ms")
-    print(f"a turn whose answer the mod had to check once more (+ Hold): {settings + p50s['Hold']:.1f} ms")
+    print(f"a turn whose answer the mod had to check once more (+ Hold): {settings + p50['Hold']:.1f} ms")
     return 0
 
 

@@ -7,7 +7,8 @@ Claude Code 2.1.332 starts the server and sends, as it does (recorded from a rea
 `prompts/list`, `resources/list` and `tools/list` together. `-p` sends its first model request
 once the tools are listed or about 2 s have passed, so the figure that matters is spawn to the
 answer of `tools/list`. A second column times the first `tools/call` (a search in an empty project)
-sent with the listings, as a model that answers at once would: that one needs the MCP SDK loaded.
+sent with the listings, as a model that answers at once would: the front serves it (gate/serve/tools.py),
+without waiting for the MCP SDK.
 Targets on a 2-core machine, idle: p50 at most 0.35 s and p95 at most 0.6 s to the tool list.
 `--load` keeps both CPUs busy with two spinning processes meanwhile. `python -c pass` is timed in
 the same run as the machine's yardstick.

@@ -1,7 +1,7 @@
 """One compliant turn in real Claude Code: with the plugin, with the settings hooks, and with no
 memory-gate at all, in one run.
 
-    python bench/turn.py [--runs 10] [--modes plugin settings bare] [--load]
+    python bench/turn.py [--runs 10] [--modes plugin settings bare] [--load] [--against CHECKOUT]
 
 Each run is a fresh `claude -p` (tests/claude_harness.py) against the scripted Messages API
 (tests/fake_anthropic.py), in a fresh project, timed from spawn to the `result` event (what the
@@ -12,6 +12,8 @@ fall on all alike. Claude Code's own wait for MCP servers is left at its default
 `-p`), as an owner has it; each run also records whether the memory tools were in the first
 model request. Target: the plugin at most 1.5x bare (medians). `--load` keeps both CPUs busy with
 two spinning processes meanwhile. `python -c pass` is timed in the same run as the yardstick.
+`--against CHECKOUT` adds a mode `against`: the plugin of another checkout (its mods/ and the
+memory-gate of its .venv), e.g. the code before a change, in the same rotation.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ BIN = str(Path(sys.executable).parent)
 PROMPT = "Remember that deploys go through staging."
 ANSWER = "Done: noted how deploys work."
 MODES = ("plugin", "settings", "bare")
+AGAINST: Path | None = None  # --against: another checkout, for the mode `against`
 
 
 def settings_install(prefix: str = SETTINGS_TOOLS) -> dict:
@@ -52,7 +55,7 @@ def settings_install(prefix: str = SETTINGS_TOOLS) -> dict:
 def script(mode: str) -> list:
     if mode == "bare":
         return [ANSWER]
-    tools = PLUGIN_TOOLS if mode == "plugin" else SETTINGS_TOOLS
+    tools = SETTINGS_TOOLS if mode == "settings" else PLUGIN_TOOLS
 
     def write(body: dict):
         kept = json.loads(last_tool_result_text(body))["must_answer"]
@@ -65,6 +68,8 @@ def script(mode: str) -> list:
 def options(mode: str) -> dict:
     if mode == "plugin":
         return {"plugin_dirs": [PLUGIN]}
+    if mode == "against":
+        return {"plugin_dirs": [AGAINST / "mods" / "memory-gate"]}
     if mode == "settings":
         return {"settings": settings_install(), "mcp_config": {"mcpServers": {"memory-gate": {"command": "memory-gate", "args": ["serve"]}}}}
     return {}
@@ -73,7 +78,8 @@ def options(mode: str) -> dict:
 def one_turn(folder: Path, mode: str) -> dict:
     """Seconds to the result and to the exit, and whether the turn went as scripted."""
     with Sandbox(folder, script(mode)) as box:
-        env = box.env({"PATH": BIN + os.pathsep + os.environ.get("PATH", "")})
+        folder_of_bin = str(AGAINST / ".venv" / "bin") if mode == "against" else BIN
+        env = box.env({"PATH": folder_of_bin + os.pathsep + os.environ.get("PATH", "")})
         for wait in ("CLAUDE_CODE_MCP_STARTUP_WAIT_MS", "MCP_TIMEOUT"):  # the tests' patience, not an owner's
             env.pop(wait, None)
         argv = box.argv(PROMPT, **options(mode))
@@ -107,7 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--load", action="store_true", help="keep both CPUs busy meanwhile")
+    parser.add_argument("--against", metavar="CHECKOUT", help="also run the plugin of another checkout (mode `against`)")
     args = parser.parse_args(argv)
+    if args.against:
+        global AGAINST
+        AGAINST = Path(args.against).resolve()
+        args.modes = [*args.modes, "against"]
     if CLAUDE is None:
         print(SKIP_REASON, file=sys.stderr)
         return 1

@@ -8,8 +8,6 @@ People read the same time without the T and the Z.
 On the hooks' per-turn path: imports `time` only (datetime is loaded by the callers that need it).
 """
 
-from __future__ import annotations
-
 import time
 
 FORMAT = "%Y-%m-%dT%H:%M:%SZ"

@@ -12,8 +12,6 @@ This module is on the hooks' per-turn path, so it keeps to cheap imports: paths 
 strings handled with os.path (pathlib and dataclasses cost more to import than a hook's work).
 """
 
-from __future__ import annotations
-
 import os
 
 TYPE_CHECKING = False
@@ -58,7 +56,7 @@ class Settings:
         self.embed_model = embed_model
         self.max_distance = max_distance
 
-    def replace(self, **changes) -> Settings:
+    def replace(self, **changes) -> "Settings":
         return Settings(**{**{name: getattr(self, name) for name in self.__slots__}, **changes})
 
     def __repr__(self) -> str:
@@ -70,7 +68,7 @@ def _absolute(path: str | os.PathLike) -> str:
     return os.path.abspath(os.path.expanduser(os.fspath(path)))
 
 
-def load(environ: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None) -> Settings:
+def load(environ: "Mapping[str, str] | None" = None, cwd: str | os.PathLike | None = None) -> Settings:
     env = os.environ if environ is None else environ
     here = _absolute(cwd if cwd is not None else os.getcwd())
     project = env.get("CLAUDE_PROJECT_DIR")
@@ -154,7 +152,7 @@ def find_database(settings: Settings) -> str:
     return database_for(settings.home, settings.project_dir)
 
 
-def claude_dir(environ: Mapping[str, str] | None = None) -> str:
+def claude_dir(environ: "Mapping[str, str] | None" = None) -> str:
     """Claude Code's own folder, where the user's settings.json lives: `$CLAUDE_CONFIG_DIR` when
     set (Claude Code 2.1.328 then keeps settings.json and .claude.json there), else ~/.claude."""
     env = os.environ if environ is None else environ
@@ -162,7 +160,7 @@ def claude_dir(environ: Mapping[str, str] | None = None) -> str:
     return _absolute(configured) if configured else _absolute("~/.claude")
 
 
-def claude_state_file(environ: Mapping[str, str] | None = None) -> str:
+def claude_state_file(environ: "Mapping[str, str] | None" = None) -> str:
     """Claude Code's state file, which holds the user's and each project's local MCP servers:
     `.claude.json` in `$CLAUDE_CONFIG_DIR` when set, else ~/.claude.json."""
     env = os.environ if environ is None else environ
@@ -213,7 +211,7 @@ class ContextSettings:
         return f"ContextSettings({fields})"
 
 
-def load_context(environ: Mapping[str, str] | None = None) -> ContextSettings:
+def load_context(environ: "Mapping[str, str] | None" = None) -> ContextSettings:
     env = os.environ if environ is None else environ
     return ContextSettings(
         classifier=_context_classifier(env.get("MEMORY_GATE_CONTEXT_CLASSIFIER")),
@@ -240,7 +238,7 @@ def _context_classifier(raw: str | None) -> str | None:
     return value
 
 
-def _context_number(name: str, env: Mapping[str, str], default: float, low: float, high: float, what: str) -> float:
+def _context_number(name: str, env: "Mapping[str, str]", default: float, low: float, high: float, what: str) -> float:
     raw = env.get(name)
     if raw is None or not raw.strip():
         return default

@@ -20,7 +20,6 @@ and a shape compiled only when a text holds one of them, so an ordinary prompt c
 substring tests and no import.
 """
 
-from __future__ import annotations
 
 # -- what a value must look like ----------------------------------------------------------------
 

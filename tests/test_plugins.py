@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 from claude_harness import Sandbox, needs_claude
@@ -84,6 +85,32 @@ def test_the_launcher_falls_back_to_path_and_never_to_itself(tmp_path):
     itself = tmp_path / "plugin" / "bin"
     result = launch(tmp_path, "serve", path=f"{itself}:{on_path.parent}:/usr/bin:/bin", installed=tmp_path / "gone")
     assert result.returncode == 0 and result.stdout == f"{on_path.parent} serve\n"
+
+
+def python_command(folder, lean: bool):
+    """A command like bin/memory-gate as pip installs it (its first line this Python), saying
+    whether it was started without site; `lean`: with bin/memory-gate's second line."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "memory-gate"
+    marker = "# memory-gate: lean under -S\n" if lean else ""
+    script.write_text(f"#!{sys.executable}\n{marker}import sys\nprint(sys.flags.no_site, *sys.argv[1:])\n")
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize("lean, argv, without_site", [
+    (True, ("hook", "PreToolUse"), 1),
+    (True, ("inject", "Submit"), 1),
+    (True, ("serve",), 0),  # the server's packages may need what site does
+    (True, ("doctor",), 0),
+    (False, ("hook", "PreToolUse"), 0),  # a command that does not say it can: as it is
+])
+def test_the_launcher_starts_a_hook_without_site_when_the_command_says_it_can(tmp_path, lean, argv, without_site):
+    recorded = python_command(tmp_path / "venv" / "bin", lean)
+    result = launch(tmp_path, *argv, installed=recorded)
+    assert result.returncode == 0 and result.stdout == f"{without_site} {' '.join(argv)}\n", result.stderr
+    on_path = launch(tmp_path, *argv, path=f"{recorded.parent}:/usr/bin:/bin", installed=tmp_path / "gone")
+    assert on_path.stdout == result.stdout, on_path.stderr
 
 
 def test_without_memory_gate_the_prompt_hook_says_memory_is_off(tmp_path):

@@ -21,9 +21,10 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 class RawServer:
-    def __init__(self, cwd: Path, env: dict[str, str], *, python_flags: tuple[str, ...] = ()):
+    def __init__(self, cwd: Path, env: dict[str, str], *, python_flags: tuple[str, ...] = (),
+                 argv: list[str] | None = None):
         self.process = subprocess.Popen(
-            [sys.executable, *python_flags, "-m", "gate", "serve"], cwd=cwd, env=env,
+            argv or [sys.executable, *python_flags, "-m", "gate", "serve"], cwd=cwd, env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         self._stderr = bytearray()
@@ -68,6 +69,11 @@ class RawServer:
 
     def receive(self, timeout: float = 60.0) -> dict | None:
         """The next message the server writes, or None when none comes in time."""
+        line = self.receive_line(timeout)
+        return None if line is None else json.loads(line)
+
+    def receive_line(self, timeout: float = 60.0) -> bytes | None:
+        """The next line the server writes, as it wrote it (without its newline), or None."""
         end = time.monotonic() + timeout
         while b"\n" not in self._buffer:
             left = end - time.monotonic()
@@ -80,7 +86,7 @@ class RawServer:
         end_of_line = self._buffer.index(b"\n")
         line = bytes(self._buffer[:end_of_line])
         del self._buffer[: end_of_line + 1]
-        return json.loads(line)
+        return line
 
     def answers(self, ids: set, timeout: float = 60.0) -> dict:
         """Messages read until each id in `ids` has its answer (or time runs out): id -> answer."""

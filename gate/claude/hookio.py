@@ -6,13 +6,11 @@ exits 0 with one warning line for the owner (`systemMessage`, and the same on st
 goes on without the hook. Exit 2 is never used: on UserPromptSubmit it would erase the prompt.
 """
 
-from __future__ import annotations
-
 import sys
 
 import apsw
 
-from gate import credentials, jsonlite
+from gate import jsonlite
 from gate.engine import store
 
 TYPE_CHECKING = False
@@ -45,6 +43,8 @@ class Skip(Exception):
 
 
 def warn(line: str) -> int:
+    from gate import credentials  # here: a hook that has nothing to warn about never loads it
+
     line = credentials.redact(line)  # an exception's text may quote the input
     print(jsonlite.dumps({"systemMessage": line}))
     print(line, file=sys.stderr)
@@ -53,9 +53,9 @@ def warn(line: str) -> int:
 
 def serve(
     event: str,
-    handler: Callable[[dict], dict | None] | None,
+    handler: "Callable[[dict], dict | None] | None",
     *,
-    known: Iterable[str],
+    known: "Iterable[str]",
     name: str,
     off: str,
 ) -> int:

@@ -13,15 +13,17 @@ any bug, and the hook exits 0 with one warning line for the owner while the turn
 must never lock the owner out of their agent; a block is a decision, never a crash.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 
-from gate import config, credentials
-from gate.claude import hookio, maxturns
+from gate import config
+from gate.claude import hookio
 from gate.engine import store
 from gate.memory import ledger
+
+# gate/credentials.py and gate/claude/maxturns.py are imported where they are needed: a PreToolUse hook, and
+# a Stop or Hold on a turn that is met (the usual case), use neither, and every module is a
+# share of a hook's start.
 
 # Times the mod may hold one turn's answer back before it lets the answer out unmet.
 MAX_HOLDS = 3
@@ -47,6 +49,8 @@ def _affordable(state: ledger.Gate, step: int | None, limit: int | None) -> bool
     within --max-turns (gate/claude/maxturns.py): a hold past the limit would lose the answer."""
     if limit is None or step is None:
         return True
+    from gate.claude import maxturns
+
     return step + maxturns.needed(state.searched) <= limit
 
 
@@ -101,6 +105,8 @@ def missing(state: ledger.Gate, prefix: str = "") -> str:
 def user_prompt_submit(payload: dict, prefix: str) -> dict | None:
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
     prompt = payload.get("prompt") if isinstance(payload.get("prompt"), str) else None
+    from gate import credentials
+
     prompt = credentials.redact(prompt)  # here, not under the write lock (open_turn checks again)
     conn = _open(payload, create=True)
     with store.writing(conn):
@@ -171,6 +177,8 @@ def stop(payload: dict, prefix: str) -> dict | None:
     """The last resort where the mod does not run: block once, then let the answer out."""
 
     def budget() -> tuple[int | None, int | None]:
+        from gate.claude import maxturns
+
         limit = maxturns.limit()
         if limit is None:
             return None, None  # reading the transcript is not worth it: any hold is affordable
@@ -194,7 +202,11 @@ def hold(payload: dict, prefix: str) -> dict:
     def budget() -> tuple[int | None, int | None]:
         # The mod counts the turn's model requests, this one included.
         step = payload.get("step") if type(payload.get("step")) is int else None
-        return step, (maxturns.limit() if step is not None else None)
+        if step is None:
+            return None, None
+        from gate.claude import maxturns
+
+        return step, maxturns.limit()
 
     action, reason = _rule(payload, prefix, lambda state: state.turn.holds >= MAX_HOLDS, budget)
     return {"action": action} if reason is None else {"action": action, "reason": reason}

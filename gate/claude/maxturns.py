@@ -11,8 +11,6 @@ from the session's transcript.
 On the hooks' path: standard library only, and nothing is read unless a limit is set.
 """
 
-from __future__ import annotations
-
 import os
 
 # Ancestors to look through: the hook's shell (`/bin/sh -c`), then Claude Code itself.

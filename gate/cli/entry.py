@@ -10,8 +10,34 @@ import os
 import sys
 
 
+def _load_binding() -> None:
+    """Import apsw for a hook without the `collections` package: apsw's start-up takes one class
+    from it, collections.abc.Mapping, which `_collections_abc` (loaded with os) already holds,
+    and importing collections cost a hook more than its whole SQLite work. Only apsw's import
+    sees the stand-in: both names are gone from sys.modules before anything else runs, so
+    whatever imports collections later gets the real package."""
+    if "apsw" in sys.modules or "collections" in sys.modules:
+        return
+    import _collections_abc
+
+    stand_in = type(sys)("collections")
+    stand_in.abc = _collections_abc
+    sys.modules["collections"], sys.modules["collections.abc"] = stand_in, _collections_abc
+    try:
+        import apsw  # noqa: F401
+    except Exception:
+        # An apsw that wants more of collections than Mapping: the ordinary import, below, once
+        # the real package can be found. A hook must never fail for the sake of a millisecond.
+        pass
+    finally:
+        del sys.modules["collections"], sys.modules["collections.abc"]
+    import apsw  # noqa: F401,F811  (already loaded, unless the stand-in was not enough)
+
+
 def main() -> int:
     args = sys.argv[1:]
+    if args[:1] in (["hook"], ["inject"]):
+        _load_binding()
     if args[:1] == ["hook"]:
         from gate.claude import hooks
 

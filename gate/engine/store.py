@@ -9,8 +9,6 @@ Every connection runs in WAL mode with a busy timeout, so that parallel sessions
 wait for each other's short write transactions instead of failing.
 """
 
-from __future__ import annotations
-
 import os
 import time
 

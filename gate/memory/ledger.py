@@ -12,11 +12,10 @@ Functions here change rows but never begin or commit: the caller owns the transa
 write and its ledger updates commit together.
 """
 
-from __future__ import annotations
-
 import apsw
 
-from gate import clock, credentials
+from gate import clock
+
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: collections.abc costs a hook more than its whole query
@@ -85,6 +84,8 @@ def open_turn(conn: apsw.Connection, session: str, prompt_id: str, prompt: str |
     words are stored as far as they can be (see storable), credentials redacted: a turn is
     never left ungated."""
     if prompt is not None:
+        from gate import credentials  # here: of the hooks, only UserPromptSubmit opens a turn
+
         prompt = credentials.redact(storable(prompt))
     existing = _turn(conn, "session = ? AND prompt_id = ?", (session, prompt_id))
     if existing is not None:
@@ -149,7 +150,7 @@ def turn_of_tool_call(conn: apsw.Connection, tool_use_id: str) -> Turn | None:
 
 
 def record_search(
-    conn: apsw.Connection, turn: Turn, facts: Iterable[tuple[int, int]], context: str = ""
+    conn: apsw.Connection, turn: Turn, facts: "Iterable[tuple[int, int]]", context: str = ""
 ) -> None:
     """A search of `turn` returned these (fact id, revision) pairs: each must now be answered
     for, and the context that searched has seen each in its current revision."""
@@ -169,7 +170,7 @@ def record_search(
 
 
 def shown_revisions(
-    conn: apsw.Connection, session: str, facts: Iterable[int], context: str = ""
+    conn: apsw.Connection, session: str, facts: "Iterable[int]", context: str = ""
 ) -> dict[int, int]:
     """The revision of each fact this context of the session has been shown, if any."""
     ids = list(facts)

@@ -13,27 +13,18 @@ further request, lets the call in flight finish and answer, closes the database 
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sys
-import threading
-import time
-import uuid
-from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
-import apsw
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, WithJsonSchema
 
 from gate import config, stopping
-from gate.engine import store
-from gate.memory import audit, write
-from gate.search import embeddings, vectors
 from gate.serve import tools
+from gate.serve.tools import Memory
 from gate.serve.wire import Wire
 
 TOOL_USE_ID = "claudecode/toolUseId"
@@ -117,111 +108,12 @@ Ops = Annotated[Any, WithJsonSchema(_OPS_SCHEMA)]
 Kept = Annotated[Any, WithJsonSchema(_KEPT_SCHEMA)]
 
 
-# How long, in all, the server keeps trying to embed facts a write could not (seconds).
-CATCH_UP_PATIENCE = 32.0
-
-
-class Memory:
-    """The server's one connection to the project's database, opened when first needed."""
-
-    def __init__(self, settings: config.Settings):
-        self.settings = settings
-        self.session = settings.session_id or f"mcp-{uuid.uuid4().hex[:12]}"
-        # This process: one per Claude Code process, so one per context that reads results.
-        self.process = uuid.uuid4().hex[:12]
-        self.endpoint = embeddings.Endpoint.from_settings(settings)
-        self.lock = threading.Lock()
-        self._conn: apsw.Connection | None = None
-        self._path: Path | None = None
-        self._embedder: threading.Thread | None = None
-
-    def connection(self, *, create: bool) -> apsw.Connection | None:
-        path = Path(config.find_database(self.settings))
-        if self._conn is not None and path == self._path:
-            return self._conn
-        if not path.exists() and not create:
-            return None
-        self.close()
-        self._conn, self._path = store.connect(path), path
-        # Without sqlite-vec, search says so and runs on words.
-        store.load_vectors(self._conn)
-        return self._conn
-
-    def catch_up(self) -> None:
-        """Embed, in a thread of its own, the facts still waiting for a vector, unless that is
-        already under way or there is nothing to do. Called after each tool call, with the lock
-        held."""
-        if self.endpoint is None or self._conn is None or (self._embedder and self._embedder.is_alive()):
-            return
-        if not store.vectors_loaded(self._conn) or not (vectors.missing(self._conn) or vectors.needs_reference(self._conn)):
-            return
-        conn = self._conn
-        # Its own endpoint: a long deadline, and no quiet spell that would silence searches.
-        endpoint = embeddings.Endpoint(self.endpoint.url, self.endpoint.model, quiet_after_timeout=0.0)
-
-        def run() -> None:
-            # An endpoint just started, or restarting, refuses for a while: try again, less and
-            # less often, for about a minute; a later tool call starts this anew.
-            pause = 0.5
-            try:
-                while True:
-                    vectors.catch_up(conn, endpoint, hold=self._hold(conn))
-                    with self.lock:
-                        if self._conn is not conn or not (vectors.missing(conn) or vectors.needs_reference(conn)):
-                            return
-                    if pause > CATCH_UP_PATIENCE:
-                        return
-                    time.sleep(pause)
-                    pause *= 2
-            except (apsw.Error, store.StoreError, embeddings.VectorError) as error:
-                print(f"memory-gate: embedding waiting facts stopped: {error}", file=sys.stderr)
-
-        self._embedder = threading.Thread(target=run, name="memory-gate-embedder", daemon=True)
-        self._embedder.start()
-
-    def _hold(self, conn: apsw.Connection):
-        """The lock, and a check that the connection is still the one the embedder was given."""
-
-        @contextlib.contextmanager
-        def held():
-            with self.lock:
-                if self._conn is not conn:
-                    raise store.StoreError("the database was closed")
-                yield
-
-        return held
-
-    @property
-    def log(self) -> Path | None:
-        return audit.log_path(self._path) if self._path is not None else None
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn, self._path = None, None
-
-
 def _caller(memory: Memory, ctx: Context) -> tools.Caller:
     meta = ctx.request_context.meta or {}
     tool_use_id = meta.get(TOOL_USE_ID)
     return tools.Caller(
         memory.session, tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None, memory.process
     )
-
-
-def _unavailable(error: Exception) -> ToolError:
-    return ToolError(store.explain(error))
-
-
-def _decode(value: Any) -> Any:
-    """Some clients send a list argument as its JSON text: take it as the list it spells."""
-    if isinstance(value, str):
-        try:
-            decoded = json.loads(value)
-        except ValueError:
-            return value
-        return decoded if isinstance(decoded, list) else value
-    return value
 
 
 class _Server(MCPServer):
@@ -234,8 +126,10 @@ class _Server(MCPServer):
         return await super().call_tool(name, arguments, context)
 
 
-def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
-    memory = Memory(settings)
+def build(settings: config.Settings, memory: Memory | None = None) -> tuple[MCPServer, Memory]:
+    """The SDK's server for the two tools; `memory`: the connection gate/serve/front.py served the
+    first calls with, so that the session keeps its identity and its database."""
+    memory = memory if memory is not None else Memory(settings)
     app = _Server("memory-gate", instructions=INSTRUCTIONS)
 
     @app.tool(
@@ -245,13 +139,10 @@ def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
         structured_output=True,
     )
     def memory_search(terms: Terms, ctx: Context) -> Annotated[CallToolResult, SearchOut]:
-        with memory.lock:
-            try:
-                conn = memory.connection(create=False)
-                answer = tools.memory_search(conn, terms, _caller(memory, ctx), endpoint=memory.endpoint)
-                memory.catch_up()
-            except (apsw.Error, store.StoreError, OSError) as error:
-                raise _unavailable(error) from error
+        try:
+            answer = tools.search_call(memory, terms, _caller(memory, ctx))
+        except tools.CallFailed as failed:
+            raise ToolError(str(failed)) from failed
         return CallToolResult(
             content=[TextContent(text=answer.text)], structured_content=answer.structured()
         )
@@ -265,18 +156,10 @@ def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
         structured_output=True,
     )
     def memory_write(ops: Ops, kept: Kept, ctx: Context) -> Annotated[CallToolResult, WriteOut]:
-        with memory.lock:
-            try:
-                conn = memory.connection(create=True)
-                answer = tools.memory_write(
-                    conn, _decode(ops), _decode(kept), _caller(memory, ctx), log=memory.log,
-                    endpoint=memory.endpoint,
-                )
-                memory.catch_up()
-            except write.Refused as refused:
-                raise ToolError(str(refused)) from refused
-            except (apsw.Error, store.StoreError, OSError) as error:
-                raise _unavailable(error) from error
+        try:
+            answer = tools.write_call(memory, ops, kept, _caller(memory, ctx))
+        except tools.CallFailed as failed:
+            raise ToolError(str(failed)) from failed
         return CallToolResult(
             content=[TextContent(text=answer.text)], structured_content=answer.structured()
         )
@@ -284,10 +167,11 @@ def build(settings: config.Settings) -> tuple[MCPServer, Memory]:
     return app, memory
 
 
-def serve(settings: config.Settings, *, pending: bytes = b"") -> int:
+def serve(settings: config.Settings, *, pending: bytes = b"", memory: Memory | None = None) -> int:
     """Serve the MCP session on stdin and stdout until it ends or a signal stops it. `pending`:
-    what gate/serve/front.py read from stdin and did not answer itself, served first."""
-    app, memory = build(settings)
+    what gate/serve/front.py read from stdin and did not answer itself, served first; `memory`: the
+    front's connection, if it served calls."""
+    app, memory = build(settings, memory)
     # The SDK's own stdio transport drops the lines it cannot parse unanswered and blocks in a
     # thread no signal reaches; gate/serve/wire.py serves the same session without either fault.
     lowlevel = app._lowlevel_server

@@ -1,6 +1,7 @@
 """The two tools as the agent meets them, apart from any transport: a search that records what
 it showed the turn (and what its answer cost the context: gate/memory/searches.py), and a write checked
-against it. gate/serve/server.py puts these behind MCP.
+against it. gate/serve/server.py puts these behind MCP, and gate/serve/front.py serves the first calls
+with the same functions while the MCP SDK loads (search_call, write_call: one body for both).
 
 With an embeddings endpoint, a search embeds its query before its transaction and ranks by words
 and meaning; when meaning fails, it ranks by words and says why in one line of the answer."""
@@ -9,18 +10,21 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import sys
+import threading
 import time
+import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import apsw
 
-from gate import clock, credentials
+from gate import clock, config, credentials
 from gate.engine import store
 from gate.engine.facts import Fact, load_facts
-from gate.memory import ledger, searches, write
+from gate.memory import audit, ledger, searches, write
 from gate.search import embeddings, search, vectors
 from gate.serve import render
 
@@ -305,3 +309,130 @@ def memory_write(
         endpoint=endpoint,
     )
     return WriteAnswer(outcome)
+
+
+# How long, in all, the server keeps trying to embed facts a write could not (seconds).
+CATCH_UP_PATIENCE = 32.0
+
+
+class Memory:
+    """The server's one connection to the project's database, opened when first needed: made
+    by gate/serve/front.py, which may serve the first calls, and handed to gate/serve/server.py with them."""
+
+    def __init__(self, settings: config.Settings):
+        self.settings = settings
+        self.session = settings.session_id or f"mcp-{uuid.uuid4().hex[:12]}"
+        # This process: one per Claude Code process, so one per context that reads results.
+        self.process = uuid.uuid4().hex[:12]
+        self.endpoint = embeddings.Endpoint.from_settings(settings)
+        self.lock = threading.Lock()
+        self._conn: apsw.Connection | None = None
+        self._path: Path | None = None
+        self._embedder: threading.Thread | None = None
+
+    def connection(self, *, create: bool) -> apsw.Connection | None:
+        path = Path(config.find_database(self.settings))
+        if self._conn is not None and path == self._path:
+            return self._conn
+        if not path.exists() and not create:
+            return None
+        self.close()
+        self._conn, self._path = store.connect(path), path
+        # Without sqlite-vec, search says so and runs on words.
+        store.load_vectors(self._conn)
+        return self._conn
+
+    def catch_up(self) -> None:
+        """Embed, in a thread of its own, the facts still waiting for a vector, unless that is
+        already under way or there is nothing to do. Called after each tool call, with the lock
+        held."""
+        if self.endpoint is None or self._conn is None or (self._embedder and self._embedder.is_alive()):
+            return
+        if not store.vectors_loaded(self._conn) or not (vectors.missing(self._conn) or vectors.needs_reference(self._conn)):
+            return
+        conn = self._conn
+        # Its own endpoint: a long deadline, and no quiet spell that would silence searches.
+        endpoint = embeddings.Endpoint(self.endpoint.url, self.endpoint.model, quiet_after_timeout=0.0)
+
+        def run() -> None:
+            # An endpoint just started, or restarting, refuses for a while: try again, less and
+            # less often, for about a minute; a later tool call starts this anew.
+            pause = 0.5
+            try:
+                while True:
+                    vectors.catch_up(conn, endpoint, hold=self._hold(conn))
+                    with self.lock:
+                        if self._conn is not conn or not (vectors.missing(conn) or vectors.needs_reference(conn)):
+                            return
+                    if pause > CATCH_UP_PATIENCE:
+                        return
+                    time.sleep(pause)
+                    pause *= 2
+            except (apsw.Error, store.StoreError, embeddings.VectorError) as error:
+                print(f"memory-gate: embedding waiting facts stopped: {error}", file=sys.stderr)
+
+        self._embedder = threading.Thread(target=run, name="memory-gate-embedder", daemon=True)
+        self._embedder.start()
+
+    def _hold(self, conn: apsw.Connection):
+        """The lock, and a check that the connection is still the one the embedder was given."""
+
+        @contextlib.contextmanager
+        def held():
+            with self.lock:
+                if self._conn is not conn:
+                    raise store.StoreError("the database was closed")
+                yield
+
+        return held
+
+    @property
+    def log(self) -> Path | None:
+        return audit.log_path(self._path) if self._path is not None else None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn, self._path = None, None
+
+
+class CallFailed(Exception):
+    """A call the agent must be told failed (the message names the mend): the MCP answer is an
+    error result, not a crash."""
+
+
+def _decode(value: Any) -> Any:
+    """Some clients send a list argument as its JSON text: take it as the list it spells."""
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        return decoded if isinstance(decoded, list) else value
+    return value
+
+
+def search_call(memory: Memory, terms: str, caller: Caller) -> SearchAnswer:
+    """memory_search as a call on the server's connection (its arguments already checked)."""
+    with memory.lock:
+        try:
+            conn = memory.connection(create=False)
+            answer = memory_search(conn, terms, caller, endpoint=memory.endpoint)
+            memory.catch_up()
+        except (apsw.Error, store.StoreError, OSError) as error:
+            raise CallFailed(store.explain(error)) from error
+    return answer
+
+
+def write_call(memory: Memory, ops: Any, kept: Any, caller: Caller) -> WriteAnswer:
+    """memory_write as a call on the server's connection; a refusal names every problem."""
+    with memory.lock:
+        try:
+            conn = memory.connection(create=True)
+            answer = memory_write(conn, _decode(ops), _decode(kept), caller, log=memory.log, endpoint=memory.endpoint)
+            memory.catch_up()
+        except write.Refused as refused:
+            raise CallFailed(str(refused)) from refused
+        except (apsw.Error, store.StoreError, OSError) as error:
+            raise CallFailed(store.explain(error)) from error
+    return answer
