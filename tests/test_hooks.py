@@ -293,3 +293,22 @@ def test_the_installed_hook_command_imports_only_what_its_work_needs(home, proje
         # The plugin's launcher starts the hook without site (bin/memory-gate sets up sys.path).
         assert not loaded & {"site", "_sitebuiltins", "_distutils_hack"}, "the plugin's hook ran with site"
     assert not loaded & {"re", "json", "enum", "typing", "pathlib", "dataclasses", "datetime", "mcp", "pydantic"}
+
+
+def test_an_apsw_that_wants_more_of_collections_is_still_loaded(tmp_path):
+    # The hook path imports apsw with a stand-in `collections` that holds only `abc`; an apsw
+    # wanting more must still load, with the real package, and the hook must not fail for it.
+    fake = tmp_path / "apsw"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("from collections import OrderedDict\nLOADED = OrderedDict(ok=True)\n")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from gate.cli import entry\n"
+        "entry._load_binding()\n"
+        "import apsw, collections\n"
+        "print(apsw.__file__.startswith(sys.argv[1]), apsw.LOADED['ok'], hasattr(collections, 'deque'))\n"
+    )
+    out = subprocess.run([sys.executable, "-S", "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "True"]

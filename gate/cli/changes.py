@@ -107,10 +107,9 @@ def _print_change(change: history.Change) -> None:
     before, after = entry.get("before") or {}, entry.get("after") or {}
     what = change.op
     if change.op == "update":
-        what += ": " + ", ".join(key for key in ("topic", "kind", "text", "date") if before.get(key) != after.get(key))
-    if entry.get("undoes"):
-        write_id, _, fact = str(entry["undoes"]).rpartition(":")
-        what += f"  (undoes {history.entry_name(write_id, fact)})"
+        what += ": " + ", ".join(change.changed())
+    if change.undid():
+        what += f"  (undoes {change.undid()})"
     print(f"{change.name}  {clock.shown(entry.get('time'))}  {what}")
     print(f"{INDENT}by session {entry.get('session')}, turn {entry.get('turn')}")
     _print_why(entry)

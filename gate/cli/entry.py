@@ -24,14 +24,13 @@ def _load_binding() -> None:
     stand_in.abc = _collections_abc
     sys.modules["collections"], sys.modules["collections.abc"] = stand_in, _collections_abc
     try:
-        import apsw  # noqa: F401
+        __import__("apsw")
     except Exception:
-        # An apsw that wants more of collections than Mapping: the ordinary import, below, once
-        # the real package can be found. A hook must never fail for the sake of a millisecond.
-        pass
+        # An apsw that wants more of collections than Mapping: the hook's own import of apsw
+        # then loads it the ordinary way, with the real package. A hook never fails for this.
+        sys.modules.pop("apsw", None)
     finally:
         del sys.modules["collections"], sys.modules["collections.abc"]
-    import apsw  # noqa: F401,F811  (already loaded, unless the stand-in was not enough)
 
 
 def main() -> int:

@@ -21,6 +21,7 @@ from typing import Any
 import apsw
 
 from gate.memory import audit
+from gate.memory.changeset import FIELDS
 
 SHORT = 8
 _ENTRY = re.compile(r"([0-9a-f]{6,32}):([1-9][0-9]{0,18})")
@@ -66,6 +67,19 @@ class Change:
     @property
     def after(self) -> dict | None:
         return self.entry.get("after")
+
+    def changed(self) -> list[str]:
+        """The fields this change gave a new value, in the order topic, kind, text, date."""
+        before, after = self.before or {}, self.after or {}
+        return [key for key in FIELDS if before.get(key) != after.get(key)]
+
+    def undid(self) -> str | None:
+        """The entry name of the change this one undid (`memory-gate undo`), or None."""
+        undoes = self.entry.get("undoes")
+        if not undoes:
+            return None
+        write_id, _, fact = str(undoes).rpartition(":")
+        return entry_name(write_id, fact)
 
     def to_json(self) -> dict[str, Any]:
         entry = self.entry

@@ -139,12 +139,7 @@ def _checked(fields: dict | None, target: history.Change) -> dict[str, str]:
     fact from before a check existed, is not trusted blindly)."""
     if not isinstance(fields, dict):
         raise CannotUndo(f"the log's line for {target.name} does not say what the fact was before: nothing to put back.")
-    checked, problems = {}, []
-    for key in changeset.FIELDS:
-        value, problem = write.check_field(key, fields.get(key, ""))
-        if problem:
-            problems.append(problem)
-        checked[key] = value
+    checked, problems = write.check_fields(fields)
     if problems:
         raise CannotUndo(f"cannot put back what {target.name} replaced: " + " ".join(problems))
     return checked

@@ -213,6 +213,18 @@ def hint(key: str) -> str:
     }.get(key, "")
 
 
+def check_fields(fields: dict) -> tuple[dict[str, str | None], list[str]]:
+    """A whole fact's topic, kind, text and date, each through check_field (a missing one is
+    empty): the values, trimmed, and every problem with its mend."""
+    checked, problems = {}, []
+    for key in changeset.FIELDS:
+        value, problem = check_field(key, fields.get(key, ""))
+        if problem:
+            problems.append(problem)
+        checked[key] = value
+    return checked, problems
+
+
 def check_field(key: str, value: Any) -> tuple[str | None, str | None]:
     """The value of topic, kind, text or date, trimmed, or the problem with it and its mend: the
     checks every fact passes, by memory_write or `memory-gate import`."""

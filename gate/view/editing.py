@@ -33,12 +33,7 @@ def edit(
     endpoint: embeddings.Endpoint | None = None,
 ) -> str:
     """Give the fact these topic, kind, text and date; return what was done, for the page."""
-    checked, problems = {}, []
-    for key in changeset.FIELDS:
-        value, problem = write.check_field(key, fields.get(key, ""))
-        if problem:
-            problems.append(problem)
-        checked[key] = value
+    checked, problems = write.check_fields(fields)
     if problems:
         raise Refused(" ".join(problems))
     ahead = None

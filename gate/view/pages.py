@@ -169,10 +169,9 @@ def _version(guard: Guard, change: history.Change, undoable: bool) -> str:
     before, after = change.before or {}, change.after or {}
     what = change.op
     if change.op == "update":
-        what += " of " + ", ".join(key for key in ("topic", "kind", "text", "date") if before.get(key) != after.get(key))
-    if entry.get("undoes"):
-        write_id, _, fact = str(entry["undoes"]).rpartition(":")
-        what += f" (undoes {history.entry_name(write_id, fact)})"
+        what += " of " + ", ".join(change.changed())
+    if change.undid():
+        what += f" (undoes {change.undid()})"
     meta = (
         f'<div class="meta"><strong class="mono">{e(change.name)}</strong> · {e(what)} · {when(entry.get("time"))}'
         f' · session <span class="mono">{e(entry.get("session"))}</span> · turn <span class="mono">{e(entry.get("turn"))}</span></div>'
