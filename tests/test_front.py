@@ -116,9 +116,9 @@ def test_the_tools_are_listed_while_the_sdk_is_still_loading_and_other_calls_wai
         assert serving.receive(timeout=0.5) is None  # no call answered: both wait
         assert "mcp" not in serving.stderr  # nothing said yet
         with open(hold, "wb"):
-            pass  # the SDK goes on loading; the waiting requests are then served, in order
+            pass  # the SDK goes on loading; the waiting requests are then handed to it, in order
         answered = serving.answers({4, 5})
-        assert list(answered) == [4, 5], answered
+        assert sorted(answered) == [4, 5], answered  # answered in any order: one worker thread each
         assert not answered[5][0]["result"]["isError"], answered
         assert "Memory holds nothing" in answered[5][0]["result"]["content"][0]["text"]
     finally:
@@ -257,11 +257,14 @@ def test_calls_the_wire_must_mend_first_are_left_to_the_sdk_and_answered(tmp_pat
         serving.send(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"_meta": '
                      + json.dumps(META).encode() + b', "name": "memory_search", "arguments": {"terms": "deploy \\ud83d"}}}')
         serving.send(request(3, "tools/call", name="memory_search", arguments={"terms": "deploy"}))
-        assert serving.receive(timeout=0.5) is None  # none served by the front: all wait, in order
+        assert serving.receive(timeout=0.5) is None  # none served by the front: all wait
         with open(hold, "wb"):
             pass
         answered = serving.answers({1, 2, 3})
-        assert list(answered) == [1, 2, 3], serving.stderr[-2000:]
+        # Handed over in order, but the SDK runs each call in a worker thread of its own, so the
+        # answers may come in any order: Claude Code matches them by id.
+        assert sorted(answered) == [1, 2, 3], serving.stderr[-2000:]
+        assert all(len(answers) == 1 for answers in answered.values()), answered
         assert answered[1][0]["result"]["isError"] is True
         assert answered[2][0]["result"]["isError"] is False  # the wire put U+FFFD in its place
     finally:
