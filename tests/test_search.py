@@ -102,6 +102,43 @@ def test_a_fact_holding_far_less_than_the_best_covered_is_left_out(conn, writer)
     assert one in search.by_words(conn, "rollback")
 
 
+def test_a_loose_fact_about_another_subject_is_left_out_when_the_query_names_one(conn, writer):
+    passing = writer.insert("gina", "The dance studio next door is loud.")
+    writer.insert("billing", "The rent is due on the first.")
+    # No fact holds all three words, and none names them in its topic: the loose match stays.
+    assert search.by_words(conn, "dance studio rent") == [passing]
+    about = writer.insert("studio", "The dance floor was sanded in May.")
+    # Now one fact holding as much of the query is about a studio: the other mentions one in passing.
+    assert search.by_words(conn, "dance studio rent") == [about]
+    every = writer.insert("gina", "The dance studio rent went up.")
+    # A fact holding every term is kept whatever its topic, and comes first.
+    assert search.by_words(conn, "dance studio rent") == [every, about]
+
+
+def test_the_index_tells_a_term_in_the_topic_from_one_in_the_text(conn, writer):
+    writer.insert("deploy", "The rollback takes two minutes.")
+    row = conn.execute(
+        "SELECT gate_phrases(facts_fts) FROM facts_fts WHERE facts_fts MATCH ?", ('"deploy" OR "rollback" OR "kafka"',)
+    ).fetchone()
+    assert row[0] == bytes([store.IN_TOPIC, store.IN_TEXT, store.ABSENT])
+
+
+def test_each_share_of_the_judgement_leaves_out_what_it_names():
+    C = search.Candidate
+    best = C(1, score=10.0, coverage=1.0, tier=2, named=True)
+    kept = C(2, score=search.RELATIVE * 10.0, coverage=search.LEAD, tier=2, named=True)
+    far_behind = C(3, score=search.RELATIVE * 10.0 - 0.01, coverage=1.0, tier=2, named=True)
+    narrow = C(4, score=10.0, coverage=search.LEAD - 0.01, tier=2, named=True)
+    unnamed = C(5, score=10.0, coverage=1.0, tier=2, named=False)
+    every_term = C(6, score=1.0, coverage=1.0, tier=1)  # far behind: a share leaves it out too
+    hits = search._judge([best, kept, far_behind, narrow, unnamed, every_term])
+    assert hits.ranked() == [1, 2]
+    weak = C(7, score=10.0, coverage=0.25, tier=2, named=True)  # the best of its search, and too weak
+    assert search.COVERAGE > 0.25 and search._judge([weak]).ranked() == []
+    # Without a loose candidate about the subject, the unnamed ones are judged by the shares.
+    assert search._judge([unnamed, C(8, score=9.0, coverage=0.9, tier=2)]).ranked() == [5, 8]
+
+
 def test_at_most_limit(conn, writer):
     for i in range(40):
         writer.insert("deploy", f"Deploy note number {i}.")

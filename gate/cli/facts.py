@@ -27,7 +27,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         found = query.parse(terms).expression()
         print(f"match  {found.text if found else '(nothing to search for)'}")
         print(f"keep   a fact whose terms carry >= {search.COVERAGE:g} of the query's weight and >= "
-              f"{search.LEAD:g} of the best-covered fact's, scoring >= {search.RELATIVE:g} of the best bm25")
+              f"{search.LEAD:g} of the best-covered fact's, scoring >= {search.RELATIVE:g} of the best bm25;")
+        print("       a fact holding only some terms, none in its topic, only if no such fact holds one in its topic")
         return 0
     _, conn = opening.open_existing(opening.settings(args))
     ranked = search.by_words(conn, terms)[: args.limit]

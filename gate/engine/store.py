@@ -156,11 +156,19 @@ def _cjk_chars(value: str | None) -> str:
     return tokens.cjk_chars(value)
 
 
+# gate_phrases' bytes: a phrase the row does not hold, holds in its text only, holds in its topic.
+ABSENT, IN_TEXT, IN_TOPIC = 0, 1, 2
+
+
 def _matched_phrases(api: apsw.FTS5ExtensionApi) -> bytes:
-    """FTS5 auxiliary function: which of the query's phrases this row matches, one byte per
-    phrase (1: matched). Under `ORDER BY rank LIMIT n` FTS5 sorts by itself and SQLite calls
-    this for the n rows returned only."""
-    return bytes([1 if api.phrase_columns(phrase) else 0 for phrase in range(api.phrase_count)])
+    """FTS5 auxiliary function: which of the query's phrases this row matches, and where, one
+    byte per phrase (ABSENT, IN_TEXT, IN_TOPIC: the topic is column 0). Under `ORDER BY rank
+    LIMIT n` FTS5 sorts by itself and SQLite calls this for the n rows returned only."""
+    found = []
+    for phrase in range(api.phrase_count):
+        columns = api.phrase_columns(phrase)
+        found.append(IN_TOPIC if 0 in columns else IN_TEXT if columns else ABSENT)
+    return bytes(found)
 
 
 def _create_private(path: str) -> None:

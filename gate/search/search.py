@@ -8,8 +8,11 @@ as typed come first, then those holding every term in some form, then the rest. 
 matters doubly here, since every fact returned costs the agent context and a decision in its
 write: `_judge` keeps a candidate only if its terms carry a fair share of the query, not far less
 than the best-covered candidate's, and its score is not far behind the best. All three are
-shares, so they hold whatever the size of memory and the length of the query; they were chosen
-on LoCoMo conversations 26, 30 and 41 (bench/locomo.py) and are reported on 42 and 43.
+shares, so they hold whatever the size of memory and the length of the query. And a topic says
+what a fact is about: when the query names the topic of some facts that hold only part of it,
+such a fact whose topic it does not name holds those words in passing, and is left out (a fact
+holding every term is kept whatever its topic). The shares and the rule were chosen on LoCoMo
+conversations 26, 30 and 41 (bench/locomo.py) and are reported on 42 and 43.
 
 Meaning: the facts whose vectors stand out as near the query's, judged against the distances
 the query has to memory at large (gate/search/vectors.py `neighbourhood`), so that models of very
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from gate.engine import store
 from gate.search import query as fts
 from gate.search import embeddings, vectors
 
@@ -42,9 +46,9 @@ RRF_K = 60
 POOL = 60
 # The judgement's shares, chosen on LoCoMo conversations 26, 30 and 41 (bench/locomo.py), never
 # on the sets they are reported on.
-RELATIVE = 0.3
-COVERAGE = 0.4
-LEAD = 0.7
+RELATIVE = 0.4
+COVERAGE = 0.3
+LEAD = 0.5
 # How many standard deviations of the query's distances to memory a fact must stand closer than
 # their mean for meaning to call it near; chosen on the same LoCoMo conversations.
 STAND_OUT = 3.0
@@ -92,6 +96,7 @@ class Candidate:
     score: float
     coverage: float
     tier: int  # 0: every term as typed, 1: every term in some form, 2: some of the terms
+    named: bool = False  # (tier 2 only) its topic holds a term of the query: the query names its subject
 
 
 def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = RESULTS) -> list[Candidate]:
@@ -146,19 +151,19 @@ def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = 
         if len(rows) >= wanted:
             break
     found = []
-    judged: dict[bytes | None, tuple[float, int]] = {}  # the pool's facts match a few patterns of phrases
+    judged: dict[bytes | None, tuple[float, int, bool]] = {}  # the pool's facts match a few patterns of phrases
     for rowid, rank, matched in rows:
         if matched not in judged:
-            hits = matched or b"\x01" * len(expression.owners)
+            hits = matched or bytes([store.IN_TEXT]) * len(expression.owners)
             terms = {owner for owner, hit in zip(expression.owners, hits) if hit}
             exact = {owner for owner, hit, same in zip(expression.owners, hits, expression.exact) if hit and same}
             tier = 0 if len(exact) == len(kept) else 1 if len(terms) == len(kept) else 2
-            judged[matched] = (sum(kept[term] for term in terms) / known, tier)
-        coverage, tier = judged[matched]
+            judged[matched] = (sum(kept[term] for term in terms) / known, tier, tier == 2 and store.IN_TOPIC in hits)
+        coverage, tier, named = judged[matched]
         # bm25 adds up what each term earns, so a fact that says one rare word many times can
         # outscore one that holds most of the query; weighing it by the share of the query it
         # holds ranks the facts about the whole question first.
-        found.append(Candidate(rowid, -rank * coverage, coverage, tier))
+        found.append(Candidate(rowid, -rank * coverage, coverage, tier, named))
     # Facts holding every term as typed come first, then those holding every term in some form.
     found.sort(key=lambda candidate: (candidate.tier, -candidate.score))
     return found
@@ -172,9 +177,15 @@ def _judge(candidates: list[Candidate]) -> WordHits:
     the query is a poor match, and one far behind the best is noise: keep a candidate whose terms
     carry at least COVERAGE of the query's weight and at least LEAD of what the best-covered
     candidate carries, and whose score is at least RELATIVE of the best score. All three are
-    shares, so they hold whatever the size of memory and the length of the query."""
+    shares, so they hold whatever the size of memory and the length of the query. Before them, a
+    loose candidate (tier 2) whose topic holds no term of the query is left out when another loose
+    one's topic does: the query names a subject, and that fact is not about it."""
     if not candidates:
         return WordHits([], [])
+    # When the query names the topic of some facts that hold only part of it, another such fact,
+    # whose topic it does not name, holds those words in passing: judged out before the shares.
+    if any(candidate.named for candidate in candidates):
+        candidates = [candidate for candidate in candidates if candidate.tier < 2 or candidate.named]
     best = max(candidate.score for candidate in candidates)
     widest = max(candidate.coverage for candidate in candidates)
     chosen = [
