@@ -1,19 +1,33 @@
 """One compliant turn in real Claude Code: with the plugin, with the settings hooks, and with no
-memory-gate at all, in one run.
+memory-gate at all, in one run, beside the floors that show where the time goes.
 
-    python bench/turn.py [--runs 10] [--modes plugin settings bare] [--load] [--against CHECKOUT]
+    python bench/turn.py [--runs 10] [--modes plugin modfloor settings server floor steps bare]
+                         [--load] [--against CHECKOUT]
 
 Each run is a fresh `claude -p` (tests/claude_harness.py) against the scripted Messages API
 (tests/fake_anthropic.py), in a fresh project, timed from spawn to the `result` event (what the
 owner waits for) and to the process's exit. With memory-gate the model searches, writes (keeping
 what the search returned) and answers; with none (`bare`) it answers at once: the same prompt and
-the same answer, without memory. The modes take turns run by run, so that the machine's moods
-fall on all alike. Claude Code's own wait for MCP servers is left at its default (about 2 s in
-`-p`), as an owner has it; each run also records whether the memory tools were in the first
-model request. Target: the plugin at most 1.5x bare (medians). `--load` keeps both CPUs busy with
-two spinning processes meanwhile. `python -c pass` is timed in the same run as the yardstick.
-`--against CHECKOUT` adds a mode `against`: the plugin of another checkout (its mods/ and the
-memory-gate of its .venv), e.g. the code before a change, in the same rotation.
+the same answer, without memory. The modes:
+- `plugin`: memory-gate's plugin (its MCP server, its hooks, its mod), as an owner runs it;
+- `modfloor`: the same plugin with a mod that does nothing but let the memory tools run (what
+  having a mod at all costs a `claude -p`: Claude Code starts the mods' worker);
+- `settings`: `memory-gate install`'s settings hooks and server, no mod;
+- `hookfloor`: the settings hooks, each replaced by `cat > /dev/null` (what Claude Code spends on
+  running a hook process at all), and the server;
+- `server`: the server alone, no hook;
+- `floor`: in place of the server, bench/_floor_server.py, which lists the same two tools and
+  answers each call at once with a canned result (what Claude Code spends on any stdio server
+  and two tool calls);
+- `steps`: no server, the same three model requests, with two read-only built-in tool calls;
+- `bare`: no memory, one model request.
+The modes take turns run by run, so that the machine's moods fall on all alike. Claude Code's own
+wait for MCP servers is left at its default (about 2 s in `-p`), as an owner has it; each run also
+records whether the memory tools were in the first model request. Target: the plugin at most 1.5x
+bare (medians). `--load` keeps both CPUs busy with two spinning processes meanwhile. `python -c
+pass` is timed in the same run as the yardstick. `--against CHECKOUT` adds a mode `against`: the
+plugin of another checkout (its mods/ and the memory-gate of its .venv), e.g. the code before a
+change, in the same rotation.
 """
 
 from __future__ import annotations
@@ -42,7 +56,7 @@ SETTINGS_TOOLS = "mcp__memory-gate__"
 BIN = str(Path(sys.executable).parent)
 PROMPT = "Remember that deploys go through staging."
 ANSWER = "Done: noted how deploys work."
-MODES = ("plugin", "settings", "bare")
+MODES = ("plugin", "modfloor", "settings", "hookfloor", "server", "floor", "steps", "bare")
 AGAINST: Path | None = None  # --against: another checkout, for the mode `against`
 
 
@@ -55,7 +69,11 @@ def settings_install(prefix: str = SETTINGS_TOOLS) -> dict:
 def script(mode: str) -> list:
     if mode == "bare":
         return [ANSWER]
-    tools = SETTINGS_TOOLS if mode == "settings" else PLUGIN_TOOLS
+    if mode == "steps":
+        # The compliant turn's shape without memory-gate: two read-only built-in tool calls (no
+        # permission asked), then the answer. Three model requests, as with memory.
+        return [reply(tool_use("Glob", {"pattern": "*.md"})), reply(tool_use("Glob", {"pattern": "*.txt"})), ANSWER]
+    tools = SETTINGS_TOOLS if mode in ("settings", "hookfloor", "server", "floor") else PLUGIN_TOOLS
 
     def write(body: dict):
         kept = json.loads(last_tool_result_text(body))["must_answer"]
@@ -65,13 +83,46 @@ def script(mode: str) -> list:
     return [reply(tool_use(tools + "memory_search", {"terms": "deploy staging"})), write, ANSWER]
 
 
+# The least mod memory-gate's plugin could have: it only lets the memory tools run without a
+# prompt (plugins cannot ship permission rules), so that the turn goes as scripted.
+LEAST_MOD = """const MEMORY_TOOLS = "mcp__plugin_memory-gate_memory__";
+export function register(on) {
+  on("tool.check", async ($, e, next) => (e.tool.startsWith(MEMORY_TOOLS) ? { decision: "allow" } : next(e)));
+}
+"""
+MOD_FLOOR: Path | None = None  # the plugin with LEAST_MOD, made in main() when asked for
+
+
+def least_mod_plugin(folder: Path) -> Path:
+    """A copy of the plugin whose mod does nothing but allow the memory tools."""
+    import shutil
+
+    copy = folder / "modfloor" / "memory-gate"
+    shutil.copytree(PLUGIN, copy, ignore=shutil.ignore_patterns("types", "installed"))
+    (copy / "hooks" / "register.js").write_text(LEAST_MOD, encoding="utf-8")
+    return copy
+
+
 def options(mode: str) -> dict:
     if mode == "plugin":
         return {"plugin_dirs": [PLUGIN]}
+    if mode == "modfloor":
+        return {"plugin_dirs": [MOD_FLOOR]}
     if mode == "against":
         return {"plugin_dirs": [AGAINST / "mods" / "memory-gate"]}
-    if mode == "settings":
-        return {"settings": settings_install(), "mcp_config": {"mcpServers": {"memory-gate": {"command": "memory-gate", "args": ["serve"]}}}}
+    if mode in ("settings", "hookfloor", "server"):
+        settings = settings_install()
+        if mode == "server":  # the MCP server alone: no hook runs
+            del settings["hooks"]
+        if mode == "hookfloor":  # the same hooks, each one a process that reads its input and exits
+            for groups in settings["hooks"].values():
+                for group in groups:
+                    for hook in group["hooks"]:
+                        hook["command"] = "cat > /dev/null"
+        return {"settings": settings, "mcp_config": {"mcpServers": {"memory-gate": {"command": "memory-gate", "args": ["serve"]}}}}
+    if mode == "floor":  # a server answering at once with canned results: what Claude Code itself costs
+        server = {"command": sys.executable, "args": [str(ROOT / "bench" / "_floor_server.py")]}
+        return {"settings": {"permissions": settings_install()["permissions"]}, "mcp_config": {"mcpServers": {"memory-gate": server}}}
     return {}
 
 
@@ -125,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[str, list[dict]] = {mode: [] for mode in args.modes}
     with tempfile.TemporaryDirectory() as folder:
+        global MOD_FLOOR
+        MOD_FLOOR = least_mod_plugin(Path(folder))
         for mode in args.modes:  # a first turn each, unmeasured: bytecode, page cache, Claude Code's own caches
             one_turn(Path(folder) / f"warm-{mode}", mode)
         with saturated(args.load):

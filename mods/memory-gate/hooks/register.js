@@ -98,29 +98,41 @@ async function currentPrompt($) {
   return info?.promptId ?? null;
 }
 
-export function register(on) {
-  on("session.start", async ($, e, next) => {
-    const result = await next(e);
-    try {
-      const registered = await $.tool.register({
-        name: "gate",
-        description: GATE_DESCRIPTION,
-        inputSchema: { type: "object", properties: {} },
-        isDeferred: false,
-      });
-      gateTool = registered.tool;
-    } catch (error) {
-      // Never a silent off: the owner reads why, and the plugin's Stop hook still holds answers.
-      // The usual cause is `memory-gate install` too, whose MCP server `memory-gate` owns the name.
-      const why = error && error.message ? ` (${String(error.message).split("\n")[0].slice(0, 200)})` : "";
-      await $.ui.log(
-        `memory-gate: the mod could not register its gate tool${why}; only the Stop hook holds answers now. ` +
-          "If `memory-gate install` is also in place, run `memory-gate uninstall`: the plugin brings everything " +
-          "(`memory-gate doctor` names the clash).",
+// The gate tool's registered name, registering it the first time it is needed; null when
+// Claude Code refuses it (the owner is told why, once; the Stop hook still holds answers).
+let registering = null;
+function gateToolName($) {
+  if (registering === null) {
+    registering = $.tool
+      .register({ name: "gate", description: GATE_DESCRIPTION, inputSchema: { type: "object", properties: {} }, isDeferred: false })
+      .then(
+        (registered) => {
+          gateTool = registered.tool;
+          return gateTool;
+        },
+        async (error) => {
+          // Never a silent off. The usual cause is `memory-gate install` too, whose MCP server
+          // `memory-gate` owns the name.
+          const why = error && error.message ? ` (${String(error.message).split("\n")[0].slice(0, 200)})` : "";
+          await $.ui
+            .log(
+              `memory-gate: the mod could not register its gate tool${why}; only the Stop hook holds answers now. ` +
+                "If `memory-gate install` is also in place, run `memory-gate uninstall`: the plugin brings everything " +
+                "(`memory-gate doctor` names the clash).",
+            )
+            .catch(() => undefined);
+          return null;
+        },
       );
-    }
-    return result;
-  });
+  }
+  return registering;
+}
+
+export function register(on) {
+  // The gate tool is registered when a first answer is held, not at the session's start: a
+  // registered tool is in every model request, and registering it made each turn of a session
+  // that never needs it slower (bench/turn.py). A registration that fails is said once.
+  on("session.start", async ($, e, next) => next(e));
 
   // Memory's tools in front (not behind ToolSearch), so the model can call them at once.
   on("tool.describe", async ($, e, next) => {
@@ -154,7 +166,7 @@ export function register(on) {
   on("turn.step", async function* ($, e, next) {
     const stream = next(e);
     const held = [];
-    let passing = e.agentId !== undefined || gateTool === null; // subagents are never gated
+    let passing = e.agentId !== undefined; // subagents are never gated
     if (!passing && clear.has(promptIds.get(e.turnId))) {
       // Known met before the step starts (the server answered the turn's last memory call, a
       // write, with "nothing owed"): whatever the model says now streams to the owner as it comes.
@@ -198,13 +210,14 @@ export function register(on) {
         verdict = null;
       }
     }
-    if (verdict && verdict.action === "hold" && typeof verdict.reason === "string") {
+    const name = verdict && verdict.action === "hold" ? await gateToolName($).catch(() => null) : null;
+    if (name && typeof verdict.reason === "string") {
       const id = "toolu_memgate_" + e.turnId.slice(0, 8) + "_" + e.index;
       reasons.set(id, verdict.reason); // before yielding: the call starts before this resumes
-      yield { kind: "tool", index: 0, id, name: gateTool };
+      yield { kind: "tool", index: 0, id, name };
       yield { kind: "input", index: 0, json: "{}" };
       yield { kind: "stop", stopReason: "tool_use", usage: stop.usage };
-      return { ...result, answer: "", toolUses: [{ name: gateTool, input: {} }], stopReason: "tool_use" };
+      return { ...result, answer: "", toolUses: [{ name, input: {} }], stopReason: "tool_use" };
     }
     if (verdict && verdict.action === "release" && typeof verdict.reason === "string") {
       // Out of holds: the answer goes out, and the owner is told in one line that memory is behind.

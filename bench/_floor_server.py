@@ -1,0 +1,45 @@
+"""The floor of any MCP server for bench/turn.py's mode `floor`: memory-gate's two tools as Claude
+Code sees them (the recorded discovery answers gate/serve/front.py sends), each call answered at
+once with a canned result, no database, no search. What Claude Code itself spends on a stdio
+server and two tool calls; the server's own cost is the rest."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from gate.serve import front  # noqa: E402
+
+# The least each tool's output schema takes.
+CANNED = {
+    "memory_search": {"must_answer": [], "next": "Memory holds nothing for these terms.", "facts": []},
+    "memory_write": {"done": [], "new_ids": [1], "kept": [], "replayed": False, "next": "Nothing owed for this turn."},
+}
+
+
+def main() -> int:
+    answers = front.recorded()
+    if answers is None:
+        print("bench/_floor_server.py: gate/serve/discovery.json does not fit the installed SDK", file=sys.stderr)
+        return 1
+    meta = answers["results"]["tools/list"].get("_meta")
+    for line in sys.stdin.buffer:
+        reply = front.answer(line, answers)
+        if isinstance(reply, front.Call):
+            body = CANNED[reply.tool]
+            result = {"content": [{"text": json.dumps(body), "type": "text"}], "isError": False,
+                      "resultType": "complete", "structuredContent": body}
+            if meta is not None:
+                result["_meta"] = meta
+            reply = (json.dumps({"jsonrpc": "2.0", "id": reply.request_id, "result": result}) + "\n").encode()
+        if reply is not None:
+            os.write(1, reply)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
