@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from claude_harness import Sandbox, needs_claude
-from fake_anthropic import Reply, last_tool_result_text, last_user_text, reply, text, tool_results, tool_use
+from fake_anthropic import Reply, last_tool_result_text, last_user_text, reply, text, tool_names, tool_results, tool_use
 
 from gate import config
 
@@ -157,7 +157,15 @@ def test_a_compliant_turn_is_not_held(gate):
     assert (turn["searched"], turn["wrote"], turn["holds"], turn["outcome"]) == (1, 1, 0, "met")
     if gate.mode == "plugin":  # the write's own "nothing owed" let the answer out: no gate process
         assert "the server said nothing is owed" in run.debug_log()
+        # Nor the gate tool: registering it slows the session, and it is registered at a first
+        # answer that may owe memory.
+        assert [gate_tools(body) for body in run.requests] == [[], [], []]
     assert gate.facts() == [(1, "deploy", "Deploys go through staging.")]
+
+
+def gate_tools(body: dict) -> list[str]:
+    """The mod's gate tool, if the request offers it to the model."""
+    return [name for name in tool_names(body) if name.endswith("__gate") and "memory-gate" in name]
 
 
 def partial_texts(line: str) -> list[str]:
@@ -230,6 +238,9 @@ def test_an_answer_without_a_search_is_held_and_told_to_search(gate):
     assert run.result_text == "The real answer."
     [turn] = gate.turns()
     assert (turn["holds"], turn["outcome"]) == (1, "met")
+    if gate.mode == "plugin":  # registered at the held answer: offered from the next request on
+        offered = [bool(gate_tools(body)) for body in run.requests]
+        assert offered[0] is False and all(offered[1:]), offered
 
 
 def test_a_search_without_a_write_is_held(gate):

@@ -100,6 +100,7 @@ async function currentPrompt($) {
 
 // The gate tool's registered name, registering it the first time it is needed; null when
 // Claude Code refuses it (the owner is told why, once; the Stop hook still holds answers).
+// `gateTool` is set once registered: tool.call serves calls of it from then on.
 let registering = null;
 function gateToolName($) {
   if (registering === null) {
@@ -129,9 +130,10 @@ function gateToolName($) {
 }
 
 export function register(on) {
-  // The gate tool is registered when a first answer is held, not at the session's start: a
-  // registered tool is in every model request, and registering it made each turn of a session
-  // that never needs it slower (bench/turn.py). A registration that fails is said once.
+  // The gate tool is registered when a first final answer may owe memory (one the server has
+  // not cleared), not at the session's start: registering it (Claude Code starts a loopback MCP
+  // server for a mod's tools) made every `claude -p` slower, also when no answer is ever held
+  // (bench/turn.py). A registration that fails is said once.
   on("session.start", async ($, e, next) => next(e));
 
   // Memory's tools in front (not behind ToolSearch), so the model can call them at once.
@@ -197,21 +199,24 @@ export function register(on) {
     if (passing) return result;
 
     let verdict = null;
+    let name = null;
     const stop = held.find((chunk) => chunk.kind === "stop");
     const promptId = promptIds.get(e.turnId);
     // An answer cut by max_tokens is a final answer in the making (Claude Code asks the model to
     // go on from it): held like a whole one, or its first part would reach the owner unmet.
     if (stop && (stop.stopReason === "end_turn" || stop.stopReason === "max_tokens")) {
+      // The gate tool first: a hold is a call of it. Refused (said once), the answer goes out
+      // unasked, and the Stop hook holds it; asked, Python would count a hold that never was.
+      name = await gateToolName($).catch(() => null);
       try {
         // step: this turn's model requests so far, so that Python can tell whether --max-turns
         // leaves room for a hold (a hold past it would lose the answer).
-        verdict = await askGate($, "Hold", promptId, { step: e.index + 1 });
+        verdict = name ? await askGate($, "Hold", promptId, { step: e.index + 1 }) : null;
       } catch (error) {
         verdict = null;
       }
     }
-    const name = verdict && verdict.action === "hold" ? await gateToolName($).catch(() => null) : null;
-    if (name && typeof verdict.reason === "string") {
+    if (name && verdict && verdict.action === "hold" && typeof verdict.reason === "string") {
       const id = "toolu_memgate_" + e.turnId.slice(0, 8) + "_" + e.index;
       reasons.set(id, verdict.reason); // before yielding: the call starts before this resumes
       yield { kind: "tool", index: 0, id, name };
