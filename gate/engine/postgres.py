@@ -1,0 +1,178 @@
+"""Open a team's memory on PostgreSQL and bring its schema up to date.
+
+The first piece of team memory (issue 17): the connection, the schema (schema-postgres.sql,
+applied in numbered sections as gate/engine/store.py applies schema.sql) and the errors a member
+meets when the server is not there. Nothing above the engine uses it yet.
+
+psycopg is imported here and only here, when a team database is opened: never by the hooks,
+which keep each member's ledger in a local SQLite file and never wait on the network. It is an
+optional dependency (`pip install 'memory-gate[team]'`).
+
+Credentials come through libpq's own means (PGPASSWORD, ~/.pgpass, a service file, sslmode in
+the URL); memory-gate never stores one, and every message that names a database shows its URL
+with the password masked.
+"""
+
+import os
+
+from gate.engine.store import StoreError, sections
+
+# The PostgreSQL schema memory-gate's tables live in, so that a database other software uses too
+# is shared without a clash.
+SCHEMA = "memory_gate"
+SCHEMA_FILE = "schema-postgres.sql"
+# pg_advisory_xact_lock's key for schema upgrades: two members opening a fresh database at once
+# take turns, and the second finds the sections applied.
+_UPGRADE_LOCK = 0x6D656D67  # "memg"
+CONNECT_TIMEOUT_S = 5
+
+
+def schema_path() -> str:
+    """schema-postgres.sql ships beside this module in a wheel and sits at the repository root in
+    a checkout; either way there is exactly one file."""
+    here = os.path.dirname(os.path.realpath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    for candidate in (os.path.join(here, SCHEMA_FILE), os.path.join(root, SCHEMA_FILE)):
+        if os.path.isfile(candidate):
+            return candidate
+    raise StoreError(f"{SCHEMA_FILE} is missing beside {here}: reinstall memory-gate")
+
+
+def _source() -> str:
+    with open(schema_path(), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def schema_steps(source: str | None = None) -> list[tuple[int, str, str]]:
+    """The numbered sections of schema-postgres.sql, in order: (version, title, sql)."""
+    steps = [
+        (int(number), title, sql)
+        for kind, number, title, sql in sections(_source() if source is None else source)
+        if kind == "version"
+    ]
+    versions = [version for version, _, _ in steps]
+    if versions != list(range(1, len(steps) + 1)):
+        raise StoreError(f"{SCHEMA_FILE} sections must be numbered 1, 2, 3...; found {versions}")
+    return steps
+
+
+def schema_template(name: str, **values: object) -> str:
+    """The SQL of a "-- template NAME" section, its {placeholders} filled in."""
+    for kind, found, _, sql in sections(_source()):
+        if kind == "template" and found == name:
+            return sql.strip().format(**values)
+    raise StoreError(f"{SCHEMA_FILE} has no template {name!r}: reinstall memory-gate")
+
+
+def shown(url: str) -> str:
+    """The URL or connection string as a message may show it: any password masked."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if "://" in url:
+        parts = urlsplit(url)
+        if parts.password is not None:
+            user = parts.username or ""
+            host = parts.hostname or ""
+            if ":" in host:
+                host = f"[{host}]"
+            netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
+            parts = parts._replace(netloc=netloc)
+        query = "&".join(
+            f"{key}=***" if key.lower() == "password" else f"{key}={value}" if value or "=" in pair else key
+            for pair in parts.query.split("&") if pair
+            for key, _, value in [pair.partition("=")]
+        )
+        return urlunsplit(parts._replace(query=query))
+    # key=value form: mask the value of password=..., quoted or not.
+    import re
+
+    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url, flags=re.IGNORECASE)
+
+
+def connect(url: str):
+    """A psycopg connection to the team database at `url`, its schema up to date, in the
+    transaction mode the engine's writes rely on (READ COMMITTED, explicit transactions).
+    Raises StoreError with the mend when psycopg is missing or the server cannot be reached."""
+    try:
+        import psycopg
+    except ImportError as error:
+        raise StoreError(
+            "team memory on PostgreSQL needs psycopg, which is not installed: "
+            "pip install 'memory-gate[team]' (into memory-gate's environment)"
+        ) from error
+    try:
+        conn = psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S, application_name="memory-gate")
+    except psycopg.OperationalError as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise StoreError(
+            f"cannot reach the team database {shown(url)}: {reason}. Check that the server is up and "
+            "the URL (MEMORY_GATE_DB) is right; a password comes from PGPASSWORD, ~/.pgpass or a "
+            "service file, never from memory-gate"
+        ) from None
+    except psycopg.ProgrammingError as error:  # a malformed connection string
+        raise StoreError(f"MEMORY_GATE_DB is not a PostgreSQL connection string ({error}): "
+                         "write it as postgresql://USER@HOST:PORT/DATABASE") from None
+    try:
+        migrate(conn)
+    except Exception:
+        conn.close()
+        raise
+    return conn
+
+
+def version(conn) -> int:
+    """The last section of schema-postgres.sql applied to this database (0: none)."""
+    with conn.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.memory_gate_schema",))
+        if cursor.fetchone()[0] is None:
+            return 0
+        cursor.execute(f"SELECT version FROM {SCHEMA}.memory_gate_schema")
+        row = cursor.fetchone()
+        return row[0] if row else 0
+
+
+def migrate(conn) -> int:
+    """Apply the sections this database lacks, each in its own transaction, and set the
+    connection's search_path to memory-gate's schema. Returns the version now applied. Raises
+    StoreError when the database is newer than this memory-gate, or the member may not create
+    what the schema needs."""
+    import psycopg
+
+    steps = schema_steps()
+    with conn.cursor() as cursor:
+        cursor.execute(f"SET search_path TO {SCHEMA}, public")
+    conn.commit()
+    current = version(conn)
+    conn.rollback()
+    if current > len(steps):
+        raise StoreError(
+            f"the team database is at schema version {current}, newer than this memory-gate knows "
+            f"({len(steps)}): upgrade memory-gate (scripts/install) on this machine"
+        )
+    if current == len(steps):
+        return current
+    # A session lock, taken in a transaction of its own: the transactions that check and apply
+    # the sections start after it is held, and a transaction's start is where PostgreSQL takes in
+    # what other sessions committed to the catalogs meanwhile (a lock taken inside the same
+    # transaction left a waiting member blind to the tables the first one had just made).
+    conn.execute("SELECT pg_advisory_lock(%s)", (_UPGRADE_LOCK,))
+    conn.commit()
+    try:
+        for number, title, sql in steps:
+            try:
+                with conn.transaction(), conn.cursor() as cursor:
+                    if version(conn) >= number:  # applied before, or by another member meanwhile
+                        continue
+                    cursor.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+                    cursor.execute(sql)
+                    cursor.execute(f"UPDATE {SCHEMA}.memory_gate_schema SET version = %s", (number,))
+            except psycopg.errors.InsufficientPrivilege as error:
+                raise StoreError(
+                    f"the team database's schema needs section {number} ({title}), and this member may not "
+                    f"create it ({str(error).strip().splitlines()[0]}): have its owner run "
+                    "`memory-gate doctor` once with a role that may, or grant CREATE on the database"
+                ) from None
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (_UPGRADE_LOCK,))
+        conn.commit()
+    return len(steps)

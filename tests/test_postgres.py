@@ -1,0 +1,152 @@
+"""Team memory's engine on a real PostgreSQL with pgvector (tests/postgres_server.py): the schema,
+its checks beside SQLite's, and what a member is told when the database is not there."""
+
+from __future__ import annotations
+
+import threading
+
+import apsw
+import pytest
+
+from gate.engine import postgres, store
+
+
+def tables(url: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (postgres.SCHEMA,)).fetchall()
+    return {name for (name,) in rows}
+
+
+def test_the_schema_applies_to_a_fresh_database_and_again_changes_nothing(postgres_url):
+    conn = postgres.connect(postgres_url)
+    assert postgres.version(conn) == len(postgres.schema_steps())
+    conn.close()
+    assert tables(postgres_url) == {"memory_gate_schema", "projects", "facts", "changes"}
+    again = postgres.connect(postgres_url)
+    assert postgres.version(again) == len(postgres.schema_steps())
+    assert again.execute("SELECT count(*) FROM memory_gate_schema").fetchone() == (1,)
+    # The connection finds the tables by their plain names: its search_path is memory-gate's schema.
+    assert again.execute("SELECT count(*) FROM facts").fetchone() == (0,)
+    again.close()
+
+
+def test_members_opening_a_fresh_database_at_once_all_get_it(postgres_url):
+    found, errors = [], []
+
+    def member():
+        try:
+            conn = postgres.connect(postgres_url)
+            found.append(postgres.version(conn))
+            conn.close()
+        except Exception as error:  # the assertion below names it
+            errors.append(error)
+
+    threads = [threading.Thread(target=member) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == [] and found == [len(postgres.schema_steps())] * 4
+
+
+VALID = {"topic": "deploy", "kind": "state", "text": "Deploys go through staging.", "date": "2026-12-01"}
+
+
+@pytest.mark.parametrize("field, value", [
+    ("topic", ""), ("topic", "   "), ("topic", "t" * 101), ("kind", "note"), ("text", ""),
+    ("text", "x" * 601), ("date", "2026-1-01"), ("date", "yesterday"),
+])
+def test_a_fact_sqlite_refuses_postgresql_refuses_too(postgres_url, field, value):
+    import psycopg
+
+    row = {**VALID, field: value}
+    local = store.connect(":memory:")
+    with pytest.raises(apsw.ConstraintError):
+        local.execute(
+            "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed) VALUES (?, ?, ?, ?, '', '', '')",
+            (row["topic"], row["kind"], row["text"], row["date"]),
+        )
+    team = postgres.connect(postgres_url)
+    project = team.execute("INSERT INTO projects (key, created) VALUES ('p', '') RETURNING id").fetchone()[0]
+    team.commit()
+    insert = ("INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
+              " VALUES (%s, 1, %s, %s, %s, %s, '', '', '', 'me', ''::tsvector)")
+    with pytest.raises(psycopg.errors.CheckViolation):
+        team.execute(insert, (project, row["topic"], row["kind"], row["text"], row["date"]))
+    team.rollback()
+    # The valid fact goes in on both: it is the field, not the row, that is refused.
+    team.execute(insert, (project, VALID["topic"], VALID["kind"], VALID["text"], VALID["date"]))
+    team.commit()
+    team.close()
+
+
+def test_the_vector_template_makes_a_pgvector_table(postgres_url):
+    conn = postgres.connect(postgres_url)
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.execute(postgres.schema_template("vectors", dimension=3))
+    project = conn.execute("INSERT INTO projects (key, created) VALUES ('p', '') RETURNING id").fetchone()[0]
+    for fact, vector in ((1, "[1,0,0]"), (2, "[0,1,0]")):
+        conn.execute(
+            "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
+            " VALUES (%s, %s, 't', 'state', 'x', '2026-12-01', '', '', '', 'me', ''::tsvector)", (project, fact))
+        conn.execute("INSERT INTO facts_vec (project, id, embedding) VALUES (%s, %s, %s)", (project, fact, vector))
+    nearest = conn.execute("SELECT id FROM facts_vec ORDER BY embedding <=> '[0.1,0.9,0]' LIMIT 1").fetchone()
+    assert nearest == (2,)
+    conn.execute("DELETE FROM facts WHERE id = 2")  # a fact's vector goes with it
+    assert conn.execute("SELECT id FROM facts_vec").fetchall() == [(1,)]
+    conn.close()
+
+
+def test_a_database_newer_than_this_memory_gate_is_refused_with_the_mend(postgres_url):
+    conn = postgres.connect(postgres_url)
+    conn.execute("UPDATE memory_gate_schema SET version = 99")
+    conn.commit()
+    conn.close()
+    with pytest.raises(store.StoreError, match="upgrade memory-gate"):
+        postgres.connect(postgres_url)
+
+
+def test_an_unreachable_server_names_the_mend_and_never_the_password():
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(store.StoreError) as raised:
+        postgres.connect(f"postgresql://alice:s3cret-pw@127.0.0.1:{port}/team")
+    message = str(raised.value)
+    assert "cannot reach the team database" in message and "PGPASSWORD" in message
+    assert "s3cret-pw" not in message and f"alice:***@127.0.0.1:{port}" in message
+
+
+def test_a_malformed_connection_string_says_how_to_write_one():
+    with pytest.raises(store.StoreError, match="postgresql://USER@HOST:PORT/DATABASE"):
+        postgres.connect("host=127.0.0.1 port=notaport =broken")
+
+
+@pytest.mark.parametrize("given, expected", [
+    ("postgresql://alice:pw@db.example:5432/team", "postgresql://alice:***@db.example:5432/team"),
+    ("postgresql://alice@db.example/team?sslmode=require", "postgresql://alice@db.example/team?sslmode=require"),
+    ("postgresql://db.example/team?password=pw&sslmode=require", "postgresql://db.example/team?password=***&sslmode=require"),
+    ("postgresql://alice:p%40ss@[::1]:5432/team", "postgresql://alice:***@[::1]:5432/team"),
+    ("host=db.example password=pw dbname=team", "host=db.example password=*** dbname=team"),
+    ("host=db.example password='p w' dbname=team", "host=db.example password=*** dbname=team"),
+])
+def test_a_url_is_shown_with_its_password_masked(given, expected):
+    assert postgres.shown(given) == expected
+
+
+def test_without_psycopg_opening_a_team_database_names_the_extra(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now raises ImportError
+    with pytest.raises(store.StoreError, match=r"memory-gate\[team\]"):
+        postgres.connect("postgresql://alice@127.0.0.1/team")
+
+
+def test_the_schema_sections_are_numbered_like_sqlites():
+    assert [number for number, _, _ in postgres.schema_steps()] == list(range(1, len(postgres.schema_steps()) + 1))
+    with pytest.raises(store.StoreError, match="numbered 1, 2, 3"):
+        postgres.schema_steps("-- version 1: a\nSELECT 1;\n-- version 3: c\nSELECT 1;\n")
