@@ -79,11 +79,26 @@ def load(environ: "Mapping[str, str] | None" = None, cwd: str | os.PathLike | No
         project_dir=_absolute(project) if project else here,
         cwd=here,
         session_id=env.get("CLAUDE_CODE_SESSION_ID") or None,
-        database=_absolute(database) if database else None,
+        database=_database(database),
         embed_url=_embed_url(env.get("MEMORY_GATE_EMBED_URL")),
         embed_model=(env.get("MEMORY_GATE_EMBED_MODEL") or "").strip() or DEFAULT_EMBED_MODEL,
         max_distance=_max_distance(env.get("MEMORY_GATE_MAX_DISTANCE")),
     )
+
+
+def _database(raw: str | None) -> str | None:
+    """MEMORY_GATE_DB: a file path. A URL (postgresql://...) is refused rather than taken for a
+    relative path, which would put a new, empty memory in a folder named after the scheme."""
+    if not raw:
+        return None
+    scheme, found, _ = raw.partition("://")
+    if found and scheme and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
+        raise ConfigError(
+            f"MEMORY_GATE_DB is a URL ({scheme}://...), and this memory-gate keeps memory in a local "
+            "SQLite file only: team memory on PostgreSQL is not available yet. Set MEMORY_GATE_DB to a "
+            "file path, or unset it to keep each project's memory in its own file"
+        )
+    return _absolute(raw)
 
 
 def _embed_url(raw: str | None) -> str | None:

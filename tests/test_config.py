@@ -41,6 +41,22 @@ def test_bad_distance_names_the_variable(raw):
         config.load({"MEMORY_GATE_MAX_DISTANCE": raw})
 
 
+@pytest.mark.parametrize("raw", ["postgresql://alice:s3cret@db.example/team", "postgres://db/x", "sqlite:///tmp/m.db"])
+def test_a_database_url_is_refused_without_echoing_it(raw, tmp_path):
+    # Taken for a relative path, it would put a new, empty memory in ./postgresql:/...
+    with pytest.raises(config.ConfigError, match="MEMORY_GATE_DB is a URL") as raised:
+        config.load({"MEMORY_GATE_DB": raw}, cwd=tmp_path)
+    assert "s3cret" not in str(raised.value) and "alice" not in str(raised.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("raw", ["memory.db", "./data/m.db", "/abs/m:1.db", "odd: a path//x.db"])
+def test_a_database_path_is_taken_as_given(raw):
+    import os
+
+    assert config.load({"MEMORY_GATE_DB": raw}).database == os.path.abspath(raw)
+
+
 def test_new_project_database_goes_to_the_project_root(tmp_path):
     root = tmp_path / "repo"
     (root / "sub").mkdir(parents=True)
