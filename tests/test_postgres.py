@@ -150,3 +150,68 @@ def test_the_schema_sections_are_numbered_like_sqlites():
     assert [number for number, _, _ in postgres.schema_steps()] == list(range(1, len(postgres.schema_steps()) + 1))
     with pytest.raises(store.StoreError, match="numbered 1, 2, 3"):
         postgres.schema_steps("-- version 1: a\nSELECT 1;\n-- version 3: c\nSELECT 1;\n")
+
+
+# -- a fact's words: the SQLite index's, stored as a tsvector ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def words_db(postgres_server):
+    """One database for the words tests (they only read literals back): made once, dropped after."""
+    import psycopg
+
+    with psycopg.connect(postgres_server.url(), autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS t_words")
+        admin.execute("CREATE DATABASE t_words")
+    conn = psycopg.connect(postgres_server.url("t_words"), autocommit=True)
+    yield conn
+    conn.close()
+    with psycopg.connect(postgres_server.url(), autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS t_words WITH (FORCE)")
+
+
+def sqlite_terms(topic: str, text: str) -> set[str]:
+    local = store.connect(":memory:")
+    local.execute(
+        "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed) VALUES (?, 'state', ?, '2026-12-01', '', '', '')",
+        (topic, text),
+    )
+    found = {term for (term,) in local.execute("SELECT term FROM facts_vocab")}
+    local.close()
+    return found
+
+
+def postgres_terms(conn, topic: str, text: str) -> dict[str, str]:
+    rows = conn.execute("SELECT lexeme, weights FROM unnest(%s::tsvector)", (postgres.words(topic, text),)).fetchall()
+    return {lexeme: "".join(sorted(set(weights))) for lexeme, weights in rows}
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+WORDISH = st.text(st.characters(categories=["L", "M", "N", "P", "S", "Zs"]), min_size=1, max_size=60).filter(str.strip)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(topic=WORDISH, text=WORDISH)
+def test_postgresql_holds_exactly_the_words_the_sqlite_index_holds(words_db, topic, text):
+    assert set(postgres_terms(words_db, topic, text)) == sqlite_terms(topic, text)
+
+
+@pytest.mark.parametrize("topic, text, expected", [
+    ("Déploiement", "O escritório de São Paulo", {"deploiement": "A", "o": "D", "escritorio": "D", "de": "D", "sao": "D", "paulo": "D"}),
+    ("ёлка", "διαρροής 'quoted' back\\slash", {"ёлка": "A", "διαρροήσ": "D", "quoted": "D", "back": "D", "slash": "D"}),
+])
+def test_words_are_folded_as_the_index_folds_them_topic_first(words_db, topic, text, expected):
+    assert postgres_terms(words_db, topic, text) == expected
+
+
+def test_a_cjk_word_inside_unspaced_text_is_a_phrase_of_its_characters(words_db):
+    vector = postgres.words("会議", "東京都庁の会議は毎週月曜日です")
+    [(inside,)] = words_db.execute("SELECT %s::tsvector @@ %s::tsquery", (vector, "'月' <-> '曜' <-> '日'")).fetchall()
+    [(apart,)] = words_db.execute("SELECT %s::tsvector @@ %s::tsquery", (vector, "'会' <-> '月'")).fetchall()
+    assert inside is True and apart is False
+    # No phrase spans the topic and the text: the columns sit GAP positions apart.
+    [(across,)] = words_db.execute("SELECT %s::tsvector @@ %s::tsquery",
+                                   (postgres.words("deploy", "staging"), "'deploy' <-> 'staging'")).fetchall()
+    assert across is False

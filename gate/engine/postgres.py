@@ -64,6 +64,35 @@ def schema_template(name: str, **values: object) -> str:
     raise StoreError(f"{SCHEMA_FILE} has no template {name!r}: reinstall memory-gate")
 
 
+# A fact's words as a tsvector literal: the columns of the SQLite index, each with its weight
+# (topic A, text D, the CJK spelling C), GAP positions apart so that no phrase (`<->`) joins the
+# last word of one column to the first of the next.
+GAP = 10
+MAX_POSITION = 16383  # PostgreSQL's: a later position is stored as this one
+
+
+def _lexeme(word: str) -> str:
+    # unicode61 cuts at quotes and backslashes, so no word holds one today; escaped all the same,
+    # since a literal broken by one would be an error in every write of that fact.
+    return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def words(topic: str, text: str) -> str:
+    """The tsvector literal of a fact's words, cut and folded by gate/engine/tokens.py, the
+    tokenizer of the SQLite index, so that PostgreSQL's own parser never cuts them otherwise:
+    `'deploy':1A 'staging':12 ...`. Cast it with ::tsvector."""
+    from gate.engine import tokens
+
+    columns = ((tokens.words(topic), "A"), (tokens.words(text), ""), (tokens.words(tokens.cjk_chars(f"{topic} {text}")), "C"))
+    parts, position = [], 0
+    for found, weight in columns:
+        for word in found:
+            position += 1
+            parts.append(f"{_lexeme(word)}:{min(position, MAX_POSITION)}{weight}")
+        position += GAP
+    return " ".join(parts)
+
+
 def shown(url: str) -> str:
     """The URL or connection string as a message may show it: any password masked."""
     from urllib.parse import urlsplit, urlunsplit
