@@ -21,13 +21,30 @@ CANNED = {
 }
 
 
+# `--hook-tool`: a third tool, `hook`, for settings hooks of type mcp_tool to call (bench/turn.py
+# mode floormcp): it answers at once with no text, as a hook with nothing to say.
+HOOK_TOOL = {"name": "hook", "description": "A hook's stand-in.", "inputSchema": {"type": "object"}}
+
+
 def main() -> int:
     answers = front.recorded()
     if answers is None:
         print("bench/_floor_server.py: gate/serve/discovery.json does not fit the installed SDK", file=sys.stderr)
         return 1
     meta = answers["results"]["tools/list"].get("_meta")
+    hook_tool = "--hook-tool" in sys.argv[1:]
+    if hook_tool:
+        answers["results"]["tools/list"] = {**answers["results"]["tools/list"],
+                                            "tools": [*answers["results"]["tools/list"]["tools"], HOOK_TOOL]}
     for line in sys.stdin.buffer:
+        if hook_tool and b'"hook"' in line:
+            message = json.loads(line)
+            if message.get("method") == "tools/call" and message["params"].get("name") == "hook":
+                result = {"content": [{"text": "", "type": "text"}], "isError": False, "resultType": "complete"}
+                if meta is not None:
+                    result["_meta"] = meta
+                os.write(1, (json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\n").encode())
+                continue
         reply = front.answer(line, answers)
         if isinstance(reply, front.Call):
             body = CANNED[reply.tool]

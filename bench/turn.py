@@ -19,6 +19,9 @@ the same answer, without memory. The modes:
 - `floor`: in place of the server, bench/_floor_server.py, which lists the same two tools and
   answers each call at once with a canned result (what Claude Code spends on any stdio server
   and two tool calls);
+- `floorcat`, `floormcp`: that server, with the turn's four hook runs doing nothing, as processes
+  (`cat > /dev/null`) or as `mcp_tool` hooks answered by the server (what a hook run costs in
+  Claude Code, whatever runs it);
 - `steps`: no server, the same three model requests, with two read-only built-in tool calls;
 - `bare`: no memory, one model request.
 The modes take turns run by run, so that the machine's moods fall on all alike. Claude Code's own
@@ -56,7 +59,7 @@ SETTINGS_TOOLS = "mcp__memory-gate__"
 BIN = str(Path(sys.executable).parent)
 PROMPT = "Remember that deploys go through staging."
 ANSWER = "Done: noted how deploys work."
-MODES = ("plugin", "modfloor", "settings", "hookfloor", "server", "floor", "steps", "bare")
+MODES = ("plugin", "modfloor", "settings", "hookfloor", "server", "floormcp", "floorcat", "floor", "steps", "bare")
 AGAINST: Path | None = None  # --against: another checkout, for the mode `against`
 
 
@@ -73,7 +76,7 @@ def script(mode: str) -> list:
         # The compliant turn's shape without memory-gate: two read-only built-in tool calls (no
         # permission asked), then the answer. Three model requests, as with memory.
         return [reply(tool_use("Glob", {"pattern": "*.md"})), reply(tool_use("Glob", {"pattern": "*.txt"})), ANSWER]
-    tools = SETTINGS_TOOLS if mode in ("settings", "hookfloor", "server", "floor") else PLUGIN_TOOLS
+    tools = SETTINGS_TOOLS if mode in ("settings", "hookfloor", "server", "floormcp", "floorcat", "floor") else PLUGIN_TOOLS
 
     def write(body: dict):
         kept = json.loads(last_tool_result_text(body))["must_answer"]
@@ -120,9 +123,20 @@ def options(mode: str) -> dict:
                     for hook in group["hooks"]:
                         hook["command"] = "cat > /dev/null"
         return {"settings": settings, "mcp_config": {"mcpServers": {"memory-gate": {"command": "memory-gate", "args": ["serve"]}}}}
-    if mode == "floor":  # a server answering at once with canned results: what Claude Code itself costs
+    if mode in ("floor", "floorcat", "floormcp"):  # a server answering at once with canned results
         server = {"command": sys.executable, "args": [str(ROOT / "bench" / "_floor_server.py")]}
-        return {"settings": {"permissions": settings_install()["permissions"]}, "mcp_config": {"mcpServers": {"memory-gate": server}}}
+        settings = {"permissions": settings_install()["permissions"]}
+        if mode != "floor":  # the four hook runs of a compliant turn, each doing nothing
+            server["args"].append("--hook-tool")
+            settings["permissions"]["allow"].append(SETTINGS_TOOLS + "hook")
+            handler = ({"type": "command", "command": "cat > /dev/null"} if mode == "floorcat" else
+                       {"type": "mcp_tool", "server": "memory-gate", "tool": "hook", "input": {"prompt_id": "${prompt_id}"}})
+            settings["hooks"] = {
+                event: [{**({"matcher": matcher} if matcher else {}), "hooks": [handler]}]
+                for event, matcher in (("UserPromptSubmit", None), ("PreToolUse", SETTINGS_TOOLS + "memory_(search|write)"),
+                                       ("Stop", None))
+            }
+        return {"settings": settings, "mcp_config": {"mcpServers": {"memory-gate": server}}}
     return {}
 
 
