@@ -272,6 +272,14 @@ CREATE INDEX facts_by_kind ON facts (kind, updated);
 CREATE INDEX searches_by_turn ON searches (turn);
 CREATE INDEX writes_by_turn ON writes (turn);
 
+-- version 8: the revision of each fact a turn read
+
+-- The revision a turn's search returned each fact at, so that a write which keeps, updates or
+-- deletes a fact another session changed since is refused with the fact as it is now, rather than
+-- overwriting or confirming what the turn never saw. NULL for reads recorded before this version:
+-- those are not checked.
+ALTER TABLE reads ADD COLUMN rev INTEGER;
+
 -- template vectors: the vector index (sqlite-vec), {bits} = the dimension rounded up to bytes
 
 -- One row per fact, rowid = fact id. `embedding` is the fact's unit-length float32 vector,

@@ -301,3 +301,73 @@ def test_ids_out_of_range_are_not_fact_ids(writer, bad):
 @pytest.mark.parametrize("name", [{"a": 1}, ["insert"], 3, None])
 def test_an_op_name_that_is_not_a_string_is_refused(writer, name):
     assert '"op" is' in refused(writer, [{"op": name}])
+
+
+# -- a fact changed by another session after this turn read it ------------------------------------
+
+
+def _read_then_changed_elsewhere(conn, writer):
+    fact = writer.insert("deploy", "Deploys go through staging.")
+    writer.search("deploy")  # this turn reads revision 1
+    other = tools.Caller("other-session")
+    tools.memory_search(conn, "deploy", other)
+    tools.memory_write(conn, [{"op": "update", "id": fact, "text": "Deploys go straight to main now."}], [], other, log=None)
+    return fact
+
+
+def _fact(conn, fact):
+    return conn.execute("SELECT rev, text, confirmed FROM facts WHERE id = ?", (fact,)).fetchone()
+
+
+@pytest.mark.parametrize("how", ["kept", "update", "delete"])
+def test_a_fact_changed_elsewhere_after_it_was_read_is_refused_with_its_text_now(conn, writer, how):
+    fact = _read_then_changed_elsewhere(conn, writer)
+    before = _fact(conn, fact)
+    ops = {"kept": [], "update": [{"op": "update", "id": fact, "text": "Deploys need a review."}],
+           "delete": [{"op": "delete", "id": fact}]}[how]
+    with pytest.raises(write.Refused) as refused:
+        writer.write(ops, [fact] if how == "kept" else [])
+    message = str(refused.value)
+    assert f"fact {fact} was changed after this turn read it" in message
+    assert "revision 1 then, 2 since" in message and '"Deploys go straight to main now."' in message
+    assert _fact(conn, fact) == before  # the other session's change stands, untouched
+    # The refusal showed the fact as it is now: the next write answers for that revision.
+    answer = writer.write(ops, [fact] if how == "kept" else [])
+    assert not answer.outcome.replayed
+    if how == "delete":
+        assert conn.execute("SELECT count(*) FROM facts WHERE id = ?", (fact,)).fetchone() == (0,)
+    else:
+        assert _fact(conn, fact)[0] == (3 if how == "update" else 2)
+
+
+def test_a_turn_answers_for_its_own_update_in_a_later_write(conn, writer):
+    fact = writer.insert("deploy", "Deploys go through staging.")
+    ledger.open_turn(conn, "s-test", "p1", "how do deploys go?")  # a turn of several writes
+    writer.search("deploy")
+    writer.write([{"op": "update", "id": fact, "text": "Deploys go through staging, then canary."}])
+    # Its own revision 2 is what the turn now holds: keeping it again is no conflict.
+    writer.write([], [fact])
+    assert _fact(conn, fact)[0] == 2
+
+
+def test_a_search_again_after_the_other_change_clears_the_way(conn, writer):
+    fact = _read_then_changed_elsewhere(conn, writer)
+    writer.search("deploy")  # revision 2 now
+    writer.write([], [fact])
+    assert _fact(conn, fact)[:2] == (2, "Deploys go straight to main now.")
+
+
+def test_a_refusal_for_other_reasons_alone_keeps_nothing_of_the_write(conn, writer):
+    fact = writer.insert("deploy", "Deploys go through staging.")
+    writer.search("deploy")
+    revisions = conn.execute("SELECT fact, rev, answered FROM reads ORDER BY fact").fetchall()
+    with pytest.raises(write.Refused, match="not answered for"):
+        writer.write([{"op": "insert", "topic": "x", "kind": "state", "text": "y"}], [])
+    assert conn.execute("SELECT fact, rev, answered FROM reads ORDER BY fact").fetchall() == revisions
+    assert conn.execute("SELECT count(*) FROM facts").fetchone() == (1,)
+
+
+def test_reads_from_before_revisions_were_recorded_are_not_checked(conn, writer):
+    fact = _read_then_changed_elsewhere(conn, writer)
+    conn.execute("UPDATE reads SET rev = NULL")  # as an upgraded database holds them
+    writer.write([], [fact])  # the later write wins, as it did before

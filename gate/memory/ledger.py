@@ -158,9 +158,9 @@ def record_search(
     conn.execute("UPDATE turns SET searched = searched + 1 WHERE id = ?", (turn.id,))
     for fact, rev in facts:
         conn.execute(
-            "INSERT INTO reads (turn, fact) VALUES (?, ?)"
-            " ON CONFLICT (turn, fact) DO UPDATE SET answered = 0",
-            (turn.id, fact),
+            "INSERT INTO reads (turn, fact, rev) VALUES (?, ?, ?)"
+            " ON CONFLICT (turn, fact) DO UPDATE SET answered = 0, rev = excluded.rev",
+            (turn.id, fact, rev),
         )
         conn.execute(
             "INSERT INTO shown (session, context, fact, rev) VALUES (?, ?, ?, ?)"
@@ -194,6 +194,17 @@ def read_ids(conn: apsw.Connection, turn_id: int) -> set[int]:
     return {row[0] for row in conn.execute("SELECT fact FROM reads WHERE turn = ?", (turn_id,))}
 
 
+def saw(conn: apsw.Connection, turn_id: int, revisions: "dict[int, int]") -> None:
+    """The turn has now seen these facts at these revisions (a refused write showed them)."""
+    for fact, rev in revisions.items():
+        conn.execute("UPDATE reads SET rev = ? WHERE turn = ? AND fact = ?", (rev, turn_id, fact))
+
+
+def read_revisions(conn: apsw.Connection, turn_id: int) -> dict[int, int | None]:
+    """Each fact the turn read, with the revision it last saw it at (None: not recorded)."""
+    return dict(conn.execute("SELECT fact, rev FROM reads WHERE turn = ?", (turn_id,)))
+
+
 def unanswered(conn: apsw.Connection, turn_id: int) -> list[int]:
     """Facts read this turn, still in memory, that no accepted write has answered for."""
     rows = conn.execute(
@@ -205,8 +216,12 @@ def unanswered(conn: apsw.Connection, turn_id: int) -> list[int]:
 
 
 def record_write(conn: apsw.Connection, turn: Turn) -> int:
-    """An accepted write answered for everything the turn read; return the session's count."""
-    conn.execute("UPDATE reads SET answered = 1 WHERE turn = ?", (turn.id,))
+    """An accepted write answered for everything the turn read, each fact now at the revision
+    the write left it (its own updates included); return the session's count."""
+    conn.execute(
+        "UPDATE reads SET answered = 1, rev = (SELECT rev FROM facts WHERE facts.id = reads.fact) WHERE turn = ?",
+        (turn.id,),
+    )
     conn.execute("UPDATE turns SET wrote = wrote + 1 WHERE id = ?", (turn.id,))
     return bump(conn, turn.session)
 

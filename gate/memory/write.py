@@ -26,7 +26,7 @@ from typing import Any
 
 import apsw
 
-from gate import credentials
+from gate import clock, credentials
 from gate.engine import store
 from gate.memory import changeset, ledger
 from gate.search import embeddings, vectors
@@ -338,16 +338,27 @@ def apply(
         if replay is not None:
             replay.owes_search = owes_search
             return replay
-        problems += _check_against_memory(conn, turn, parsed, kept_ids)
+        found, changed = _check_against_memory(conn, turn, parsed, kept_ids)
+        problems += found
+        if problems and not changed:
+            raise Refused(problems)  # nothing of it kept
         if problems:
-            raise Refused(problems)
-        changes = changeset.ChangeSet(conn, changeset.author(turn), log)
-        outcome = _apply(changes, parsed, kept_ids, today or Date.today().isoformat())
-        # An update that changed nothing is in `done` too: its fact may still be owed a vector.
-        changes.finish(
-            turn, digest=key, answer=json.dumps(outcome.to_json()), ahead=ahead,
-            sync=[item["id"] for item in outcome.done], tool_use_id=tool_use_id,
-        )
+            # The refusal shows each fact changed since it was read as it is now: the turn has
+            # seen that revision, and its next write may answer for it. That much is committed;
+            # nothing of the write is.
+            ledger.saw(conn, turn.id, changed)
+            refused = Refused(problems)
+        else:
+            refused = None
+            changes = changeset.ChangeSet(conn, changeset.author(turn), log)
+            outcome = _apply(changes, parsed, kept_ids, today or Date.today().isoformat())
+            # An update that changed nothing is in `done` too: its fact may still be owed a vector.
+            changes.finish(
+                turn, digest=key, answer=json.dumps(outcome.to_json()), ahead=ahead,
+                sync=[item["id"] for item in outcome.done], tool_use_id=tool_use_id,
+            )
+    if refused is not None:
+        raise refused
     outcome.owes_search = owes_search
     return outcome
 
@@ -402,11 +413,13 @@ def _replay(conn: apsw.Connection, turn: ledger.Turn, key: str, tool_use_id: str
 
 def _check_against_memory(
     conn: apsw.Connection, turn: ledger.Turn, ops: list[Op], kept: list[int]
-) -> list[str]:
-    problems = []
-    read = ledger.read_ids(conn, turn.id)
+) -> tuple[list[str], dict[int, int]]:
+    """The write's problems with memory as it is, and the facts it names that were changed since
+    this turn read them, with their revision now."""
+    read = ledger.read_revisions(conn, turn.id)
     wanted = sorted({op.id for op in ops if op.id is not None} | set(kept))
     existing = _existing(conn, wanted)
+    problems, changed = _changed_since_read(conn, read, ops, kept)
     for op in ops:
         if op.id is not None and op.id not in existing:
             if op.id in read:
@@ -443,7 +456,40 @@ def _check_against_memory(
             f"{noun} {listed} read this turn {'is' if len(missing) == 1 else 'are'} not answered "
             f"for: {mend}"
         )
-    return problems
+    return problems, changed
+
+
+def _changed_since_read(
+    conn: apsw.Connection, read: dict[int, int | None], ops: list[Op], kept: list[int]
+) -> tuple[list[str], dict[int, int]]:
+    """A fact this turn read that was changed since (by another session, or on the memory page):
+    keeping, updating or deleting it would answer for a text the turn never saw, and an update
+    would overwrite the other change unseen. Each gets its refusal with the fact as it is now."""
+    named = [(f"ops[{op.index}]", op.id) for op in ops if op.id is not None]
+    named += [("kept", fact) for fact in kept]
+    asked = sorted({fact for _, fact in named if read.get(fact) is not None})
+    if not asked:
+        return [], {}
+    marks = ",".join("?" * len(asked))
+    now = {
+        fact: (rev, topic, text, updated)
+        for fact, rev, topic, text, updated in conn.execute(
+            f"SELECT id, rev, topic, text, updated FROM facts WHERE id IN ({marks})", asked
+        )
+    }
+    problems, changed = [], {}
+    for where, fact in named:
+        seen = read.get(fact)
+        if seen is None or fact not in now or now[fact][0] == seen:
+            continue
+        rev, topic, text, updated = now[fact]
+        changed[fact] = rev
+        problems.append(
+            f"{where}: fact {fact} was changed after this turn read it, by another session or the "
+            f"memory page (revision {seen} then, {rev} since {clock.shown(updated)}). Now: "
+            f'[{topic}] "{text}" Answer for it as it is now: keep it, update it or delete it.'
+        )
+    return problems, changed
 
 
 def _existing(conn: apsw.Connection, ids: list[int]) -> set[int]:
