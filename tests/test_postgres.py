@@ -215,3 +215,80 @@ def test_a_cjk_word_inside_unspaced_text_is_a_phrase_of_its_characters(words_db)
     [(across,)] = words_db.execute("SELECT %s::tsvector @@ %s::tsquery",
                                    (postgres.words("deploy", "staging"), "'deploy' <-> 'staging'")).fetchall()
     assert across is False
+
+
+# -- a query finds the same facts on both engines ----------------------------------------------------
+
+CORPUS = [
+    ("deploy", "Deploys go through the staging branch; main is protected."),
+    ("deployment", "The deployment pipeline runs on every push to main."),
+    ("build", "The C++ build needs -O2 and node.js 20 for the e-mail templates."),
+    ("escritório", "O escritório de São Paulo cuida da configuração do servidor."),
+    ("会議", "東京都庁の会議は毎週月曜日です"),
+    ("cluster", "The Kubernetes cluster (k8s) runs on three nodes."),
+    ("storage", "The database is PostgreSQL 16; the db backups run nightly."),
+    ("frontend", "React components were converted to hooks; React Router handles navigation."),
+    ("ёлка", "Новогодняя ёлка стоит в офисе до января."),
+    ("διαρροή", "Η διαρροής μνήμης στο worker διορθώθηκε."),
+    ("review", "A pull request needs two approvals before it merges."),
+    ("auth", "Authentication tokens expire after one hour; refresh them early."),
+    # Spaced apart, 会 and 議 are no word 会議: FTS5 looks CJK up in its cjk column only.
+    ("spaced", "会 議 written apart"),
+]
+VOCABULARY = sorted({word for topic, text in CORPUS for word in (topic + " " + text).replace(";", " ").split()} |
+                    {"deploying", "deployments", "nodes", "auth", "database", "pr", "会", "東京", "曜日", "zzz"})
+
+
+@pytest.fixture(scope="module")
+def both_engines(postgres_server):
+    """The corpus in a local SQLite memory and in a team database: (sqlite conn, postgres conn)."""
+    import psycopg
+
+    with psycopg.connect(postgres_server.url(), autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS t_parity")
+        admin.execute("CREATE DATABASE t_parity")
+    url = postgres_server.url("t_parity")
+    team = postgres.connect(url)
+    project = team.execute("INSERT INTO projects (key, created) VALUES ('p', '') RETURNING id").fetchone()[0]
+    local = store.connect(":memory:")
+    for fact, (topic, text) in enumerate(CORPUS, start=1):
+        local.execute(
+            "INSERT INTO facts (id, topic, kind, text, date, created, updated, confirmed)"
+            " VALUES (?, ?, 'state', ?, '2026-12-01', '', '', '')", (fact, topic, text))
+        team.execute(
+            "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
+            " VALUES (%s, %s, %s, 'state', %s, '2026-12-01', '', '', '', 'me', %s::tsvector)",
+            (project, fact, topic, text, postgres.words(topic, text)))
+    team.commit()
+    yield local, team
+    team.close()
+    local.close()
+    with psycopg.connect(postgres_server.url(), autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS t_parity WITH (FORCE)")
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4), every=st.booleans(), exact_only=st.booleans())
+def test_a_query_finds_the_same_facts_on_both_engines(both_engines, words, every, exact_only):
+    from gate.search import query
+
+    local, team = both_engines
+    parsed = query.parse(" ".join(words))
+    fts, ts = parsed.expression(every=every, exact_only=exact_only), parsed.tsquery(every=every, exact_only=exact_only)
+    if fts is None:
+        assert ts is None
+        return
+    assert (ts.owners, ts.exact) == (fts.owners, fts.exact)  # the same phrases, numbered alike
+    in_sqlite = {row[0] for row in local.execute("SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?", (fts.text,))}
+    in_postgres = {row[0] for row in team.execute("SELECT id FROM facts WHERE words @@ %s::tsquery", (ts.text,))}
+    assert in_postgres == in_sqlite, (fts.text, ts.text)
+
+
+def test_the_parity_test_sees_a_query_that_finds_something(both_engines):
+    """So that the property above is no vacuous truth over empty answers."""
+    from gate.search import query
+
+    local, team = both_engines
+    for typed, expected in (("deploying", {1, 2}), ("月曜日", {5}), ("ёлка", {9}), ("db", {7}), ("configuracao servidor", {4})):
+        ts = query.parse(typed).tsquery(every=True)
+        assert {row[0] for row in team.execute("SELECT id FROM facts WHERE words @@ %s::tsquery", (ts.text,))} == expected, typed

@@ -71,7 +71,8 @@ GAP = 10
 MAX_POSITION = 16383  # PostgreSQL's: a later position is stored as this one
 
 
-def _lexeme(word: str) -> str:
+def lexeme(word: str) -> str:
+    """A word as tsvector and tsquery text read it back, whatever it holds."""
     # unicode61 cuts at quotes and backslashes, so no word holds one today; escaped all the same,
     # since a literal broken by one would be an error in every write of that fact.
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
@@ -88,7 +89,7 @@ def words(topic: str, text: str) -> str:
     for found, weight in columns:
         for word in found:
             position += 1
-            parts.append(f"{_lexeme(word)}:{min(position, MAX_POSITION)}{weight}")
+            parts.append(f"{lexeme(word)}:{min(position, MAX_POSITION)}{weight}")
         position += GAP
     return " ".join(parts)
 

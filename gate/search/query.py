@@ -1,4 +1,5 @@
-"""Safe FTS5 expressions from whatever the agent typed. Pure: no database here.
+"""Safe FTS5 expressions, and their PostgreSQL tsquery twins, from whatever the agent typed.
+Pure: no database here.
 
 Raw text in MATCH either breaks (`C++`, `node.js`, `it's`, a lone `*` or `(`) or silently changes
 meaning (`-O2` and `topic:deploy` are column filters, upper-case `NOT` is an operator). So the
@@ -10,6 +11,10 @@ as typed, as a known abbreviation or expansion, and as any word sharing its stem
 gate/search/forms.py's). FTS5 ranks them by bm25; gate/search/search.py
 then judges which of them are worth the agent's context. The expression names every phrase's term
 (`owners`), so that the judgement knows which terms each candidate holds.
+
+A team's memory on PostgreSQL (gate/engine/postgres.py) stores the same words, and
+`Query.tsquery` renders the same phrases, in the same numbering, as tsquery text: the same query
+finds the same facts on both engines (tests/test_postgres.py holds them equal).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from gate.engine import tokens
+from gate.engine.postgres import lexeme
 from gate.search import forms, stopwords
 
 MAX_TERMS = 12
@@ -47,6 +53,25 @@ class Term:
         if self.prefix is None:
             return exact
         return [*exact, (quote(self.prefix) + "*", False)]
+
+
+    def tsphrases(self) -> list[tuple[str, bool]]:
+        """The same phrases, in the same order, as PostgreSQL tsquery text over the words
+        gate/engine/postgres.py stores (tokens.py's, the CJK spelling at weight C)."""
+        if self.cjk:
+            joined = " <-> ".join(f"{lexeme(ch)}:C" for ch in self.word)
+            return [(f"({joined})" if len(self.word) > 1 else joined, True)]
+        exact = [(_tsphrase(form), True) for form in self.forms]
+        if self.prefix is None:
+            return exact
+        return [*exact, (f"{lexeme(self.prefix)}:*", False)]
+
+
+def _tsphrase(form: str) -> str:
+    """A form as the index cuts it: one word, or the words of a phrase in a row (`pull request`)."""
+    words = tokens.words(form) or [form]
+    joined = " <-> ".join(lexeme(word) for word in words)
+    return f"({joined})" if len(words) > 1 else joined
 
 
 class Expression(NamedTuple):
@@ -81,6 +106,22 @@ class Query:
         if not groups:
             return None
         return Expression((" AND " if every else " OR ").join(groups), tuple(owners), tuple(exact))
+
+    def tsquery(self, *, every: bool = False, exact_only: bool = False) -> Expression | None:
+        """`expression` for PostgreSQL: the same facts, the same phrases in the same numbering
+        (owners, exact), as tsquery text."""
+        groups: list[str] = []
+        owners: list[int] = []
+        exact: list[bool] = []
+        for index, term in enumerate(self.terms):
+            found = [phrase for phrase in term.tsphrases() if phrase[1] or not exact_only]
+            joined = " | ".join(phrase for phrase, _ in found)
+            groups.append(f"({joined})" if len(found) > 1 else joined)
+            owners += [index] * len(found)
+            exact += [same for _, same in found]
+        if not groups:
+            return None
+        return Expression((" & " if every else " | ").join(groups), tuple(owners), tuple(exact))
 
     def without(self, drop: set[int]) -> Query:
         """The same query minus the terms at these indexes."""
