@@ -292,3 +292,32 @@ def test_the_parity_test_sees_a_query_that_finds_something(both_engines):
     for typed, expected in (("deploying", {1, 2}), ("月曜日", {5}), ("ёлка", {9}), ("db", {7}), ("configuracao servidor", {4})):
         ts = query.parse(typed).tsquery(every=True)
         assert {row[0] for row in team.execute("SELECT id FROM facts WHERE words @@ %s::tsquery", (ts.text,))} == expected, typed
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4), every=st.booleans(), exact_only=st.booleans())
+def test_a_query_ranks_the_same_facts_alike_on_both_engines(both_engines, words, every, exact_only):
+    """FTS5's bm25 and the phrases each fact holds, and where (topic or text), as PostgreSQL computes them."""
+    from gate.search import query, search
+
+    local, team = both_engines
+    parsed = query.parse(" ".join(words))
+    fts, ts = parsed.expression(every=every, exact_only=exact_only), parsed.tsquery(every=every, exact_only=exact_only)
+    if fts is None:
+        return
+    in_sqlite = search._match(local, fts.text, 60)
+    in_postgres = postgres.match(team, 1, ts.text, ts.phrases, 60)
+    assert [fact for fact, _, _ in in_postgres] == [fact for fact, _, _ in in_sqlite], (fts.text, in_sqlite, in_postgres)
+    assert [matched for _, _, matched in in_postgres] == [matched for _, _, matched in in_sqlite]
+    for (_, mine, _), (_, theirs, _) in zip(in_postgres, in_sqlite):
+        assert mine == pytest.approx(theirs, rel=1e-9, abs=1e-12)
+
+
+def test_the_ranking_parity_sees_ranks_that_differ(both_engines):
+    """The property above compares real rankings: a query whose facts rank apart."""
+    from gate.search import query
+
+    _, team = both_engines
+    ts = query.parse("deploy main").tsquery()
+    ranked = postgres.match(team, 1, ts.text, ts.phrases, 8)
+    assert len({rank for _, rank, _ in ranked}) >= 2 and ranked[0][2][0] == postgres.IN_TOPIC

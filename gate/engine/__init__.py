@@ -3,7 +3,8 @@
 Everything above reaches SQLite through here: `store` opens a memory, applies schema.sql's
 numbered sections and takes write transactions; `tokens` cuts and folds words exactly as the
 FTS5 index does. This is the seam a second storage engine plugs into: `postgres` opens a team's
-memory on PostgreSQL and applies schema-postgres.sql (issue 17; nothing above uses it yet).
+memory on PostgreSQL, applies schema-postgres.sql, stores a fact's words as the SQLite index
+holds them and ranks them by FTS5's own bm25 (issue 17; nothing above uses it yet).
 
 May import: the ground floor (gate/*.py), apsw, and psycopg in `postgres` alone, when a team
 database is opened. On the hooks' path: nothing heavy here.

@@ -1,8 +1,12 @@
 """Open a team's memory on PostgreSQL and bring its schema up to date.
 
-The first piece of team memory (issue 17): the connection, the schema (schema-postgres.sql,
-applied in numbered sections as gate/engine/store.py applies schema.sql) and the errors a member
-meets when the server is not there. Nothing above the engine uses it yet.
+The first pieces of team memory (issue 17): the connection, the schema (schema-postgres.sql,
+applied in numbered sections as gate/engine/store.py applies schema.sql), the errors a member
+meets when the server is not there, a fact's words as the SQLite index holds them, and word
+matching ranked by FTS5's own bm25, so that the same query finds and ranks the same facts on
+both engines (tests/test_postgres.py holds them equal). Nothing above the engine uses it yet.
+`match` computes bm25 in Python over every matching row, which is right but slow at scale: the
+spike's counters row and postings table (docs/spikes/team-memory/FINDINGS.md) are the next step.
 
 psycopg is imported here and only here, when a team database is opened: never by the hooks,
 which keep each member's ledger in a local SQLite file and never wait on the network. It is an
@@ -92,6 +96,72 @@ def words(topic: str, text: str) -> str:
             parts.append(f"{lexeme(word)}:{min(position, MAX_POSITION)}{weight}")
         position += GAP
     return " ".join(parts)
+
+
+def phrase_text(words: "tuple[str, ...]", prefix: bool = False, cjk: bool = False) -> str:
+    """One phrase as tsquery text over words(): its words in a row, the last a prefix when
+    `prefix`, each in the CJK spelling (weight C) when `cjk`, as FTS5's `cjk : "..."` looks there."""
+    if prefix:
+        return f"{lexeme(words[0])}:*"
+    joined = " <-> ".join(lexeme(word) + (":C" if cjk else "") for word in words)
+    return f"({joined})" if len(words) > 1 else joined
+
+
+# bm25 as FTS5 computes it (fts5_aux.c), with schema.sql's rank: bm25(5.0, 1.0, 1.0) over the
+# topic, the text and the CJK spelling, here weights A, D and C.
+K1, B = 1.2, 0.75
+_COLUMN_WEIGHT = {"A": 5.0, "D": 1.0, "C": 1.0}
+ABSENT, IN_TEXT, IN_TOPIC = 0, 1, 2  # gate_phrases' bytes (gate/engine/store.py)
+
+
+def _instances(held: dict, phrase) -> list[str]:
+    """The weight (column) of each instance of `phrase` among a row's words."""
+    words, prefix, cjk = phrase
+    if prefix:
+        return [weight for word, places in held.items() if word.startswith(words[0]) for _, weight in places]
+    found = []
+    for position, weight in held.get(words[0], ()):
+        if cjk and weight != "C":
+            continue
+        if all((position + k, weight) in held.get(word, ()) for k, word in enumerate(words[1:], start=1)):
+            found.append(weight)
+    return found
+
+
+def match(conn, project: int, text: str, phrases, limit: int, after: int = 0) -> list[tuple[int, float, bytes]]:
+    """gate/search/search.py `_match` on PostgreSQL: (id, bm25 rank: lower is better, matched
+    phrases as gate_phrases' bytes) of the best `limit` facts of the project with an id above
+    `after` whose words match tsquery `text`, best first, equal ranks in id order. `phrases`:
+    the expression's phrases in its numbering, each (words, prefix, cjk). The rank is FTS5's
+    own, so that the same query ranks the same facts alike on both engines."""
+    import math
+
+    count, total = conn.execute(
+        "SELECT count(*), coalesce(sum((SELECT sum(cardinality(positions)) FROM unnest(words))), 0)::bigint"
+        " FROM facts WHERE project = %s", (project,)).fetchone()
+    rows = max(count, 1)
+    average = total / rows if total else 1.0
+    idf = []
+    for phrase in phrases:
+        hits = conn.execute("SELECT count(*) FROM facts WHERE project = %s AND words @@ %s::tsquery",
+                            (project, phrase_text(*phrase))).fetchone()[0]
+        value = math.log((rows - hits + 0.5) / (hits + 0.5))
+        idf.append(value if value > 0 else 1e-6)
+    found = []
+    for fact, held_json in conn.execute(
+        "SELECT id, (SELECT json_agg(json_build_array(lexeme, positions, weights)) FROM unnest(words))"
+        " FROM facts WHERE project = %s AND words @@ %s::tsquery AND id > %s", (project, text, after)):
+        held = {word: list(zip(positions, weights)) for word, positions, weights in held_json or ()}
+        length = sum(len(places) for places in held.values())
+        score, matched = 0.0, []
+        for weight_of_idf, phrase in zip(idf, phrases):
+            instances = _instances(held, phrase)
+            frequency = sum(_COLUMN_WEIGHT[weight] for weight in instances)
+            score += weight_of_idf * (frequency * (K1 + 1.0)) / (frequency + K1 * (1 - B + B * length / average))
+            matched.append(IN_TOPIC if "A" in instances else IN_TEXT if instances else ABSENT)
+        found.append((fact, -1.0 * score, bytes(matched)))
+    found.sort(key=lambda row: (row[1], row[0]))
+    return found[:limit]
 
 
 def shown(url: str) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from gate.engine import tokens
-from gate.engine.postgres import lexeme
+from gate.engine import postgres
 from gate.search import forms, stopwords
 
 MAX_TERMS = 12
@@ -33,6 +33,15 @@ MAX_INPUT = 2000
 def quote(word: str) -> str:
     """A string FTS5 reads as plain text whatever it holds."""
     return '"' + word.replace('"', '""') + '"'
+
+
+class Phrase(NamedTuple):
+    """One phrase of an expression, engine-neutral: its words as the index holds them, whether
+    the last is a prefix (a stem), and whether it is looked up in the CJK spelling only."""
+
+    words: tuple[str, ...]
+    prefix: bool = False
+    cjk: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,32 +64,30 @@ class Term:
         return [*exact, (quote(self.prefix) + "*", False)]
 
 
+    def structure(self) -> list[Phrase]:
+        """The phrases of `phrases`, in the same order, as Phrase."""
+        if self.cjk:
+            return [Phrase(tuple(self.word), cjk=True)]
+        exact = [Phrase(tuple(tokens.words(form) or [form])) for form in self.forms]
+        if self.prefix is None:
+            return exact
+        return [*exact, Phrase((self.prefix,), prefix=True)]
+
     def tsphrases(self) -> list[tuple[str, bool]]:
         """The same phrases, in the same order, as PostgreSQL tsquery text over the words
         gate/engine/postgres.py stores (tokens.py's, the CJK spelling at weight C)."""
-        if self.cjk:
-            joined = " <-> ".join(f"{lexeme(ch)}:C" for ch in self.word)
-            return [(f"({joined})" if len(self.word) > 1 else joined, True)]
-        exact = [(_tsphrase(form), True) for form in self.forms]
-        if self.prefix is None:
-            return exact
-        return [*exact, (f"{lexeme(self.prefix)}:*", False)]
-
-
-def _tsphrase(form: str) -> str:
-    """A form as the index cuts it: one word, or the words of a phrase in a row (`pull request`)."""
-    words = tokens.words(form) or [form]
-    joined = " <-> ".join(lexeme(word) for word in words)
-    return f"({joined})" if len(words) > 1 else joined
+        return [(postgres.phrase_text(*shape), same) for shape, (_, same) in zip(self.structure(), self.phrases())]
 
 
 class Expression(NamedTuple):
-    """An FTS5 MATCH expression and, for each of its phrases in FTS5's numbering (left to
-    right), the index of the term it stands for and whether it is an exact form of it."""
+    """An FTS5 MATCH expression (or its tsquery twin) and, for each of its phrases in FTS5's
+    numbering (left to right), the index of the term it stands for, whether it is an exact form
+    of it, and the phrase itself."""
 
     text: str
     owners: tuple[int, ...]
     exact: tuple[bool, ...]
+    phrases: tuple[Phrase, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,15 +104,17 @@ class Query:
         groups: list[str] = []
         owners: list[int] = []
         exact: list[bool] = []
+        phrases: list[Phrase] = []
         for index, term in enumerate(self.terms):
-            found = [phrase for phrase in term.phrases() if phrase[1] or not exact_only]
-            joined = " OR ".join(phrase for phrase, _ in found)
+            found = [(phrase, shape) for phrase, shape in zip(term.phrases(), term.structure()) if phrase[1] or not exact_only]
+            joined = " OR ".join(phrase for (phrase, _), _ in found)
             groups.append(f"({joined})" if every and len(found) > 1 else joined)
             owners += [index] * len(found)
-            exact += [same for _, same in found]
+            exact += [same for (_, same), _ in found]
+            phrases += [shape for _, shape in found]
         if not groups:
             return None
-        return Expression((" AND " if every else " OR ").join(groups), tuple(owners), tuple(exact))
+        return Expression((" AND " if every else " OR ").join(groups), tuple(owners), tuple(exact), tuple(phrases))
 
     def tsquery(self, *, every: bool = False, exact_only: bool = False) -> Expression | None:
         """`expression` for PostgreSQL: the same facts, the same phrases in the same numbering
@@ -113,15 +122,17 @@ class Query:
         groups: list[str] = []
         owners: list[int] = []
         exact: list[bool] = []
+        phrases: list[Phrase] = []
         for index, term in enumerate(self.terms):
-            found = [phrase for phrase in term.tsphrases() if phrase[1] or not exact_only]
-            joined = " | ".join(phrase for phrase, _ in found)
+            found = [(phrase, shape) for phrase, shape in zip(term.tsphrases(), term.structure()) if phrase[1] or not exact_only]
+            joined = " | ".join(phrase for (phrase, _), _ in found)
             groups.append(f"({joined})" if len(found) > 1 else joined)
             owners += [index] * len(found)
-            exact += [same for _, same in found]
+            exact += [same for (_, same), _ in found]
+            phrases += [shape for _, shape in found]
         if not groups:
             return None
-        return Expression((" & " if every else " | ").join(groups), tuple(owners), tuple(exact))
+        return Expression((" & " if every else " | ").join(groups), tuple(owners), tuple(exact), tuple(phrases))
 
     def without(self, drop: set[int]) -> Query:
         """The same query minus the terms at these indexes."""
