@@ -259,6 +259,7 @@ def both_engines(postgres_server):
             "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
             " VALUES (%s, %s, %s, 'state', %s, '2026-12-01', '', '', '', 'me', %s::tsvector)",
             (project, fact, topic, text, postgres.words(topic, text)))
+    team.execute("UPDATE projects SET last_fact = %s WHERE id = %s", (len(CORPUS), project))
     team.commit()
     yield local, team
     team.close()
@@ -321,3 +322,29 @@ def test_the_ranking_parity_sees_ranks_that_differ(both_engines):
     ts = query.parse("deploy main").tsquery()
     ranked = postgres.match(team, 1, ts.text, ts.phrases, 8)
     assert len({rank for _, rank, _ in ranked}) >= 2 and ranked[0][2][0] == postgres.IN_TOPIC
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4), limit=st.integers(1, 8))
+def test_a_search_by_words_returns_the_same_facts_on_both_engines(both_engines, words, limit):
+    """The tiers, the common words, the judgement: search.py's whole word search, on either index."""
+    from gate.search import search, team as team_words
+
+    local, team = both_engines
+    typed = " ".join(words)
+    index = team_words.TeamIndex(team, 1)
+    assert search.by_words_in(index, typed, limit=limit) == search.by_words(local, typed, limit=limit), typed
+    mine, theirs = search.candidates_in(index, typed, wanted=limit), search._candidates(local, typed, wanted=limit)
+    assert [(c.id, c.tier, c.named) for c in mine] == [(c.id, c.tier, c.named) for c in theirs]
+    for a, b in zip(mine, theirs):
+        assert a.score == pytest.approx(b.score, rel=1e-9) and a.coverage == pytest.approx(b.coverage, rel=1e-12)
+
+
+def test_the_search_parity_sees_searches_that_find_facts(both_engines):
+    from gate.search import search, team as team_words
+
+    local, team = both_engines
+    index = team_words.TeamIndex(team, 1)
+    for typed in ("deploying main", "会議", "React hooks", "db backups", "configuracao"):
+        found = search.by_words_in(index, typed)
+        assert found and found == search.by_words(local, typed), typed

@@ -87,6 +87,11 @@ def words(conn: apsw.Connection, typed: str | fts.Query, *, limit: int = RESULTS
     return _judge(_candidates(conn, typed, wanted=limit)).first(limit)
 
 
+def by_words_in(index, typed: str | fts.Query, *, limit: int = RESULTS) -> list[int]:
+    """by_words over any Index (gate/search/team.py: a team's memory on PostgreSQL)."""
+    return _judge(candidates_in(index, typed, wanted=limit)).first(limit).ranked()
+
+
 @dataclass(frozen=True)
 class Candidate:
     """A fact that holds some form of some term: its bm25 score (higher is better) and the share
@@ -99,14 +104,39 @@ class Candidate:
     named: bool = False  # (tier 2 only) its topic holds a term of the query: the query names its subject
 
 
+class Index:
+    """Where words are looked up: the SQLite memory's FTS5 index. gate/search/team.py is the
+    same for a team's memory on PostgreSQL; the tiers and the judgement above are shared."""
+
+    def __init__(self, conn: apsw.Connection):
+        self.conn = conn
+
+    def frequencies(self, parsed: fts.Query) -> tuple[int, list[int], list[int]]:
+        return _frequencies(self.conn, parsed)
+
+    def expression(self, parsed: fts.Query, *, every: bool = False, exact_only: bool = False) -> fts.Expression | None:
+        return parsed.expression(every=every, exact_only=exact_only)
+
+    def reaches(self, expression: fts.Expression, count: int, after: int) -> bool:
+        return _reaches(self.conn, expression.text, count, after)
+
+    def match(self, expression: fts.Expression, limit: int, after: int, *, phrases: bool) -> list:
+        return _match(self.conn, expression.text, limit, after, phrases=phrases)
+
+
 def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = RESULTS) -> list[Candidate]:
     """The POOL best facts by bm25 that hold any form of any term, best first. When at least
     `wanted` facts hold every term (as typed, or in some form), those are all the answer can
     hold (they rank first), and the costlier searches are skipped."""
+    return candidates_in(Index(conn), typed, wanted=wanted)
+
+
+def candidates_in(index, typed: str | fts.Query, *, wanted: int = RESULTS) -> list[Candidate]:
+    """_candidates over any Index."""
     parsed = fts.parse(typed) if isinstance(typed, str) else typed
     if not parsed:
         return []
-    size, docs, exact_docs = _frequencies(conn, parsed)
+    size, docs, exact_docs = index.frequencies(parsed)
     weights = [_idf(size, count) for count in docs]
     # A word nearly every fact of a large memory holds narrows nothing and costs the most (bm25
     # runs for every fact that holds it): leave such words out while others remain.
@@ -129,10 +159,10 @@ def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = 
     # for the next one, so it is not run: bm25 is the cost of a search.
     # With one term, "every term in some form" is "any term". Facts holding every term as typed
     # all hold the whole query: the best `wanted` of them by bm25 are the answer, no more needed.
-    tiers = [(focused.expression(every=True, exact_only=True), min(held_exact), wanted)]
+    tiers = [(index.expression(focused, every=True, exact_only=True), min(held_exact), wanted)]
     if len(focused.terms) > 1:
-        tiers.append((focused.expression(every=True), min(held), POOL))
-    tiers.append((focused.expression(), size, POOL))
+        tiers.append((index.expression(focused, every=True), min(held), POOL))
+    tiers.append((index.expression(focused), size, POOL))
     tried: set[str] = set()
     for expression, most, fetch in tiers:
         if expression.text in tried or (most < wanted and expression is not tiers[-1][0]):
@@ -143,11 +173,11 @@ def _candidates(conn: apsw.Connection, typed: str | fts.Query, *, wanted: int = 
         # first whether it reaches them, which costs a third of ranking them (no bm25, no sort,
         # no auxiliary function, and the scan stops at `wanted`). Not for the first tier, which
         # is cheaper to rank than the others and mostly reaches them.
-        if not (first or last) and not _reaches(conn, expression.text, wanted, after):
+        if not (first or last) and not index.reaches(expression, wanted, after):
             continue
         # A fact the first tier finds holds every term as typed: which phrases it matched would
         # tell nothing, and without asking, the tier is ranked at half the cost (`_match`).
-        rows = _match(conn, expression.text, fetch, after, phrases=not first)
+        rows = index.match(expression, fetch, after, phrases=not first)
         if len(rows) >= wanted:
             break
     found = []

@@ -1,0 +1,68 @@
+"""Words looked up in a team's memory on PostgreSQL: gate/search/search.py's Index over
+gate/engine/postgres.py, so that the tiers and the judgement run unchanged and the same query
+returns the same facts on both engines (tests/test_postgres.py holds them equal).
+
+What FTS5 gives the SQLite index for free is asked of PostgreSQL here: how many facts hold each
+word (fts5vocab's `doc`), from the GIN index; whether a tier reaches enough facts; the ranked
+match (postgres.match, FTS5's own bm25). Not fast yet: a count a word, bm25 in Python.
+"""
+
+from __future__ import annotations
+
+from gate.engine import postgres
+from gate.search import query as fts
+
+
+class TeamIndex:
+    """The words of one project of a team database (`conn` from postgres.connect)."""
+
+    def __init__(self, conn, project: int):
+        self.conn, self.project = conn, project
+
+    def _count(self, tsquery: str) -> int:
+        return self.conn.execute(
+            "SELECT count(*) FROM facts WHERE project = %s AND words @@ %s::tsquery", (self.project, tsquery)
+        ).fetchone()[0]
+
+    def frequencies(self, parsed: fts.Query) -> tuple[int, list[int], list[int]]:
+        """search._frequencies' figures: the ids handed out so far, and for each term how many
+        facts hold it in any form (a stem's words counted one by one, as fts5vocab counts
+        them) and at most how many hold an exact form."""
+        row = self.conn.execute("SELECT last_fact FROM projects WHERE id = %s", (self.project,)).fetchone()
+        size = max(row[0] if row else 0, 1)
+        counts, exact = [], []
+        for term in parsed.terms:
+            docs, phrase = 0, False
+            if term.cjk:
+                docs = self._count(postgres.phrase_text(tuple(term.word), cjk=True))
+            for form in () if term.cjk else term.forms:
+                if " " in form:
+                    phrase = True  # as in SQLite: a phrase of words is no vocabulary entry
+                else:
+                    docs += self._count(postgres.lexeme(form))
+            exact.append(size if phrase else min(docs, size))
+            if term.prefix is not None:
+                stemmed = self.conn.execute(
+                    "SELECT coalesce(sum(held), 0) FROM (SELECT count(DISTINCT f.id) AS held"
+                    " FROM facts f, unnest(f.words) u WHERE f.project = %s AND f.words @@ %s::tsquery"
+                    " AND starts_with(u.lexeme, %s) GROUP BY u.lexeme) per_word",
+                    (self.project, postgres.phrase_text((term.prefix,), prefix=True), term.prefix),
+                ).fetchone()[0]
+                docs = max(docs, int(stemmed))
+            counts.append(min(docs, size))
+        return size, counts, exact
+
+    def expression(self, parsed: fts.Query, *, every: bool = False, exact_only: bool = False) -> fts.Expression | None:
+        return parsed.tsquery(every=every, exact_only=exact_only)
+
+    def reaches(self, expression: fts.Expression, count: int, after: int) -> bool:
+        found = self.conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM facts WHERE project = %s AND words @@ %s::tsquery AND id > %s LIMIT %s) x",
+            (self.project, expression.text, after, count),
+        ).fetchone()[0]
+        return found >= count
+
+    def match(self, expression: fts.Expression, limit: int, after: int, *, phrases: bool) -> list:
+        rows = postgres.match(self.conn, self.project, expression.text, expression.phrases, limit, after)
+        # As SQLite's first tier, which does not ask which phrases a fact matched.
+        return rows if phrases else [(fact, rank, None) for fact, rank, _ in rows]
