@@ -7,6 +7,8 @@ import threading
 
 import apsw
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gate.engine import postgres, store
 
@@ -186,8 +188,6 @@ def postgres_terms(conn, topic: str, text: str) -> dict[str, str]:
     return {lexeme: "".join(sorted(set(weights))) for lexeme, weights in rows}
 
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 WORDISH = st.text(st.characters(categories=["L", "M", "N", "P", "S", "Zs"]), min_size=1, max_size=60).filter(str.strip)
 

@@ -19,7 +19,7 @@ with the password masked.
 
 import os
 
-from gate.engine.store import StoreError, sections
+from gate.engine.store import ABSENT, IN_TEXT, IN_TOPIC, StoreError, sections
 
 # The PostgreSQL schema memory-gate's tables live in, so that a database other software uses too
 # is shared without a clash.
@@ -111,7 +111,6 @@ def phrase_text(words: "tuple[str, ...]", prefix: bool = False, cjk: bool = Fals
 # topic, the text and the CJK spelling, here weights A, D and C.
 K1, B = 1.2, 0.75
 _COLUMN_WEIGHT = {"A": 5.0, "D": 1.0, "C": 1.0}
-ABSENT, IN_TEXT, IN_TOPIC = 0, 1, 2  # gate_phrases' bytes (gate/engine/store.py)
 
 
 def _instances(held: dict, phrase) -> list[str]:

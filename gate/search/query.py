@@ -101,38 +101,31 @@ class Query:
         """Facts that hold any form of any term, or with `every` some form of every term (with
         `exact_only` too, every term as typed or as a known abbreviation); None when there is
         nothing to search for."""
-        groups: list[str] = []
-        owners: list[int] = []
-        exact: list[bool] = []
-        phrases: list[Phrase] = []
-        for index, term in enumerate(self.terms):
-            found = [(phrase, shape) for phrase, shape in zip(term.phrases(), term.structure()) if phrase[1] or not exact_only]
-            joined = " OR ".join(phrase for (phrase, _), _ in found)
-            groups.append(f"({joined})" if every and len(found) > 1 else joined)
-            owners += [index] * len(found)
-            exact += [same for (_, same), _ in found]
-            phrases += [shape for _, shape in found]
-        if not groups:
-            return None
-        return Expression((" AND " if every else " OR ").join(groups), tuple(owners), tuple(exact), tuple(phrases))
+        return self._render(Term.phrases, " OR ", " AND " if every else " OR ", every, exact_only)
 
     def tsquery(self, *, every: bool = False, exact_only: bool = False) -> Expression | None:
         """`expression` for PostgreSQL: the same facts, the same phrases in the same numbering
         (owners, exact), as tsquery text."""
+        return self._render(Term.tsphrases, " | ", " & " if every else " | ", True, exact_only)
+
+    def _render(self, phrases_of, either: str, join: str, group: bool, exact_only: bool) -> Expression | None:
+        """One expression: each term's phrases joined by `either` (in brackets when `group` and
+        there are several), the terms by `join`."""
         groups: list[str] = []
         owners: list[int] = []
         exact: list[bool] = []
-        phrases: list[Phrase] = []
+        shapes: list[Phrase] = []
         for index, term in enumerate(self.terms):
-            found = [(phrase, shape) for phrase, shape in zip(term.tsphrases(), term.structure()) if phrase[1] or not exact_only]
-            joined = " | ".join(phrase for (phrase, _), _ in found)
-            groups.append(f"({joined})" if len(found) > 1 else joined)
+            found = [(text, same, shape) for (text, same), shape in zip(phrases_of(term), term.structure())
+                     if same or not exact_only]
+            joined = either.join(text for text, _, _ in found)
+            groups.append(f"({joined})" if group and len(found) > 1 else joined)
             owners += [index] * len(found)
-            exact += [same for (_, same), _ in found]
-            phrases += [shape for _, shape in found]
+            exact += [same for _, same, _ in found]
+            shapes += [shape for _, _, shape in found]
         if not groups:
             return None
-        return Expression((" & " if every else " | ").join(groups), tuple(owners), tuple(exact), tuple(phrases))
+        return Expression(join.join(groups), tuple(owners), tuple(exact), tuple(shapes))
 
     def without(self, drop: set[int]) -> Query:
         """The same query minus the terms at these indexes."""
