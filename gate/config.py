@@ -2,7 +2,7 @@
 
 Every knob is a `MEMORY_GATE_*` variable with a default that works (README lists them). The
 variables Claude Code sets for its hooks and servers (`CLAUDE_PROJECT_DIR`,
-`CLAUDE_CODE_SESSION_ID`) are read here too, so the rest of the package takes plain values.
+`CLAUDE_CODE_SESSION_ID`, and `CLAUDE_PLUGIN_DATA` for the plugin's own) are read here too, so the rest of the package takes plain values.
 
 A project's database lives at `$MEMORY_GATE_HOME/projects/<key>/memory/memory.db`, `<key>`
 being Claude Code's own name for the project folder, so memory sits beside Claude Code's
@@ -33,6 +33,7 @@ class Settings:
 
     __slots__ = (
         "home", "project_dir", "cwd", "session_id", "database", "embed_url", "embed_model", "max_distance",
+        "plugin_data",
     )
 
     def __init__(
@@ -46,6 +47,7 @@ class Settings:
         embed_url: str | None = None,
         embed_model: str = DEFAULT_EMBED_MODEL,
         max_distance: float | None = DEFAULT_MAX_DISTANCE,
+        plugin_data: str | None = None,
     ):
         self.home = home
         self.project_dir = project_dir
@@ -55,6 +57,9 @@ class Settings:
         self.embed_url = embed_url
         self.embed_model = embed_model
         self.max_distance = max_distance
+        # The plugin's data folder (CLAUDE_PLUGIN_DATA), where its mod hands the server each
+        # memory tool call's turn (gate/serve/handoff.py); None outside the plugin.
+        self.plugin_data = plugin_data
 
     def replace(self, **changes) -> "Settings":
         return Settings(**{**{name: getattr(self, name) for name in self.__slots__}, **changes})
@@ -83,6 +88,7 @@ def load(environ: "Mapping[str, str] | None" = None, cwd: str | os.PathLike | No
         embed_url=_embed_url(env.get("MEMORY_GATE_EMBED_URL")),
         embed_model=(env.get("MEMORY_GATE_EMBED_MODEL") or "").strip() or DEFAULT_EMBED_MODEL,
         max_distance=_max_distance(env.get("MEMORY_GATE_MAX_DISTANCE")),
+        plugin_data=_absolute(env["CLAUDE_PLUGIN_DATA"]) if env.get("CLAUDE_PLUGIN_DATA") else None,
     )
 
 

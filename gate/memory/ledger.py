@@ -155,7 +155,12 @@ def record_search(
     """A search of `turn` returned these (fact id, revision) pairs: each must now be answered
     for, and the context that searched has seen each in its current revision."""
     bump(conn, turn.session)
-    conn.execute("UPDATE turns SET searched = searched + 1 WHERE id = ?", (turn.id,))
+    # A search brings facts to answer for: a turn a write had left 'met' owes again.
+    conn.execute(
+        "UPDATE turns SET searched = searched + 1,"
+        " outcome = CASE outcome WHEN 'met' THEN NULL ELSE outcome END WHERE id = ?",
+        (turn.id,),
+    )
     for fact, rev in facts:
         conn.execute(
             "INSERT INTO reads (turn, fact, rev) VALUES (?, ?, ?)"
@@ -277,3 +282,11 @@ def hold(conn: apsw.Connection, turn_id: int) -> int:
 def settle(conn: apsw.Connection, turn_id: int, outcome: str) -> None:
     """Record how the turn's answer went out: 'met', or 'released' unmet."""
     conn.execute("UPDATE turns SET outcome = ? WHERE id = ?", (outcome, turn_id))
+
+
+def met_by_write(conn: apsw.Connection, turn_id: int) -> None:
+    """A write left the turn owing nothing ("nothing owed", the server's own verdict): it is 'met'
+    now, for the mod lets the answer out on that verdict with no gate process to settle it (and
+    no Stop hook). A later search of the turn unsettles it again (record_search); a released turn
+    stays released."""
+    conn.execute("UPDATE turns SET outcome = 'met' WHERE id = ? AND outcome IS NULL", (turn_id,))

@@ -357,6 +357,8 @@ def apply(
                 turn, digest=key, answer=json.dumps(outcome.to_json()), ahead=ahead,
                 sync=[item["id"] for item in outcome.done], tool_use_id=tool_use_id,
             )
+            if turn.opened_by_hook and not owes_search:
+                ledger.met_by_write(conn, turn.id)  # the answer "nothing owed" (serve/render.py)
     if refused is not None:
         raise refused
     outcome.owes_search = owes_search

@@ -158,7 +158,7 @@ def _call(request_id: int | str, params: dict) -> Call | None:
 def served(call: Call, memory, tools, server_meta: dict | None) -> bytes:
     """The SDK's reply to the call, byte for byte (pydantic's compact JSON, UTF-8 as it is): the
     answer's text and structured content, or an error result naming the mend."""
-    caller = tools.Caller(memory.session, call.tool_use_id, memory.process)
+    caller = tools.Caller(memory.session, call.tool_use_id, memory.process, memory.handoff)
     # The server checks the arguments before the SDK runs the tool, so the SDK words that
     # refusal as it is, and a failure of the tool itself with its name in front.
     problem = tools.argument_problem(call.tool, call.arguments)

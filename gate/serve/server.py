@@ -112,7 +112,8 @@ def _caller(memory: Memory, ctx: Context) -> tools.Caller:
     meta = ctx.request_context.meta or {}
     tool_use_id = meta.get(TOOL_USE_ID)
     return tools.Caller(
-        memory.session, tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None, memory.process
+        memory.session, tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None, memory.process,
+        memory.handoff,
     )
 
 

@@ -26,19 +26,27 @@ from gate.engine import store
 from gate.engine.facts import Fact, load_facts
 from gate.memory import audit, ledger, searches, write
 from gate.search import embeddings, search, vectors
-from gate.serve import render
+from gate.serve import handoff, render
 
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling: the session to fall back on, Claude Code's id for the tool call, and the
-    server process answering it (a fact is shown once per context: gate/memory/ledger.py)."""
+    """Who is calling: the session to fall back on, Claude Code's id for the tool call, the
+    server process answering it (a fact is shown once per context: gate/memory/ledger.py), and
+    where the plugin's mod leaves each call's turn (gate/serve/handoff.py), if anywhere."""
 
     session: str
     tool_use_id: str | None = None
     process: str = ""
+    handoff: Path | None = None
 
     def attribute(self, conn: apsw.Connection) -> ledger.Turn:
+        """The call's turn; inside the transaction that records the call, so that the mod's note
+        and what the call did commit together."""
+        if self.tool_use_id and self.handoff is not None:
+            note = handoff.claim(self.handoff, self.tool_use_id)
+            if note is not None:
+                ledger.record_tool_call(conn, self.tool_use_id, note.session, note.prompt_id, note.tool, note.agent)
         return ledger.attribute(conn, tool_use_id=self.tool_use_id, session=self.session)
 
     def context(self, conn: apsw.Connection) -> str:
@@ -324,6 +332,7 @@ class Memory:
         self.session = settings.session_id or f"mcp-{uuid.uuid4().hex[:12]}"
         # This process: one per Claude Code process, so one per context that reads results.
         self.process = uuid.uuid4().hex[:12]
+        self.handoff = handoff.folder(settings.plugin_data)
         self.endpoint = embeddings.Endpoint.from_settings(settings)
         self.lock = threading.Lock()
         self._conn: apsw.Connection | None = None
@@ -338,6 +347,8 @@ class Memory:
             return None
         self.close()
         self._conn, self._path = store.connect(path), path
+        if self.handoff is not None:
+            handoff.sweep(self.handoff)  # notes of calls that never came, once the server is at work
         # Without sqlite-vec, search says so and runs on words.
         store.load_vectors(self._conn)
         return self._conn
