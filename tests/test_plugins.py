@@ -53,8 +53,9 @@ def test_the_plugins_server_runs_through_the_launcher():
     assert server == {"command": "${CLAUDE_PLUGIN_ROOT}/bin/memory-gate", "args": ["serve"]}
 
 
-def launch(tmp_path, *argv, path="/usr/bin:/bin", installed=None):
-    """Run a copy of the launcher, as Claude Code would, with the given PATH."""
+def launch(tmp_path, *argv, path="/usr/bin:/bin", installed=None, env=None, stdin=None):
+    """Run a copy of the launcher, as Claude Code would, with the given PATH (and `env` beside
+    it, `stdin` as the hook's input)."""
     folder = tmp_path / "plugin" / "bin"
     folder.mkdir(parents=True, exist_ok=True)
     launcher = folder / "memory-gate"
@@ -62,7 +63,10 @@ def launch(tmp_path, *argv, path="/usr/bin:/bin", installed=None):
     launcher.chmod(0o755)
     if installed is not None:
         (folder / "installed").write_text(f"{installed}\n")
-    return subprocess.run([str(launcher), *argv], capture_output=True, text=True, env={"PATH": path}, stdin=subprocess.DEVNULL, timeout=10)
+    return subprocess.run(
+        [str(launcher), *argv], capture_output=True, text=True, env={"PATH": path, **(env or {})},
+        timeout=10, **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
+    )
 
 
 def fake_memory_gate(folder, name="memory-gate"):
@@ -111,6 +115,57 @@ def test_the_launcher_starts_a_hook_without_site_when_the_command_says_it_can(tm
     assert result.returncode == 0 and result.stdout == f"{without_site} {' '.join(argv)}\n", result.stderr
     on_path = launch(tmp_path, *argv, path=f"{recorded.parent}:/usr/bin:/bin", installed=tmp_path / "gone")
     assert on_path.stdout == result.stdout, on_path.stderr
+
+
+SESSION = "0f3c2a1e-5b7d-4e8f-9a6b-1c2d3e4f5a6b"
+
+
+@pytest.mark.parametrize("event", ["PreToolUse", "Stop"])
+def test_a_hook_the_mod_marked_done_is_answered_without_memory_gate(tmp_path, event):
+    """The mod did the hook's work and left its mark: the launcher takes the mark and answers,
+    with the command it would run never started; the next run of the hook, unmarked, runs it."""
+    recorded = fake_memory_gate(tmp_path / "venv" / "bin")
+    data = tmp_path / "data"
+    mark = data / "done" / f"{event}-{SESSION}"
+    mark.parent.mkdir(parents=True)
+    mark.write_text("1")
+    env = {"CLAUDE_PLUGIN_DATA": str(data), "CLAUDE_CODE_SESSION_ID": SESSION}
+    payload = json.dumps({"session_id": SESSION, "last_assistant_message": "x" * 200_000})  # past a pipe's buffer
+    result = launch(tmp_path, "hook", event, installed=recorded, env=env, stdin=payload)
+    assert (result.returncode, result.stdout, result.stderr) == (0, '{"suppressOutput": true}\n', "")
+    assert mark.read_text() == ""  # taken
+    again = launch(tmp_path, "hook", event, installed=recorded, env=env, stdin=payload)
+    assert again.stdout == f"{recorded.parent} hook {event}\n"
+
+
+@pytest.mark.parametrize("argv, env", [
+    (("hook", "UserPromptSubmit"), {}),  # no other hook is ever skipped
+    (("hook", "Hold"), {}),
+    (("hook", "Stop"), {"CLAUDE_CODE_SESSION_ID": "../../etc/x"}),  # a session id that is no plain name
+    (("hook", "Stop"), {"CLAUDE_CODE_SESSION_ID": ""}),
+    (("hook", "Stop"), {"CLAUDE_PLUGIN_DATA": ""}),  # outside the plugin
+])
+def test_a_mark_is_honoured_only_for_its_hook_and_a_plain_session(tmp_path, argv, env):
+    recorded = fake_memory_gate(tmp_path / "venv" / "bin")
+    data = tmp_path / "data"
+    (data / "done").mkdir(parents=True)
+    for hook in ("UserPromptSubmit", "Hold", "Stop", "PreToolUse"):
+        (data / "done" / f"{hook}-{SESSION}").write_text("1")
+    (data / "done" / "Stop-..").mkdir()  # where done/Stop-../../etc/x would lead, a mark
+    (data / "done" / "etc").mkdir()
+    (data / "done" / "etc" / "x").write_text("1")
+    full = {"CLAUDE_PLUGIN_DATA": str(data), "CLAUDE_CODE_SESSION_ID": SESSION, **env}
+    result = launch(tmp_path, *argv, installed=recorded, env=full)
+    assert result.stdout == f"{recorded.parent} {' '.join(argv)}\n", result.stderr
+
+
+def test_an_empty_mark_runs_the_hook(tmp_path):
+    recorded = fake_memory_gate(tmp_path / "venv" / "bin")
+    data = tmp_path / "data"
+    (data / "done").mkdir(parents=True)
+    (data / "done" / f"Stop-{SESSION}").write_text("")  # the mod cleared it: a new step began
+    env = {"CLAUDE_PLUGIN_DATA": str(data), "CLAUDE_CODE_SESSION_ID": SESSION}
+    assert launch(tmp_path, "hook", "Stop", installed=recorded, env=env).stdout == f"{recorded.parent} hook Stop\n"
 
 
 def test_without_memory_gate_the_prompt_hook_says_memory_is_off(tmp_path):
