@@ -94,6 +94,11 @@ class Gate:
             conn.row_factory = sqlite3.Row
             return [dict(row) for row in conn.execute("SELECT * FROM turns ORDER BY id")]
 
+    def tool_calls(self) -> list[dict]:
+        with sqlite3.connect(self.database()) as conn:
+            conn.row_factory = sqlite3.Row
+            return [dict(row) for row in conn.execute("SELECT * FROM tool_calls ORDER BY at, tool")]
+
     def facts(self) -> list[tuple]:
         with sqlite3.connect(self.database()) as conn:
             return list(conn.execute("SELECT id, topic, text FROM facts ORDER BY id"))
@@ -160,6 +165,17 @@ def test_a_compliant_turn_is_not_held(gate):
         # Nor the gate tool: registering it slows the session, and it is registered at a first
         # answer that may owe memory.
         assert [gate_tools(body) for body in run.requests] == [[], [], []]
+        # Of memory-gate's four hooks only UserPromptSubmit started Python: the mod handed the
+        # server each call's turn and ruled the answer, and the launcher answered PreToolUse (twice)
+        # and Stop from the marks it left (mods/memory-gate/bin/memory-gate).
+        assert run.debug_log().count('Hooks: Parsed initial response: {"suppressOutput":true}') == 3
+        assert "returned permissionDecision: allow (reason: memory-gate's own memory tool)" not in run.debug_log()
+        assert list((gate.box.home / ".claude" / "plugins" / "data").glob("*/calls/*")) == []  # claimed
+        # The mod's tool hooks run for memory's own tools only: Claude Code's other tools never
+        # wait on the mods' worker (two tools described, the request's other tools untouched).
+        assert run.debug_log().count("hooks module memory-gate@inline tool.describe settled") == 2
+    assert [(call["turn"], call["tool"].rsplit("__", 1)[1], call["agent"]) for call in gate.tool_calls()] == [
+        (turn["id"], "memory_search", None), (turn["id"], "memory_write", None)]
     assert gate.facts() == [(1, "deploy", "Deploys go through staging.")]
 
 
@@ -364,6 +380,10 @@ def test_a_subagent_searches_and_writes_for_the_turn(gate):
     assert held_messages(run, gate) == []
     [turn] = gate.turns()
     assert (turn["searched"], turn["wrote"], turn["outcome"]) == (1, 1, "met")
+    # The subagent's calls are known as its own (the PreToolUse hook's record, or the mod's note).
+    calls = gate.tool_calls()
+    assert [call["tool"].rsplit("__", 1)[1] for call in calls] == ["memory_search", "memory_write"]
+    assert all(call["turn"] == turn["id"] and call["agent"] for call in calls), calls
     assert gate.facts() == [(1, "deploy", "Deploys go through staging.")]
 
 

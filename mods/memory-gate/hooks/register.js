@@ -8,11 +8,18 @@
 // and its answer streams to the owner as the model writes it; only an answer that may owe memory
 // is held until it is whole.
 // Python also bounds the holds per turn (hooks.MAX_HOLDS), and every failure here lets the answer
-// out: memory must never lock the owner out of their agent. The settings Stop hook stays as the
-// last resort where this mod does not run.
+// out: memory must never lock the owner out of their agent. The plugin's Stop hook stays as the
+// last resort where this mod does not run, or did not rule.
+//
+// Of the plugin's four hooks a compliant turn starts only UserPromptSubmit's Python: the mod hands
+// the server each memory call's turn itself (handOff), and, once it has ruled a final answer,
+// leaves a mark so that bin/memory-gate answers the PreToolUse and Stop hooks at once. Each hook
+// is still there, and runs in full, wherever the mod did not do its work.
 
 const MEMORY_TOOLS = "mcp__plugin_memory-gate_memory__";
 const MEMORY_TOOL_NAMES = [MEMORY_TOOLS + "memory_search", MEMORY_TOOLS + "memory_write"];
+// The name Claude Code gives the gate tool this mod registers: mcp__<plugin name>__<name>.
+const GATE_TOOL = "mcp__memory-gate__gate";
 const GATE_DESCRIPTION =
   "memory-gate: says what this turn still owes project memory before the final answer " +
   "(a search, a write, or facts read that are not answered for). It is called for you when an " +
@@ -56,6 +63,58 @@ async function askGate($, event, promptId, extra = {}) {
     return null;
   }
   return answer;
+}
+
+// What the plugin's hooks would otherwise start Python for, done here: the server gets each memory
+// tool call's turn as a note (gate/serve/handoff.py), and bin/memory-gate answers a hook whose
+// work is done at once, seeing the mark this mod left for it (one a session and hook). A failure
+// on the way leaves no mark, and the hook then runs as always.
+const PLAIN = /^[A-Za-z0-9_-]{1,128}$/;
+let dataFolder; // CLAUDE_PLUGIN_DATA, read once: null outside a plugin's data folder
+async function pluginData($) {
+  if (dataFolder === undefined) dataFolder = (await $.process.hookEnv()).CLAUDE_PLUGIN_DATA || null;
+  return dataFolder;
+}
+
+async function mark($, hook, session, done) {
+  const data = await pluginData($);
+  if (!data || typeof session !== "string" || !PLAIN.test(session)) return false;
+  await $.fs.write(`${data}/done/${hook}-${session}`, done ? "1" : "");
+  return true;
+}
+
+// What the PreToolUse hook would record for the call (its session_id, prompt_id, tool_name and
+// agent_id), from the session and the tool.call event, which carries the call's input (never
+// written here), its tool, tool_use_id and, inside a subagent, agentId (classic.PreToolUse has no
+// agentId: seen on 2.1.332).
+async function handOff($, e) {
+  const data = await pluginData($);
+  if (!data || typeof e.tool_use_id !== "string" || !PLAIN.test(e.tool_use_id)) return;
+  const session = await $.session.id();
+  const info = await $.session.info();
+  if (typeof session !== "string" || !PLAIN.test(session) || !info || typeof info.promptId !== "string") return;
+  const note = {
+    session_id: session,
+    prompt_id: info.promptId,
+    tool_name: e.tool,
+    agent_id: typeof e.agentId === "string" && e.agentId ? e.agentId : null,
+  };
+  await $.fs.write(`${data}/calls/${e.tool_use_id}.json`, JSON.stringify(note));
+  await mark($, "PreToolUse", session, true);
+}
+
+// The turn's final answer was ruled here (the server's "nothing owed", or the gate's pass or
+// release): the Stop hook has nothing left to rule. Cleared at the next main-loop step.
+let stopMarked = null; // the session whose Stop mark is set
+async function markRuled($) {
+  const session = await $.session.id();
+  if (await mark($, "Stop", session, true)) stopMarked = session;
+}
+async function clearRuled($) {
+  if (stopMarked === null) return;
+  const session = stopMarked;
+  stopMarked = null;
+  await mark($, "Stop", session, false);
 }
 
 async function rememberPrompt($, turnId) {
@@ -107,7 +166,14 @@ function gateToolName($) {
     registering = $.tool
       .register({ name: "gate", description: GATE_DESCRIPTION, inputSchema: { type: "object", properties: {} }, isDeferred: false })
       .then(
-        (registered) => {
+        async (registered) => {
+          if (registered.tool !== GATE_TOOL) {
+            // Its calls would reach no hook of this mod (they are matched by name): say so.
+            await $.ui
+              .log(`memory-gate: the gate tool was registered as ${registered.tool}, not ${GATE_TOOL}; only the Stop hook holds answers now.`)
+              .catch(() => undefined);
+            return null;
+          }
           gateTool = registered.tool;
           return gateTool;
         },
@@ -134,30 +200,30 @@ export function register(on) {
   // not cleared), not at the session's start: registering it (Claude Code starts a loopback MCP
   // server for a mod's tools) made every `claude -p` slower, also when no answer is ever held
   // (bench/turn.py). A registration that fails is said once.
-  on("session.start", async ($, e, next) => next(e));
 
-  // Memory's tools in front (not behind ToolSearch), so the model can call them at once.
-  on("tool.describe", async ($, e, next) => {
-    const described = await next(e);
-    return MEMORY_TOOL_NAMES.includes(e.tool) ? { ...described, isDeferred: false } : described;
-  });
+  // Each tool hook below is registered for memory's own tools only (a matcher on `tool`): a hook
+  // for every tool made each of Claude Code's tools, described at every turn and called at any
+  // time, wait on a hop to the mods' worker (30-50 ms while Claude Code starts; bench/turn.py).
+  for (const name of MEMORY_TOOL_NAMES) {
+    // Memory's tools in front (not behind ToolSearch), so the model can call them at once.
+    on("tool.describe", { tool: name }, async ($, e, next) => ({ ...(await next(e)), isDeferred: false }));
 
-  // Plugins cannot ship permission rules: the plugin's own memory tools need no prompt.
-  on("tool.check", async ($, e, next) =>
-    e.tool.startsWith(MEMORY_TOOLS) ? { decision: "allow", reason: "memory-gate's own memory tool" } : next(e),
-  ).catch(($, e, next) => next(e)); // failing, the session's own verdict stands
+    // Plugins cannot ship permission rules: the plugin's own memory tools need no prompt.
+    on("tool.check", { tool: name }, async ($, e, next) => ({ decision: "allow", reason: "memory-gate's own memory tool" }))
+      .catch(($, e, next) => next(e)); // failing, the session's own verdict stands
 
-  on("tool.call", async ($, e, next) => {
-    if (MEMORY_TOOL_NAMES.includes(e.tool)) {
+    on("tool.call", { tool: name }, async ($, e, next) => {
+      // The PreToolUse hook's work, without its process: it runs inside next(e), after this.
+      await handOff($, e).catch(() => undefined);
       const answer = await next(e);
       await noteVerdict($, e, answer).catch(() => undefined);
       return answer;
-    }
-    if (gateTool === null || e.tool !== gateTool) return next(e);
-    return answerGateTool($, e);
-  }).catch(($, e, next) =>
-    e.tool === gateTool ? { result: "memory-gate: could not read the gate; answer the owner." } : next(e),
-  );
+    }).catch(($, e, next) => next(e));
+  }
+
+  // The gate tool, once registered under this name (gateToolName checks it is the one).
+  on("tool.call", { tool: GATE_TOOL }, async ($, e, next) => (gateTool === e.tool ? answerGateTool($, e) : next(e)))
+    .catch(($, e, next) => (e.tool === gateTool ? { result: "memory-gate: could not read the gate; answer the owner." } : next(e)));
 
   on("turn.start", async ($, e, next) => {
     const result = await next(e);
@@ -169,7 +235,10 @@ export function register(on) {
     const stream = next(e);
     const held = [];
     let passing = e.agentId !== undefined; // subagents are never gated
+    let cleared = false; // known met before the step starts
+    if (!passing) await clearRuled($).catch(() => undefined);
     if (!passing && clear.has(promptIds.get(e.turnId))) {
+      cleared = true;
       // Known met before the step starts (the server answered the turn's last memory call, a
       // write, with "nothing owed"): whatever the model says now streams to the owner as it comes.
       // Only a later memory call could make the turn owe again, and that comes as a tool call.
@@ -196,7 +265,12 @@ export function register(on) {
       held.push(chunk);
     }
     const result = await stream.result;
-    if (passing) return result;
+    if (passing) {
+      if (cleared && result.stopReason === "end_turn" && !(result.toolUses && result.toolUses.length)) {
+        await markRuled($).catch(() => undefined);
+      }
+      return result;
+    }
 
     let verdict = null;
     let name = null;
@@ -231,6 +305,9 @@ export function register(on) {
       } catch (error) {
         // the answer goes out all the same
       }
+    }
+    if (verdict && (verdict.action === "pass" || verdict.action === "release") && stop.stopReason === "end_turn") {
+      await markRuled($).catch(() => undefined);
     }
     for (const chunk of held) yield chunk;
     return result;
