@@ -70,6 +70,18 @@ def test_the_sweep_takes_notes_a_day_old_only(tmp_path):
     assert handoff.sweep(tmp_path / "missing") == 0
 
 
+def test_the_sweep_takes_the_marks_of_sessions_long_over(tmp_path):
+    done = handoff.marks(str(tmp_path))
+    done.mkdir()
+    old, new = done / "Stop-old-session", done / "Stop-new-session"
+    old.write_text("")
+    new.write_text("1")
+    day_ago = old.stat().st_mtime - handoff.STALE_AFTER - 1
+    os.utime(old, (day_ago, day_ago))
+    assert handoff.sweep(done, suffix="") == 1
+    assert not old.exists() and new.exists()
+
+
 def test_a_search_is_put_on_the_turn_and_context_the_note_names(conn, tmp_path):
     """The server's own session variable is wrong here (as under --continue): the note's session
     and prompt put the call on the hook's turn, and its agent gives the subagent its own context."""

@@ -12,7 +12,7 @@ transaction as the call itself.
 A note that is missing or malformed is no error: the call is then attributed as any call the
 PreToolUse hook did not map (by the session), which is right except under `--continue`. Notes
 of calls that never reached this server (a refused call, a server that was down) are swept once
-a day old.
+a day old, and so are the marks of sessions long over.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FOLDER = "calls"
+MARKS = "done"  # the mod's marks for the launcher (mods/memory-gate/bin/memory-gate), one a session and hook
 MAX_BYTES = 4096  # a note is about 200 bytes: anything much larger is not one
 STALE_AFTER = 24 * 3600.0
 TOOLS = ("__memory_search", "__memory_write")
@@ -42,6 +43,10 @@ class Note:
 
 def folder(plugin_data: str | None) -> Path | None:
     return Path(plugin_data) / FOLDER if plugin_data else None
+
+
+def marks(plugin_data: str | None) -> Path | None:
+    return Path(plugin_data) / MARKS if plugin_data else None
 
 
 def safe_id(tool_use_id: str) -> bool:
@@ -88,8 +93,9 @@ def parse(raw: bytes) -> Note | None:
     )
 
 
-def sweep(where: Path, now: float | None = None) -> int:
-    """Remove notes a day old or more; return how many went. Never raises."""
+def sweep(where: Path, now: float | None = None, suffix: str = ".json") -> int:
+    """Remove the files of `where` ending in `suffix` a day old or more (notes, or with suffix ""
+    the marks of sessions long over); return how many went. Never raises."""
     cutoff = (time.time() if now is None else now) - STALE_AFTER
     gone = 0
     try:
@@ -98,7 +104,7 @@ def sweep(where: Path, now: float | None = None) -> int:
         return 0
     for entry in entries:
         try:
-            if entry.name.endswith(".json") and entry.stat().st_mtime < cutoff:
+            if entry.name.endswith(suffix) and entry.is_file() and entry.stat().st_mtime < cutoff:
                 os.unlink(entry.path)
                 gone += 1
         except OSError:

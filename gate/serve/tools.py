@@ -348,7 +348,9 @@ class Memory:
         self.close()
         self._conn, self._path = store.connect(path), path
         if self.handoff is not None:
-            handoff.sweep(self.handoff)  # notes of calls that never came, once the server is at work
+            # Notes of calls that never came, and marks of sessions long over.
+            handoff.sweep(self.handoff)
+            handoff.sweep(handoff.marks(self.settings.plugin_data), suffix="")
         # Without sqlite-vec, search says so and runs on words.
         store.load_vectors(self._conn)
         return self._conn

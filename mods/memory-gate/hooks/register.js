@@ -104,15 +104,17 @@ async function handOff($, e) {
 }
 
 // The turn's final answer was ruled here (the server's "nothing owed", or the gate's pass or
-// release): the Stop hook has nothing left to rule. Cleared at the next main-loop step.
-let stopMarked = null; // the session whose Stop mark is set
+// release): the Stop hook has nothing left to rule. Cleared at the next main-loop step, and at
+// this process's first, since a mark an earlier process of the session left (an answer
+// interrupted before its Stop hook ran, then `--resume`) must not stand for this one's.
+let stopMarked; // the session whose Stop mark may be set: undefined until the first step clears it
 async function markRuled($) {
   const session = await $.session.id();
   if (await mark($, "Stop", session, true)) stopMarked = session;
 }
 async function clearRuled($) {
   if (stopMarked === null) return;
-  const session = stopMarked;
+  const session = stopMarked === undefined ? await $.session.id() : stopMarked;
   stopMarked = null;
   await mark($, "Stop", session, false);
 }
