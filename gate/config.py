@@ -92,6 +92,36 @@ def load(environ: "Mapping[str, str] | None" = None, cwd: str | os.PathLike | No
     )
 
 
+MAX_MEMBER = 100
+
+
+def member(environ: "Mapping[str, str] | None" = None) -> str:
+    """The name a member's changes to a team memory carry in its record: MEMORY_GATE_MEMBER, else
+    the OS user and the host (`ana@laptop`). Read only where a team database is written, never by
+    the hooks."""
+    env = os.environ if environ is None else environ
+    given = (env.get("MEMORY_GATE_MEMBER") or "").strip()
+    if given:
+        if len(given) > MAX_MEMBER or any(ord(ch) < 32 or ord(ch) == 127 for ch in given):
+            raise ConfigError(
+                f"MEMORY_GATE_MEMBER is not a name the team's record can carry: set it to at most "
+                f"{MAX_MEMBER} characters on one line, e.g. ana@laptop, or unset it for your user and host"
+            )
+        return given
+    user = env.get("USER") or env.get("LOGNAME") or _os_user()
+    host = os.uname().nodename if hasattr(os, "uname") else env.get("COMPUTERNAME", "")
+    return f"{user}@{host}"[:MAX_MEMBER] if host else user[:MAX_MEMBER]
+
+
+def _os_user() -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError, AttributeError):
+        return f"uid{os.getuid()}" if hasattr(os, "getuid") else "member"
+
+
 def _database(raw: str | None) -> str | None:
     """MEMORY_GATE_DB: a file path. A URL (postgresql://...) is refused rather than taken for a
     relative path, which would put a new, empty memory in a folder named after the scheme."""

@@ -4,7 +4,9 @@ Everything above reaches SQLite through here: `store` opens a memory, applies sc
 numbered sections and takes write transactions; `tokens` cuts and folds words exactly as the
 FTS5 index does. This is the seam a second storage engine plugs into: `postgres` opens a team's
 memory on PostgreSQL, applies schema-postgres.sql, stores a fact's words as the SQLite index
-holds them and ranks them by FTS5's own bm25 (issue 17; nothing above uses it yet).
+holds them and ranks them by FTS5's own bm25; `facts.LocalFacts` and `teamfacts.TeamFacts` are
+the five operations a change set (gate/memory/changeset.py) changes facts with, on either engine
+(issue 17; nothing above reaches a team database yet).
 
 May import: the ground floor (gate/*.py), apsw, and psycopg in `postgres` alone, when a team
 database is opened. On the hooks' path: nothing heavy here.

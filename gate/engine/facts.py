@@ -35,3 +35,46 @@ def load_facts(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Fact]:
     marks = ",".join("?" * len(ids))
     rows = conn.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE id IN ({marks})", tuple(ids))
     return {row[0]: Fact(*row) for row in rows}
+
+
+# -- changing facts (gate/memory/changeset.py is the one caller: it logs each change) -----------
+
+FIELDS = ("topic", "kind", "text", "date")
+
+
+class LocalFacts:
+    """The facts of a local SQLite memory, as a change set changes them: the engine's side of
+    the seam gate/engine/teamfacts.py's TeamFacts also stands on. Inside the caller's write
+    transaction; the record of each change (write.log) is the change set's."""
+
+    def __init__(self, conn: apsw.Connection):
+        self.conn = conn
+
+    def snapshot(self, fact_id: int) -> dict[str, str] | None:
+        row = self.conn.execute("SELECT topic, kind, text, date FROM facts WHERE id = ?", (fact_id,)).fetchone()
+        return dict(zip(FIELDS, row)) if row else None
+
+    def insert(self, after: dict[str, str], *, stamp: str, fact_id: int | None = None,
+               bookkeeping: dict | None = None) -> int:
+        kept = bookkeeping or {}
+        return self.conn.execute(
+            "INSERT INTO facts (id, topic, kind, text, date, created, updated, confirmed, rev)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (
+                fact_id, after["topic"], after["kind"], after["text"], after["date"],
+                kept.get("created", stamp), kept.get("updated", stamp), kept.get("confirmed", stamp), kept.get("rev", 1),
+            ),
+        ).fetchone()[0]
+
+    def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None:
+        self.conn.execute(
+            "UPDATE facts SET topic = ?, kind = ?, text = ?, date = ?, updated = ?,"
+            " confirmed = ?, rev = rev + 1 WHERE id = ?",
+            (after["topic"], after["kind"], after["text"], after["date"], stamp, stamp, fact_id),
+        )
+
+    def delete(self, fact_id: int, before: dict[str, str], *, stamp: str) -> None:
+        self.conn.execute("DELETE FROM facts WHERE id = ?", (fact_id,))
+
+    def confirm(self, fact_id: int, *, stamp: str) -> None:
+        self.conn.execute("UPDATE facts SET confirmed = ? WHERE id = ?", (stamp, fact_id))

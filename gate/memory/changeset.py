@@ -19,12 +19,13 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import apsw
 
 from gate import clock, credentials
 from gate.engine import store
+from gate.engine.facts import FIELDS, LocalFacts
 from gate.memory import audit, ledger
 from gate.search import embeddings, vectors
 
@@ -37,8 +38,19 @@ SYNC_BATCH = 500
 CLI_SESSION = "cli"
 VIEWER_SESSION = "viewer"
 HAND_SESSIONS = (CLI_SESSION, VIEWER_SESSION)
-FIELDS = ("topic", "kind", "text", "date")
 BOOKKEEPING = ("created", "updated", "confirmed", "rev")
+
+
+class Facts(Protocol):
+    """The engine's side of a change: LocalFacts (gate/engine/facts.py) or TeamFacts
+    (gate/engine/teamfacts.py), inside the caller's transaction."""
+
+    def snapshot(self, fact_id: int) -> dict[str, str] | None: ...
+    def insert(self, after: dict[str, str], *, stamp: str, fact_id: int | None = None,
+               bookkeeping: dict | None = None) -> int: ...
+    def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None: ...
+    def delete(self, fact_id: int, before: dict[str, str], *, stamp: str) -> None: ...
+    def confirm(self, fact_id: int, *, stamp: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -66,8 +78,10 @@ def cli_turn(conn: apsw.Connection, command: str, session: str = CLI_SESSION) ->
 class ChangeSet:
     """Changes to facts made in one write, each logged; `finish` before the caller's COMMIT."""
 
-    def __init__(self, conn: apsw.Connection, author: Author, log: Path | None):
+    def __init__(self, conn: apsw.Connection, author: Author, log: Path | None, facts: "Facts | None" = None):
         self.conn, self.author, self.log = conn, author, log
+        # Where the facts are changed: the local memory's own table, unless a team's (TeamFacts).
+        self.facts = facts if facts is not None else LocalFacts(conn)
         self.write_id = uuid.uuid4().hex
         self.stamp = clock.now()
         self.changed: list[int] = []
@@ -78,8 +92,7 @@ class ChangeSet:
 
     def snapshot(self, fact_id: int) -> dict[str, str] | None:
         """The fact's topic, kind, text and date, as write.log records a version; None if gone."""
-        row = self.conn.execute("SELECT topic, kind, text, date FROM facts WHERE id = ?", (fact_id,)).fetchone()
-        return dict(zip(FIELDS, row)) if row else None
+        return self.facts.snapshot(fact_id)
 
     # -- changing ------------------------------------------------------------------------------
 
@@ -90,16 +103,7 @@ class ChangeSet:
         now at revision 1; with it (created, updated, confirmed, rev), those are kept and the line
         records them, so that history can tell what the fact was."""
         after = {name: fields[name] for name in FIELDS}
-        kept = bookkeeping or {}
-        fact_id = self.conn.execute(
-            "INSERT INTO facts (id, topic, kind, text, date, created, updated, confirmed, rev)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (
-                fact_id, after["topic"], after["kind"], after["text"], after["date"],
-                kept.get("created", self.stamp), kept.get("updated", self.stamp),
-                kept.get("confirmed", self.stamp), kept.get("rev", 1),
-            ),
-        ).fetchone()[0]
+        fact_id = self.facts.insert(after, stamp=self.stamp, fact_id=fact_id, bookkeeping=bookkeeping)
         if bookkeeping:
             extra = {**(extra or {}), "bookkeeping": {name: bookkeeping[name] for name in BOOKKEEPING}}
         self._line("insert", fact_id, None, after, extra)
@@ -107,20 +111,16 @@ class ChangeSet:
 
     def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, extra: dict | None = None) -> None:
         """The fact now reads `after` (it read `before`): a new revision, changed and confirmed now."""
-        self.conn.execute(
-            "UPDATE facts SET topic = ?, kind = ?, text = ?, date = ?, updated = ?,"
-            " confirmed = ?, rev = rev + 1 WHERE id = ?",
-            (after["topic"], after["kind"], after["text"], after["date"], self.stamp, self.stamp, fact_id),
-        )
+        self.facts.update(fact_id, before, after, stamp=self.stamp)
         self._line("update", fact_id, before, after, extra)
 
     def delete(self, fact_id: int, before: dict[str, str], *, extra: dict | None = None) -> None:
-        self.conn.execute("DELETE FROM facts WHERE id = ?", (fact_id,))
+        self.facts.delete(fact_id, before, stamp=self.stamp)
         self._line("delete", fact_id, before, None, extra)
 
     def confirm(self, fact_id: int) -> None:
         """Someone looked at the fact and it holds: not a change, so nothing is logged."""
-        self.conn.execute("UPDATE facts SET confirmed = ? WHERE id = ?", (self.stamp, fact_id))
+        self.facts.confirm(fact_id, stamp=self.stamp)
 
     def _line(self, op: str, fact_id: int, before: dict | None, after: dict | None, extra: dict | None) -> None:
         current = after or before or {}

@@ -1,0 +1,109 @@
+"""The facts of one project in a team database, as a change set changes them.
+
+The team's side of the seam LocalFacts (gate/engine/facts.py) stands on: the same five
+operations, over a psycopg connection to a database gate/engine/postgres.py opened (this module
+never imports psycopg itself). Each change writes its record in `changes` (schema-postgres.sql)
+in the caller's transaction, so that a change and its record commit together or not at all:
+what write.log is to one owner, `changes` is to a team, and it says which member made each.
+
+Fact ids are the project's own: handed out under the project row's lock, so that two members'
+inserts wait for each other a moment and never clash, and never reused after a delete.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from gate.engine import postgres
+from gate.engine.facts import FIELDS
+
+
+@dataclass(frozen=True)
+class Who:
+    """Who makes the changes, as the team's record names them: the member (config.member),
+    the session, and Claude Code's id of the write, if it came from one."""
+
+    member: str
+    session: str
+    tool_use_id: str | None = None
+
+
+def project(conn, key: str, now: str) -> int:
+    """The id of the project `key` names, made now if the team has none by that name."""
+    conn.execute("INSERT INTO projects (key, created) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING", (key, now))
+    return conn.execute("SELECT id FROM projects WHERE key = %s", (key,)).fetchone()[0]
+
+
+class TeamFacts:
+    """The facts of project `project` in the team database `conn`, changed by `who`."""
+
+    def __init__(self, conn, project: int, who: Who):
+        self.conn, self.project, self.who = conn, project, who
+
+    def snapshot(self, fact_id: int) -> dict[str, str] | None:
+        row = self.conn.execute(
+            "SELECT topic, kind, text, date FROM facts WHERE project = %s AND id = %s", (self.project, fact_id)
+        ).fetchone()
+        return dict(zip(FIELDS, row)) if row else None
+
+    def insert(self, after: dict[str, str], *, stamp: str, fact_id: int | None = None,
+               bookkeeping: dict | None = None) -> int:
+        kept = bookkeeping or {}
+        if fact_id is None:
+            fact_id = self.conn.execute(
+                "UPDATE projects SET last_fact = last_fact + 1 WHERE id = %s RETURNING last_fact", (self.project,)
+            ).fetchone()[0]
+        else:  # a fact restored or imported keeps its id; later ones come after it
+            self.conn.execute(
+                "UPDATE projects SET last_fact = greatest(last_fact, %s) WHERE id = %s", (fact_id, self.project)
+            )
+        rev = kept.get("rev", 1)
+        self.conn.execute(
+            "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, rev, changed_by, words)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector)",
+            (
+                self.project, fact_id, after["topic"], after["kind"], after["text"], after["date"],
+                kept.get("created", stamp), kept.get("updated", stamp), kept.get("confirmed", stamp), rev,
+                self.who.member, postgres.words(after["topic"], after["text"]),
+            ),
+        )
+        self._record("insert", fact_id, rev, None, after, stamp)
+        return fact_id
+
+    def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None:
+        row = self.conn.execute(
+            "UPDATE facts SET topic = %s, kind = %s, text = %s, date = %s, updated = %s, confirmed = %s,"
+            " rev = rev + 1, changed_by = %s, words = %s::tsvector WHERE project = %s AND id = %s RETURNING rev",
+            (
+                after["topic"], after["kind"], after["text"], after["date"], stamp, stamp, self.who.member,
+                postgres.words(after["topic"], after["text"]), self.project, fact_id,
+            ),
+        ).fetchone()
+        if row is not None:
+            self._record("update", fact_id, row[0], before, after, stamp)
+
+    def delete(self, fact_id: int, before: dict[str, str], *, stamp: str) -> None:
+        row = self.conn.execute(
+            "DELETE FROM facts WHERE project = %s AND id = %s RETURNING rev", (self.project, fact_id)
+        ).fetchone()
+        if row is not None:
+            self._record("delete", fact_id, row[0], before, None, stamp)
+
+    def confirm(self, fact_id: int, *, stamp: str) -> None:
+        """Someone looked at the fact and it holds: not a change, so nothing is recorded."""
+        self.conn.execute(
+            "UPDATE facts SET confirmed = %s WHERE project = %s AND id = %s", (stamp, self.project, fact_id)
+        )
+
+    def _record(self, op: str, fact_id: int, rev: int, before: dict | None, after: dict | None, stamp: str) -> None:
+        self.conn.execute(
+            "INSERT INTO changes (project, fact, op, rev, before, after, member, session, tool_use_id, at)"
+            " VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s)",
+            (
+                self.project, fact_id, op, rev,
+                None if before is None else json.dumps(before, ensure_ascii=False),
+                None if after is None else json.dumps(after, ensure_ascii=False),
+                self.who.member, self.who.session, self.who.tool_use_id, stamp,
+            ),
+        )
