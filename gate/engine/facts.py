@@ -47,8 +47,34 @@ class LocalFacts:
     the seam gate/engine/teamfacts.py's TeamFacts also stands on. Inside the caller's write
     transaction; the record of each change (write.log) is the change set's."""
 
+    local = True  # vectors and write.log are the local memory's own
+
     def __init__(self, conn: apsw.Connection):
         self.conn = conn
+
+    def transaction(self):
+        """The engine's own transaction around a write's changes: none here, for the local
+        memory's changes are in the caller's write transaction already."""
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def existing(self, ids: Sequence[int]) -> set[int]:
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        return {row[0] for row in self.conn.execute(f"SELECT id FROM facts WHERE id IN ({marks})", tuple(ids))}
+
+    def current(self, ids: Sequence[int]) -> dict[int, tuple[int, str, str, str, str | None]]:
+        """(rev, topic, text, updated, who changed it last: unknown locally) of each fact that exists."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.conn.execute(f"SELECT id, rev, topic, text, updated FROM facts WHERE id IN ({marks})", tuple(ids))
+        return {fact: (rev, topic, text, updated, None) for fact, rev, topic, text, updated in rows}
+
+    def load(self, ids: Sequence[int]) -> dict[int, Fact]:
+        return load_facts(self.conn, ids)
 
     def snapshot(self, fact_id: int) -> dict[str, str] | None:
         row = self.conn.execute("SELECT topic, kind, text, date FROM facts WHERE id = ?", (fact_id,)).fetchone()

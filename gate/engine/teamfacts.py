@@ -13,10 +13,11 @@ inserts wait for each other a moment and never clash, and never reused after a d
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gate.engine import postgres
-from gate.engine.facts import FIELDS
+from gate.engine.facts import FACT_COLUMNS, FIELDS, Fact
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,33 @@ def project(conn, key: str, now: str) -> int:
 class TeamFacts:
     """The facts of project `project` in the team database `conn`, changed by `who`."""
 
+    local = False  # no write.log and no sqlite-vec: the record is `changes`
+
     def __init__(self, conn, project: int, who: Who):
         self.conn, self.project, self.who = conn, project, who
+
+    def transaction(self):
+        """The team database's transaction around a write's changes, inside the caller's local
+        one: it commits first, so a change the team has is never one the ledger refused."""
+        return self.conn.transaction()
+
+    def existing(self, ids: Sequence[int]) -> set[int]:
+        rows = self.conn.execute("SELECT id FROM facts WHERE project = %s AND id = ANY(%s)", (self.project, list(ids)))
+        return {row[0] for row in rows}
+
+    def current(self, ids: Sequence[int]) -> dict[int, tuple[int, str, str, str, str | None]]:
+        """(rev, topic, text, updated, the member whose change made this revision) of each fact."""
+        rows = self.conn.execute(
+            "SELECT id, rev, topic, text, updated, changed_by FROM facts WHERE project = %s AND id = ANY(%s)",
+            (self.project, list(ids)),
+        )
+        return {row[0]: tuple(row[1:]) for row in rows}
+
+    def load(self, ids: Sequence[int]) -> dict[int, Fact]:
+        rows = self.conn.execute(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE project = %s AND id = ANY(%s)", (self.project, list(ids))
+        )
+        return {row[0]: Fact(*row) for row in rows}
 
     def snapshot(self, fact_id: int) -> dict[str, str] | None:
         row = self.conn.execute(

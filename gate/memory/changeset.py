@@ -45,6 +45,12 @@ class Facts(Protocol):
     """The engine's side of a change: LocalFacts (gate/engine/facts.py) or TeamFacts
     (gate/engine/teamfacts.py), inside the caller's transaction."""
 
+    local: bool
+
+    def transaction(self) -> Any: ...
+    def existing(self, ids: Any) -> set[int]: ...
+    def current(self, ids: Any) -> dict[int, tuple[int, str, str, str, str | None]]: ...
+
     def snapshot(self, fact_id: int) -> dict[str, str] | None: ...
     def insert(self, after: dict[str, str], *, stamp: str, fact_id: int | None = None,
                bookkeeping: dict | None = None) -> int: ...
@@ -165,7 +171,8 @@ class ChangeSet:
         that changed nothing and is not a memory_write (an import of duplicates only) need not
         be finished: it recorded nothing."""
         ids = list(self.changed if sync is None else sync)
-        for start in range(0, max(len(ids), 1), SYNC_BATCH):
+        # A team's vectors are not this file's (pgvector, issue 17's next step).
+        for start in range(0, max(len(ids), 1) if self.facts.local else 0, SYNC_BATCH):
             vectors.sync(self.conn, ids[start : start + SYNC_BATCH], ahead)
         seq = ledger.record_write(self.conn, turn)
         self.conn.execute(

@@ -28,6 +28,7 @@ import apsw
 
 from gate import clock, credentials
 from gate.engine import store
+from gate.engine.facts import LocalFacts
 from gate.memory import changeset, ledger
 from gate.search import embeddings, vectors
 
@@ -321,24 +322,28 @@ def apply(
     tool_use_id: str | None = None,
     today: str | None = None,
     endpoint: embeddings.Endpoint | None = None,
+    facts: "changeset.Facts | None" = None,
 ) -> Outcome:
     """Check and apply one memory_write; raise Refused with every problem, nothing applied.
 
     `attribute` names the turn inside the transaction (gate/memory/ledger.py's attribution rules).
     `log` is write.log; None only for in-memory databases. With an `endpoint`, new and changed
-    facts get their vectors when it answers in time, else they wait for a later write.
+    facts get their vectors when it answers in time, else they wait for a later write. `facts`:
+    where the facts are (gate/engine/teamfacts.py's TeamFacts for a team's memory); the turn's
+    ledger is `conn`'s either way, and the team's transaction commits inside the ledger's.
     """
+    facts = facts if facts is not None else LocalFacts(conn)
     parsed, kept_ids, problems = parse(ops, kept)
     key = digest(parsed, kept_ids)
-    ahead = _embed_ahead(conn, endpoint, parsed) if endpoint is not None and not problems else None
-    with store.writing(conn):
+    ahead = _embed_ahead(conn, endpoint, parsed) if endpoint is not None and not problems and facts.local else None
+    with store.writing(conn), facts.transaction():
         turn = attribute(conn)
         owes_search = turn.opened_by_hook and turn.searched == 0
         replay = _replay(conn, turn, key, tool_use_id)
         if replay is not None:
             replay.owes_search = owes_search
             return replay
-        found, changed = _check_against_memory(conn, turn, parsed, kept_ids)
+        found, changed = _check_against_memory(conn, facts, turn, parsed, kept_ids)
         problems += found
         if problems and not changed:
             raise Refused(problems)  # nothing of it kept
@@ -350,7 +355,7 @@ def apply(
             refused = Refused(problems)
         else:
             refused = None
-            changes = changeset.ChangeSet(conn, changeset.author(turn), log)
+            changes = changeset.ChangeSet(conn, changeset.author(turn), log if facts.local else None, facts)
             outcome = _apply(changes, parsed, kept_ids, today or Date.today().isoformat())
             # An update that changed nothing is in `done` too: its fact may still be owed a vector.
             changes.finish(
@@ -414,14 +419,14 @@ def _replay(conn: apsw.Connection, turn: ledger.Turn, key: str, tool_use_id: str
 
 
 def _check_against_memory(
-    conn: apsw.Connection, turn: ledger.Turn, ops: list[Op], kept: list[int]
+    conn: apsw.Connection, facts: "changeset.Facts", turn: ledger.Turn, ops: list[Op], kept: list[int]
 ) -> tuple[list[str], dict[int, int]]:
     """The write's problems with memory as it is, and the facts it names that were changed since
     this turn read them, with their revision now."""
     read = ledger.read_revisions(conn, turn.id)
     wanted = sorted({op.id for op in ops if op.id is not None} | set(kept))
-    existing = _existing(conn, wanted)
-    problems, changed = _changed_since_read(conn, read, ops, kept)
+    existing = facts.existing(wanted)
+    problems, changed = _changed_since_read(facts, read, ops, kept)
     for op in ops:
         if op.id is not None and op.id not in existing:
             if op.id in read:
@@ -462,7 +467,7 @@ def _check_against_memory(
 
 
 def _changed_since_read(
-    conn: apsw.Connection, read: dict[int, int | None], ops: list[Op], kept: list[int]
+    facts: "changeset.Facts", read: dict[int, int | None], ops: list[Op], kept: list[int]
 ) -> tuple[list[str], dict[int, int]]:
     """A fact this turn read that was changed since (by another session, or on the memory page):
     keeping, updating or deleting it would answer for a text the turn never saw, and an update
@@ -472,37 +477,25 @@ def _changed_since_read(
     asked = sorted({fact for _, fact in named if read.get(fact) is not None})
     if not asked:
         return [], {}
-    marks = ",".join("?" * len(asked))
-    now = {
-        fact: (rev, topic, text, updated)
-        for fact, rev, topic, text, updated in conn.execute(
-            f"SELECT id, rev, topic, text, updated FROM facts WHERE id IN ({marks})", asked
-        )
-    }
+    now = facts.current(asked)
     problems, changed = [], {}
     for where, fact in named:
         seen = read.get(fact)
         if seen is None or fact not in now or now[fact][0] == seen:
             continue
-        rev, topic, text, updated = now[fact]
+        rev, topic, text, updated, member = now[fact]
         changed[fact] = rev
+        # A team's record names the member; a local memory knows only that it was not this turn.
+        who = f"by {member}" if member else "by another session or the memory page"
         problems.append(
-            f"{where}: fact {fact} was changed after this turn read it, by another session or the "
-            f"memory page (revision {seen} then, {rev} since {clock.shown(updated)}). Now: "
+            f"{where}: fact {fact} was changed after this turn read it, {who} "
+            f"(revision {seen} then, {rev} since {clock.shown(updated)}). Now: "
             f'[{topic}] "{text}" Answer for it as it is now: keep it, update it or delete it.'
         )
     return problems, changed
 
 
-def _existing(conn: apsw.Connection, ids: list[int]) -> set[int]:
-    if not ids:
-        return set()
-    marks = ",".join("?" * len(ids))
-    return {row[0] for row in conn.execute(f"SELECT id FROM facts WHERE id IN ({marks})", tuple(ids))}
-
-
 def _apply(changes: changeset.ChangeSet, ops: list[Op], kept: list[int], today: str) -> Outcome:
-    conn = changes.conn
     outcome = Outcome(write_id=changes.write_id)
     for op in ops:
         if op.op == "insert":
@@ -522,7 +515,7 @@ def _apply(changes: changeset.ChangeSet, ops: list[Op], kept: list[int], today: 
             changes.delete(op.id, changes.snapshot(op.id))
             outcome.done.append({"op": "delete", "id": op.id})
 
-    existing = _existing(conn, kept)
+    existing = changes.facts.existing(kept)
     for fact in kept:
         if fact in existing:
             changes.confirm(fact)

@@ -26,6 +26,10 @@ from gate.engine import store
 from gate.engine.facts import Fact, load_facts
 from gate.memory import audit, ledger, searches, write
 from gate.search import embeddings, search, vectors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # a team's memory is imported only where one is used
+    from gate.engine.teamfacts import TeamFacts
 from gate.serve import handoff, render
 
 
@@ -123,21 +127,33 @@ def memory_search(
     *,
     limit: int = search.RESULTS,
     endpoint: embeddings.Endpoint | None = None,
+    team: "TeamFacts | None" = None,
 ) -> SearchAnswer:
     """Search for the caller's turn; every fact returned becomes a read the turn must answer
-    for. With no database yet (`conn` None) memory is empty and nothing is recorded."""
+    for. With no database yet (`conn` None) memory is empty and nothing is recorded. With a
+    `team`, the facts are the team's (by words only, for now) and `conn` is the member's ledger."""
     if not isinstance(terms, str):
         raise TypeError("terms must be a string")
     if conn is None:
         return SearchAnswer(terms, [], None)
     notes: list[str] = []
+    if team is not None:
+        endpoint = None  # a team's vectors are pgvector's: issue 17's next step
     query = _embed_query(conn, terms, endpoint, notes)
     waiting = _catch_up(conn, endpoint, notes) if query is not None else 0
     recorded_terms = searches.kept_terms(terms)
     try:
         with store.writing(conn):
             turn = caller.attribute(conn)
-            ordered, _ = _ranked(conn, terms, query, endpoint, notes, limit)
+            if team is None:
+                ordered, _ = _ranked(conn, terms, query, endpoint, notes, limit)
+            else:
+                from gate.search.team import TeamIndex
+
+                with team.transaction():  # one snapshot of the team's facts for the ranking and the texts
+                    ranked = search.by_words_in(TeamIndex(team.conn, team.project), terms, limit=limit)
+                    found = team.load(ranked)
+                ordered = [found[fact] for fact in ranked if fact in found]
             _say_waiting(waiting, endpoint, query, notes)
             context = caller.context(conn)
             seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered], context)
@@ -310,11 +326,13 @@ def memory_write(
     *,
     log: Path | None,
     endpoint: embeddings.Endpoint | None = None,
+    team: "TeamFacts | None" = None,
 ) -> WriteAnswer:
-    """Apply the write for the caller's turn, or raise write.Refused naming every problem."""
+    """Apply the write for the caller's turn, or raise write.Refused naming every problem. With a
+    `team`, to the team's facts, each change recorded there with its member."""
     outcome = write.apply(
         conn, ops, kept, attribute=caller.attribute, log=log, tool_use_id=caller.tool_use_id,
-        endpoint=endpoint,
+        endpoint=endpoint, facts=team,
     )
     return WriteAnswer(outcome)
 

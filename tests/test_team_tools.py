@@ -1,0 +1,121 @@
+"""The two tools over a team's memory: facts in PostgreSQL, each member's turn ledger in a local
+file of its own. A member who keeps, updates or deletes a fact another member changed since
+they read it is refused, told who changed it, when, and what it says now."""
+
+from __future__ import annotations
+
+import pytest
+
+from gate.engine import postgres, store
+from gate.engine.teamfacts import TeamFacts, Who, project
+from gate.memory import ledger, write
+from gate.serve import tools
+
+
+class Member:
+    """One member: a ledger file of their own, a connection of their own to the team database."""
+
+    def __init__(self, name: str, folder, url: str, key: str):
+        folder.mkdir()
+        self.name, self.ledger = name, store.connect(folder / "memory.db")
+        self.team = postgres.connect(url)
+        with self.team.transaction():
+            self.project = project(self.team, key, "2026-12-01T00:00:00Z")
+        self.session, self.turns = f"session-{name}", 0
+
+    def turn(self, prompt: str) -> None:
+        self.turns += 1
+        ledger.open_turn(self.ledger, self.session, f"{self.name}-p{self.turns}", prompt)
+
+    def facts(self, tool_use_id: str | None = None) -> TeamFacts:
+        return TeamFacts(self.team, self.project, Who(self.name, self.session, tool_use_id))
+
+    def search(self, terms: str) -> tools.SearchAnswer:
+        return tools.memory_search(self.ledger, terms, tools.Caller(self.session), team=self.facts())
+
+    def write(self, ops, kept=()) -> tools.WriteAnswer:
+        return tools.memory_write(self.ledger, list(ops), list(kept), tools.Caller(self.session), log=None, team=self.facts())
+
+    def close(self) -> None:
+        self.ledger.close()
+        self.team.close()
+
+
+@pytest.fixture
+def members(postgres_url, tmp_path):
+    made = [Member(name, tmp_path / name, postgres_url, "shared-repo") for name in ("ana@laptop", "bo@desk")]
+    yield made
+    for member in made:
+        member.close()
+
+
+def test_a_change_another_member_made_since_the_read_is_refused_with_who_when_and_now(members):
+    ana, bo = members
+    ana.turn("remember how deploys work")
+    ana.search("deploy")
+    [done] = ana.write([{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}]).outcome.done
+    fact = done["id"]
+
+    ana.turn("do deploys still go through staging?")
+    assert [r.fact.id for r in ana.search("deploy staging").results] == [fact]
+    bo.turn("deploys go through prod now")
+    [seen] = bo.search("deploy").results
+    assert seen.fact.text == "Deploys go through staging." and seen.full
+    bo.write([{"op": "update", "id": fact, "text": "Deploys go through prod."}])
+
+    with pytest.raises(write.Refused) as refused:
+        ana.write([], [fact])  # ana read revision 1; bo's update made revision 2
+    message = str(refused.value)
+    assert f"fact {fact} was changed after this turn read it, by bo@desk (revision 1 then, 2 since" in message
+    assert '[deploy] "Deploys go through prod." Answer for it as it is now' in message
+    # Shown the fact as it is now, ana answers for that revision, and nothing was lost.
+    assert ana.write([], [fact]).outcome.kept == [fact]
+    rows = ana.team.execute(
+        "SELECT op, fact, rev, member, after->>'text' FROM changes WHERE project = %s ORDER BY seq", (ana.project,)
+    ).fetchall()
+    assert rows == [("insert", fact, 1, "ana@laptop", "Deploys go through staging."),
+                    ("update", fact, 2, "bo@desk", "Deploys go through prod.")]
+
+
+def test_members_inserting_never_clash_and_each_sees_the_others_facts(members):
+    ana, bo = members
+    ana.turn("note the freeze")
+    ana.search("freeze")
+    bo.turn("note the staging rule")
+    bo.search("staging")
+    [a] = ana.write([{"op": "insert", "topic": "release", "kind": "decision", "text": "Code freeze on Fridays."}]).outcome.done
+    [b] = bo.write([{"op": "insert", "topic": "deploy", "kind": "state", "text": "Staging first."}]).outcome.done
+    assert (a["id"], b["id"]) == (1, 2)
+    bo.turn("when is the freeze?")
+    [found] = bo.search("freeze").results
+    assert (found.fact.id, found.fact.text) == (1, "Code freeze on Fridays.")
+    # What a member was shown is their own ledger's: ana never searched for bo's fact.
+    assert ledger.shown_revisions(ana.ledger, ana.session, [1, 2]) == {}
+    assert ledger.shown_revisions(bo.ledger, bo.session, [1, 2]) == {1: 1}
+
+
+def test_a_write_another_member_deleted_the_fact_of_is_refused(members):
+    ana, bo = members
+    ana.turn("x")
+    ana.search("deploy")
+    [done] = ana.write([{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}]).outcome.done
+    ana.turn("y")
+    ana.search("deploy")
+    bo.turn("forget the deploy fact")
+    bo.search("deploy")
+    bo.write([{"op": "delete", "id": done["id"]}])
+    with pytest.raises(write.Refused, match=f"fact {done['id']} was deleted .* after this turn read it"):
+        ana.write([{"op": "update", "id": done["id"], "text": "Deploys go through prod."}])
+    assert ana.team.execute("SELECT count(*) FROM facts WHERE project = %s", (ana.project,)).fetchone()[0] == 0
+
+
+def test_a_refused_write_leaves_the_team_database_as_it_was(members):
+    ana, _ = members
+    ana.turn("x")
+    ana.search("deploy")
+    with pytest.raises(write.Refused):
+        ana.write([{"op": "insert", "topic": "deploy", "kind": "state", "text": "ok"},
+                   {"op": "update", "id": 99, "text": "no such fact"}])
+    assert ana.team.execute("SELECT count(*) FROM facts").fetchone()[0] == 0
+    assert ana.team.execute("SELECT count(*) FROM changes").fetchone()[0] == 0
+    assert ana.team.execute("SELECT last_fact FROM projects WHERE id = %s", (ana.project,)).fetchone()[0] == 0
