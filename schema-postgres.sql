@@ -76,6 +76,97 @@ CREATE TABLE changes (
 CREATE INDEX changes_by_fact ON changes (project, fact, seq);
 CREATE INDEX changes_by_tool_use ON changes (project, tool_use_id) WHERE tool_use_id IS NOT NULL;
 
+-- version 2: counters, so that ranking never reads every fact of a project
+
+-- What FTS5 keeps for bm25 without scanning (its totals and vocabulary), kept here by a trigger
+-- on facts, so that every way of changing a fact (a change set, an import, COPY) keeps them
+-- right: a fact's length in words (every position of every word, as FTS5 counts a row), the
+-- project's facts and words in all, and how many of a project's facts hold each word.
+ALTER TABLE facts ADD COLUMN length integer;
+UPDATE facts SET length = (SELECT coalesce(sum(cardinality(positions)), 0) FROM unnest(words));
+ALTER TABLE facts ALTER COLUMN length SET NOT NULL;
+
+ALTER TABLE projects ADD COLUMN facts bigint NOT NULL DEFAULT 0;
+ALTER TABLE projects ADD COLUMN words bigint NOT NULL DEFAULT 0;
+UPDATE projects p SET
+    facts = (SELECT count(*) FROM facts f WHERE f.project = p.id),
+    words = (SELECT coalesce(sum(f.length), 0) FROM facts f WHERE f.project = p.id);
+
+CREATE TABLE lexemes (
+    project integer NOT NULL REFERENCES projects (id),
+    lexeme  text NOT NULL,
+    -- facts of the project holding the word, in any column (fts5vocab's `doc`)
+    docs    bigint NOT NULL CHECK (docs >= 0),
+    PRIMARY KEY (project, lexeme)
+);
+-- A stem's words, by prefix (lexeme LIKE 'deploy%').
+CREATE INDEX lexemes_by_prefix ON lexemes (project, lexeme text_pattern_ops);
+INSERT INTO lexemes (project, lexeme, docs)
+    SELECT f.project, u.lexeme, count(*) FROM facts f, unnest(f.words) u GROUP BY f.project, u.lexeme;
+
+-- Kept per statement (transition tables), so that a COPY or an INSERT of many facts updates
+-- each counter once, not once a fact. The project's row is locked first by every change
+-- (gate/engine/teamfacts.py), so that two members' writes wait for each other, never deadlock.
+CREATE FUNCTION facts_length() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.length := (SELECT coalesce(sum(cardinality(positions)), 0) FROM unnest(NEW.words));
+    RETURN NEW;
+END
+$$;
+
+-- Add (sign 1) or take away (sign -1) the words of these facts from the counters.
+CREATE FUNCTION facts_count(changed jsonb, sign integer) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE projects p SET facts = p.facts + sign * c.facts, words = p.words + sign * c.words
+        FROM (SELECT (r->>'project')::integer AS project, count(*) AS facts, sum((r->>'length')::bigint) AS words
+              FROM jsonb_array_elements(changed) r GROUP BY 1) c
+        WHERE p.id = c.project;
+    IF sign > 0 THEN
+        INSERT INTO lexemes (project, lexeme, docs)
+            SELECT (r->>'project')::integer, u.lexeme, count(*)
+            FROM jsonb_array_elements(changed) r, unnest((r->>'words')::tsvector) u GROUP BY 1, 2 ORDER BY 1, 2
+            ON CONFLICT (project, lexeme) DO UPDATE SET docs = lexemes.docs + excluded.docs;
+    ELSE
+        UPDATE lexemes l SET docs = l.docs - c.docs
+            FROM (SELECT (r->>'project')::integer AS project, u.lexeme, count(*) AS docs
+                  FROM jsonb_array_elements(changed) r, unnest((r->>'words')::tsvector) u GROUP BY 1, 2) c
+            WHERE l.project = c.project AND l.lexeme = c.lexeme;
+        DELETE FROM lexemes l
+            USING (SELECT DISTINCT (r->>'project')::integer AS project, u.lexeme
+                   FROM jsonb_array_elements(changed) r, unnest((r->>'words')::tsvector) u) c
+            WHERE l.project = c.project AND l.lexeme = c.lexeme AND l.docs = 0;
+    END IF;
+END
+$$;
+
+CREATE FUNCTION facts_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        PERFORM facts_count((SELECT coalesce(jsonb_agg(jsonb_build_object('project', project, 'length', length, 'words', words::text)), '[]') FROM new_facts), 1);
+    ELSIF TG_OP = 'DELETE' THEN
+        PERFORM facts_count((SELECT coalesce(jsonb_agg(jsonb_build_object('project', project, 'length', length, 'words', words::text)), '[]') FROM old_facts), -1);
+    ELSE
+        -- Only the facts whose words changed (a confirmation changes none).
+        PERFORM facts_count((SELECT coalesce(jsonb_agg(jsonb_build_object('project', o.project, 'length', o.length, 'words', o.words::text)), '[]')
+                             FROM old_facts o JOIN new_facts n ON n.project = o.project AND n.id = o.id
+                             WHERE o.words IS DISTINCT FROM n.words), -1);
+        PERFORM facts_count((SELECT coalesce(jsonb_agg(jsonb_build_object('project', n.project, 'length', n.length, 'words', n.words::text)), '[]')
+                             FROM old_facts o JOIN new_facts n ON n.project = o.project AND n.id = o.id
+                             WHERE o.words IS DISTINCT FROM n.words), 1);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER facts_length BEFORE INSERT OR UPDATE OF words ON facts
+    FOR EACH ROW EXECUTE FUNCTION facts_length();
+CREATE TRIGGER facts_counted_insert AFTER INSERT ON facts
+    REFERENCING NEW TABLE AS new_facts FOR EACH STATEMENT EXECUTE FUNCTION facts_counted();
+CREATE TRIGGER facts_counted_update AFTER UPDATE ON facts
+    REFERENCING OLD TABLE AS old_facts NEW TABLE AS new_facts FOR EACH STATEMENT EXECUTE FUNCTION facts_counted();
+CREATE TRIGGER facts_counted_delete AFTER DELETE ON facts
+    REFERENCING OLD TABLE AS old_facts FOR EACH STATEMENT EXECUTE FUNCTION facts_counted();
+
 -- template vectors: a fact's vector (pgvector), {dimension} = the embedding model's
 CREATE TABLE IF NOT EXISTS facts_vec (
     project   integer NOT NULL,

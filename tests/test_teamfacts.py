@@ -45,6 +45,26 @@ def change_rows(team, pid):
         (pid,))]
 
 
+def counters(team, pid):
+    """What schema-postgres.sql section 2's trigger keeps for bm25: the project's totals and the
+    facts holding each word."""
+    totals = tuple(team.execute("SELECT facts, words FROM projects WHERE id = %s", (pid,)).fetchone())
+    words = dict(team.execute("SELECT lexeme, docs FROM lexemes WHERE project = %s", (pid,)).fetchall())
+    lengths = dict(team.execute("SELECT id, length FROM facts WHERE project = %s", (pid,)).fetchall())
+    return totals, words, lengths
+
+
+def recounted(team, pid):
+    """The same, counted afresh from the facts."""
+    lengths = dict(team.execute(
+        "SELECT id, (SELECT coalesce(sum(cardinality(positions)), 0) FROM unnest(words)) FROM facts WHERE project = %s",
+        (pid,)).fetchall())
+    words = dict(team.execute(
+        "SELECT u.lexeme, count(*) FROM facts f, unnest(f.words) u WHERE f.project = %s GROUP BY u.lexeme",
+        (pid,)).fetchall())
+    return (len(lengths), sum(lengths.values())), words, lengths
+
+
 def fields(topic, text, kind="state"):
     return {"topic": topic, "kind": kind, "text": text, "date": DAY}
 
@@ -100,6 +120,7 @@ def test_a_change_set_leaves_the_same_facts_and_record_on_both_engines(team, tmp
     recorded = change_rows(team, pid)
     assert [(op, fact, before, after) for op, fact, _, before, after, *_ in recorded] == logged
     assert {row[5:] for row in recorded} <= {(WHO.member, WHO.session, WHO.tool_use_id)}
+    assert counters(team, pid) == recounted(team, pid)
     # Each change's rev is the revision it made (a delete: the one it removed).
     revs: dict[int, int] = {}
     for op, fact, rev, *_ in recorded:
@@ -234,3 +255,28 @@ def test_a_member_is_named_by_the_setting_else_by_user_and_host():
 def test_a_member_name_the_record_cannot_carry_is_refused_with_the_mend(name):
     with pytest.raises(config.ConfigError, match="MEMORY_GATE_MEMBER .* at most 100 characters on one line"):
         config.member({"MEMORY_GATE_MEMBER": name})
+
+
+def test_a_database_of_the_first_schema_gets_its_counters_on_upgrade(postgres_url):
+    """Section 2 counts what section 1's facts already hold, and the trigger keeps it right."""
+    import psycopg
+
+    from gate.engine import postgres
+
+    [(number, _, first)] = postgres.schema_steps()[:1]
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {postgres.SCHEMA}")
+        conn.execute(f"SET search_path TO {postgres.SCHEMA}")
+        conn.execute(first)
+        conn.execute("UPDATE memory_gate_schema SET version = 1")
+        pid = conn.execute("INSERT INTO projects (key, created) VALUES ('old', '') RETURNING id").fetchone()[0]
+        for number, (topic, text) in enumerate([("deploy", "staging first"), ("deploy", "freeze on fridays")], start=1):
+            conn.execute(
+                "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
+                " VALUES (%s, %s, %s, 'state', %s, '2026-12-01', '', '', '', 'ana', %s::tsvector)",
+                (pid, number, topic, text, postgres.words(topic, text)))
+    team = postgres.connect(postgres_url)
+    assert postgres.version(team) == len(postgres.schema_steps())
+    assert counters(team, pid) == recounted(team, pid)
+    assert counters(team, pid)[1]["deploy"] == 2
+    team.close()

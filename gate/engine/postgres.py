@@ -98,6 +98,11 @@ def words(topic: str, text: str) -> str:
     return " ".join(parts)
 
 
+def like_prefix(prefix: str) -> str:
+    """A LIKE pattern for words starting with `prefix`, its own % and _ taken literally."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 def phrase_text(words: "tuple[str, ...]", prefix: bool = False, cjk: bool = False) -> str:
     """One phrase as tsquery text over words(): its words in a row, the last a prefix when
     `prefix`, each in the CJK spelling (weight C) when `cjk`, as FTS5's `cjk : "..."` looks there."""
@@ -135,9 +140,8 @@ def match(conn, project: int, text: str, phrases, limit: int, after: int = 0) ->
     own, so that the same query ranks the same facts alike on both engines."""
     import math
 
-    count, total = conn.execute(
-        "SELECT count(*), coalesce(sum((SELECT sum(cardinality(positions)) FROM unnest(words))), 0)::bigint"
-        " FROM facts WHERE project = %s", (project,)).fetchone()
+    # The project's totals, as the counters of schema-postgres.sql section 2 keep them.
+    count, total = conn.execute("SELECT facts, words FROM projects WHERE id = %s", (project,)).fetchone() or (0, 0)
     rows = max(count, 1)
     average = total / rows if total else 1.0
     idf = []
@@ -146,12 +150,15 @@ def match(conn, project: int, text: str, phrases, limit: int, after: int = 0) ->
                             (project, phrase_text(*phrase))).fetchone()[0]
         value = math.log((rows - hits + 0.5) / (hits + 0.5))
         idf.append(value if value > 0 else 1e-6)
+    # Of each matching fact, only the words of the query's phrases (and of its prefixes).
+    exact = sorted({word for words, prefix, _ in phrases if not prefix for word in words})
+    starts = sorted({like_prefix(words[0]) for words, prefix, _ in phrases if prefix})
     found = []
-    for fact, held_json in conn.execute(
-        "SELECT id, (SELECT json_agg(json_build_array(lexeme, positions, weights)) FROM unnest(words))"
-        " FROM facts WHERE project = %s AND words @@ %s::tsquery AND id > %s", (project, text, after)):
+    for fact, length, held_json in conn.execute(
+        "SELECT id, length, (SELECT json_agg(json_build_array(lexeme, positions, weights)) FROM unnest(words)"
+        "  WHERE lexeme = ANY(%s) OR lexeme LIKE ANY(%s))"
+        " FROM facts WHERE project = %s AND words @@ %s::tsquery AND id > %s", (exact, starts, project, text, after)):
         held = {word: list(zip(positions, weights)) for word, positions, weights in held_json or ()}
-        length = sum(len(places) for places in held.values())
         score, matched = 0.0, []
         for weight_of_idf, phrase in zip(idf, phrases):
             instances = _instances(held, phrase)

@@ -97,7 +97,14 @@ class TeamFacts:
         self._record("insert", fact_id, rev, None, after, stamp)
         return fact_id
 
+    def _lock(self) -> None:
+        """The project's row, first: every change of a project takes it before any fact's row
+        (and the counters' trigger after it, schema-postgres.sql section 2), so that two members'
+        writes of several facts wait for each other and never deadlock."""
+        self.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (self.project,))
+
     def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None:
+        self._lock()
         row = self.conn.execute(
             "UPDATE facts SET topic = %s, kind = %s, text = %s, date = %s, updated = %s, confirmed = %s,"
             " rev = rev + 1, changed_by = %s, words = %s::tsvector WHERE project = %s AND id = %s RETURNING rev",
@@ -110,6 +117,7 @@ class TeamFacts:
             self._record("update", fact_id, row[0], before, after, stamp)
 
     def delete(self, fact_id: int, before: dict[str, str], *, stamp: str) -> None:
+        self._lock()
         row = self.conn.execute(
             "DELETE FROM facts WHERE project = %s AND id = %s RETURNING rev", (self.project, fact_id)
         ).fetchone()

@@ -4,7 +4,8 @@ returns the same facts on both engines (tests/test_postgres.py holds them equal)
 
 What FTS5 gives the SQLite index for free is asked of PostgreSQL here: how many facts hold each
 word (fts5vocab's `doc`), from the GIN index; whether a tier reaches enough facts; the ranked
-match (postgres.match, FTS5's own bm25). Not fast yet: a count a word, bm25 in Python.
+match (postgres.match, FTS5's own bm25). Word counts and totals come from the counters
+schema-postgres.sql keeps (section 2); bm25 itself is computed in Python over the matching facts.
 """
 
 from __future__ import annotations
@@ -27,9 +28,21 @@ class TeamIndex:
     def frequencies(self, parsed: fts.Query) -> tuple[int, list[int], list[int]]:
         """search._frequencies' figures: the ids handed out so far, and for each term how many
         facts hold it in any form (a stem's words counted one by one, as fts5vocab counts
-        them) and at most how many hold an exact form."""
+        them) and at most how many hold an exact form. From the `lexemes` counters (one query
+        for every word of the query), not from the facts."""
         row = self.conn.execute("SELECT last_fact FROM projects WHERE id = %s", (self.project,)).fetchone()
         size = max(row[0] if row else 0, 1)
+        forms = sorted({form for term in parsed.terms if not term.cjk for form in term.forms if " " not in form})
+        prefixes = sorted({term.prefix for term in parsed.terms if term.prefix is not None})
+        held: dict[str, int] = {}
+        if forms:
+            held = dict(self.conn.execute(
+                "SELECT lexeme, docs FROM lexemes WHERE project = %s AND lexeme = ANY(%s)", (self.project, forms)))
+        stems: dict[str, int] = {}
+        for prefix in prefixes:
+            stems[prefix] = int(self.conn.execute(
+                "SELECT coalesce(sum(docs), 0) FROM lexemes WHERE project = %s AND lexeme LIKE %s",
+                (self.project, postgres.like_prefix(prefix))).fetchone()[0])
         counts, exact = [], []
         for term in parsed.terms:
             docs, phrase = 0, False
@@ -39,16 +52,10 @@ class TeamIndex:
                 if " " in form:
                     phrase = True  # as in SQLite: a phrase of words is no vocabulary entry
                 else:
-                    docs += self._count(postgres.lexeme(form))
+                    docs += held.get(form, 0)
             exact.append(size if phrase else min(docs, size))
             if term.prefix is not None:
-                stemmed = self.conn.execute(
-                    "SELECT coalesce(sum(held), 0) FROM (SELECT count(DISTINCT f.id) AS held"
-                    " FROM facts f, unnest(f.words) u WHERE f.project = %s AND f.words @@ %s::tsquery"
-                    " AND starts_with(u.lexeme, %s) GROUP BY u.lexeme) per_word",
-                    (self.project, postgres.phrase_text((term.prefix,), prefix=True), term.prefix),
-                ).fetchone()[0]
-                docs = max(docs, int(stemmed))
+                docs = max(docs, stems[term.prefix])
             counts.append(min(docs, size))
         return size, counts, exact
 
