@@ -568,3 +568,19 @@ def test_the_plugin_beside_a_settings_install_says_so_and_still_holds(tmp_path):
         assert run.result_text == "The real answer."
         assert held_messages(run, gate) and gate.turns()[0]["outcome"] == "met"
         assert box.fake.errors == []
+
+
+def test_a_stop_mark_an_earlier_process_left_is_cleared_by_the_next_ones_first_step(plugin_gate):
+    """A mark says the mod ruled this turn's answer; one left by an earlier process of the session
+    (an answer interrupted before its Stop hook ran) must not let a later turn's Stop hook pass
+    unasked. The next process clears it at its first main-loop step, whatever that step does."""
+    gate = plugin_gate
+    gate.box.fake.add(gate.search("deploy"), gate.write(), "Nothing to note.")
+    first = gate.run("Anything about deploys?")
+    assert first.returncode == 0, first.explain()
+    [mark_file] = (gate.box.home / ".claude" / "plugins" / "data").glob(f"*/done/Stop-{first.session_id}")
+    mark_file.write_text("1")  # as if the Stop hook never came after the mod ruled
+    gate.box.fake.add(reply(tool_use("Read", {"file_path": str(gate.box.project / "missing.txt")})))
+    second = gate.run("Read missing.txt.", resume=first.session_id, args=["--max-turns", "1"])
+    assert second.session_id == first.session_id, second.explain()
+    assert mark_file.read_text() == ""
