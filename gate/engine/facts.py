@@ -73,9 +73,6 @@ class LocalFacts:
         rows = self.conn.execute(f"SELECT id, rev, topic, text, updated FROM facts WHERE id IN ({marks})", tuple(ids))
         return {fact: (rev, topic, text, updated, None) for fact, rev, topic, text, updated in rows}
 
-    def load(self, ids: Sequence[int]) -> dict[int, Fact]:
-        return load_facts(self.conn, ids)
-
     def snapshot(self, fact_id: int) -> dict[str, str] | None:
         row = self.conn.execute("SELECT topic, kind, text, date FROM facts WHERE id = ?", (fact_id,)).fetchone()
         return dict(zip(FIELDS, row)) if row else None

@@ -161,9 +161,7 @@ def match(conn, project: int, text: str, phrases, limit: int, after: int = 0) ->
         idf.append(value if value > 0 else 1e-6)
     if all(len(words) == 1 and not cjk for words, _, cjk in phrases):
         return _ranked_in_sql(conn, project, text, phrases, idf, average, limit, after)
-    # Of each matching fact, only the words of the query's phrases (and of its prefixes).
-    exact = sorted({word for words, prefix, _ in phrases if not prefix for word in words})
-    starts = sorted({like_prefix(words[0]) for words, prefix, _ in phrases if prefix})
+    exact, starts = _query_words(phrases)
     found = []
     for fact, length, held_json in conn.execute(
         "SELECT id, length, (SELECT json_agg(json_build_array(lexeme, positions, weights)) FROM unnest(words)"
@@ -179,6 +177,14 @@ def match(conn, project: int, text: str, phrases, limit: int, after: int = 0) ->
         found.append((fact, -1.0 * score, bytes(matched)))
     found.sort(key=lambda row: (row[1], row[0]))
     return found[:limit]
+
+
+def _query_words(phrases) -> tuple[list[str], list[str]]:
+    """What of each matching fact's words the ranking reads: the words of the query's phrases,
+    and LIKE patterns of its prefixes."""
+    exact = sorted({word for words, prefix, _ in phrases if not prefix for word in words})
+    starts = sorted({like_prefix(words[0]) for words, prefix, _ in phrases if prefix})
+    return exact, starts
 
 
 def _ranked_in_sql(conn, project: int, text: str, phrases, idf: list[float], average: float,
@@ -211,9 +217,7 @@ def _ranked_in_sql(conn, project: int, text: str, phrases, idf: list[float], ave
         "  WHERE u.lexeme = ANY(%s) OR u.lexeme LIKE ANY(%s)) s"
         " WHERE f.project = %s AND f.words @@ %s::tsquery AND f.id > %s) ranked ORDER BY rank, id LIMIT %s"
     )
-    exact = sorted({words[0] for words, prefix, _ in phrases if not prefix})
-    starts = sorted({like_prefix(words[0]) for words, prefix, _ in phrases if prefix})
-    rows = conn.execute(sql, (*score_params, *params, exact, starts, project, text, after, limit))
+    rows = conn.execute(sql, (*score_params, *params, *_query_words(phrases), project, text, after, limit))
     return [(fact, rank, bytes(matched)) for fact, rank, matched in rows]
 
 

@@ -3,9 +3,9 @@ gate/engine/postgres.py, so that the tiers and the judgement run unchanged and t
 returns the same facts on both engines (tests/test_postgres.py holds them equal).
 
 What FTS5 gives the SQLite index for free is asked of PostgreSQL here: how many facts hold each
-word (fts5vocab's `doc`), from the GIN index; whether a tier reaches enough facts; the ranked
-match (postgres.match, FTS5's own bm25). Word counts and totals come from the counters
-schema-postgres.sql keeps (section 2); bm25 itself is computed in Python over the matching facts.
+word (fts5vocab's `doc`), from the `lexemes` counters schema-postgres.sql keeps (section 2);
+whether a tier reaches enough facts, from the GIN index; the ranked match (postgres.match,
+FTS5's own bm25, summed by PostgreSQL for phrases of one word, in Python for longer ones).
 """
 
 from __future__ import annotations

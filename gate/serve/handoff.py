@@ -2,8 +2,9 @@
 
 Which turn a tool call belongs to, and which subagent made it, is what the PreToolUse hook tells
 the ledger (gate/memory/ledger.py `record_tool_call`). Under the plugin the mod
-(mods/memory-gate/hooks/register.js) sees the same fields a moment before: in `classic.PreToolUse`
-it writes them, and nothing else (never the call's input, which may hold a credential), to
+(mods/memory-gate/hooks/register.js) sees the same fields a moment before: in `tool.call`, which
+runs before the PreToolUse hooks, it writes them, and nothing else (never the call's input, which
+may hold a credential), to
 `$CLAUDE_PLUGIN_DATA/calls/<tool_use_id>.json`, and marks the hook done so that the plugin's
 launcher (bin/memory-gate) answers it without starting Python. The server claims the note when
 the call arrives, by the `claudecode/toolUseId` of its `_meta`, and records it in the same

@@ -26,11 +26,11 @@ from gate.engine import store
 from gate.engine.facts import Fact, load_facts
 from gate.memory import audit, ledger, searches, write
 from gate.search import embeddings, search, vectors
+from gate.serve import handoff, render
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a team's memory is imported only where one is used
     from gate.engine.teamfacts import TeamFacts
-from gate.serve import handoff, render
 
 
 @dataclass(frozen=True)

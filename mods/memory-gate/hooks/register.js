@@ -198,11 +198,6 @@ function gateToolName($) {
 }
 
 export function register(on) {
-  // The gate tool is registered when a first final answer may owe memory (one the server has
-  // not cleared), not at the session's start: registering it (Claude Code starts a loopback MCP
-  // server for a mod's tools) made every `claude -p` slower, also when no answer is ever held
-  // (bench/turn.py). A registration that fails is said once.
-
   // Each tool hook below is registered for memory's own tools only (a matcher on `tool`): a hook
   // for every tool made each of Claude Code's tools, described at every turn and called at any
   // time, wait on a hop to the mods' worker (30-50 ms while Claude Code starts; bench/turn.py).
@@ -223,7 +218,11 @@ export function register(on) {
     }).catch(($, e, next) => next(e));
   }
 
-  // The gate tool, once registered under this name (gateToolName checks it is the one).
+  // The gate tool, once registered under this name (gateToolName checks it is the one). It is
+  // registered when a first final answer may owe memory (one the server has not cleared), not at
+  // the session's start: registering it (Claude Code starts a loopback MCP server for a mod's
+  // tools) made every `claude -p` slower, also when no answer is ever held (bench/turn.py). A
+  // registration that fails is said once.
   on("tool.call", { tool: GATE_TOOL }, async ($, e, next) => (gateTool === e.tool ? answerGateTool($, e) : next(e)))
     .catch(($, e, next) => (e.tool === gateTool ? { result: "memory-gate: could not read the gate; answer the owner." } : next(e)));
 
