@@ -280,6 +280,14 @@ CREATE INDEX writes_by_turn ON writes (turn);
 -- those are not checked.
 ALTER TABLE reads ADD COLUMN rev INTEGER;
 
+-- version 9: why a turn could not keep memory
+
+-- Set by the server when the memory a turn must keep could not be reached (a team's PostgreSQL
+-- down or cut off): the gate then lets the answer out with this reason on the owner's screen
+-- instead of holding an answer that no write could free. A later search that reaches memory
+-- clears it, and the turn owes again.
+ALTER TABLE turns ADD COLUMN excused TEXT;
+
 -- template vectors: the vector index (sqlite-vec), {bits} = the dimension rounded up to bytes
 
 -- One row per fact, rowid = fact id. `embedding` is the fact's unit-length float32 vector,

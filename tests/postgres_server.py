@@ -69,6 +69,11 @@ class Server:
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
         self._run("initdb", "-D", self.data, "--auth=trust", "-U", "postgres", "--encoding=UTF8", "--locale=C",
                   "--no-sync")
+        return self.start_again()
+
+    def start_again(self) -> "Server":
+        """Start the server on its data as it was left (after stop), on the same port; returns
+        when it accepts connections (pg_ctl -w)."""
         options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.data} -c fsync=off"
         self._run("pg_ctl", "-D", self.data, "-w", "-l", self.log, "-o", options, "start")
         self.running = True

@@ -162,6 +162,10 @@ def _rule(payload: dict, prefix: str, held_enough, budget) -> tuple[str, str | N
         if state.met:
             ledger.settle(conn, state.turn.id, "met")
             return "pass", None
+        why = ledger.excused(conn, state.turn.id)
+        if why:  # memory could not be reached: no write could free the answer
+            ledger.settle(conn, state.turn.id, "released")
+            return "release", f"{RELEASED[:-1]}: {why}."
         if held_enough(state):
             ledger.settle(conn, state.turn.id, "released")
             return "release", RELEASED

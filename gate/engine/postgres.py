@@ -246,6 +246,59 @@ def shown(url: str) -> str:
     return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url, flags=re.IGNORECASE)
 
 
+class Unreachable(StoreError):
+    """The team database cannot be reached now: down, cut off, or too slow to answer. The
+    message names the database (its password masked) and the reason; `reason` alone is short
+    enough for one line of a search's answer."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def _reason(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _unreachable(url: str, error: BaseException) -> Unreachable:
+    reason = _reason(error)
+    return Unreachable(
+        f"cannot reach the team database {shown(url)}: {reason}. Check that the server is up and "
+        "the URL (MEMORY_GATE_DB or `memory-gate team connect`) is right; a password comes from "
+        "PGPASSWORD, ~/.pgpass or a service file, never from memory-gate",
+        reason,
+    )
+
+
+class reaching:
+    """A block of team database work in which a lost connection, a server gone or a statement
+    cut short by the time-out raises Unreachable (a context manager; imports psycopg on entry)."""
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, trace) -> bool:
+        if error is None or isinstance(error, Unreachable):
+            return False
+        import psycopg
+
+        if isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError)):
+            raise _unreachable(self.url, error) from None
+        return False
+
+
+# How long one statement, or a wait for another member's lock, may take before the call gives up
+# and says the team's memory cannot be reached: the member's turn must not hang on the network.
+STATEMENT_TIMEOUT_MS = 10_000
+# TCP keepalives, so that a server gone without a word (a laptop leaving the network) is noticed
+# in seconds rather than at the kernel's two hours; a URL that sets its own keeps them.
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3}
+
+
 def connect(url: str):
     """A psycopg connection to the team database at `url`, its schema up to date, in the
     transaction mode the engine's writes rely on (READ COMMITTED, explicit transactions).
@@ -258,20 +311,20 @@ def connect(url: str):
             "pip install 'memory-gate[team]' (into memory-gate's environment)"
         ) from error
     try:
-        conn = psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S, application_name="memory-gate")
+        given = psycopg.conninfo.conninfo_to_dict(url)
+        extra = {key: value for key, value in KEEPALIVES.items() if key not in given}
+        conn = psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S, application_name="memory-gate", **extra)
     except psycopg.OperationalError as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise StoreError(
-            f"cannot reach the team database {shown(url)}: {reason}. Check that the server is up and "
-            "the URL (MEMORY_GATE_DB) is right; a password comes from PGPASSWORD, ~/.pgpass or a "
-            "service file, never from memory-gate"
-        ) from None
+        raise _unreachable(url, error) from None
     except psycopg.ProgrammingError as error:  # a malformed connection string
         raise StoreError(f"MEMORY_GATE_DB is not a PostgreSQL connection string ({error}): "
                          "write it as postgresql://USER@HOST:PORT/DATABASE") from None
     try:
-        migrate(conn)
-    except Exception:
+        with reaching(url):
+            migrate(conn)
+            conn.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
+            conn.commit()
+    except BaseException:
         conn.close()
         raise
     return conn

@@ -12,6 +12,7 @@ inserts wait for each other a moment and never clash, and never reused after a d
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,13 +42,16 @@ class TeamFacts:
 
     local = False  # no write.log and no sqlite-vec: the record is `changes`
 
-    def __init__(self, conn, project: int, who: Who):
-        self.conn, self.project, self.who = conn, project, who
+    def __init__(self, conn, project: int, who: Who, *, url: str = ""):
+        self.conn, self.project, self.who, self.url = conn, project, who, url
 
+    @contextlib.contextmanager
     def transaction(self):
         """The team database's transaction around a write's changes, inside the caller's local
-        one: it commits first, so a change the team has is never one the ledger refused."""
-        return self.conn.transaction()
+        one: it commits first, so a change the team has is never one the ledger refused. A
+        connection lost on the way raises postgres.Unreachable, and nothing is committed."""
+        with postgres.reaching(self.url), self.conn.transaction():
+            yield
 
     def existing(self, ids: Sequence[int]) -> set[int]:
         rows = self.conn.execute("SELECT id FROM facts WHERE project = %s AND id = ANY(%s)", (self.project, list(ids)))

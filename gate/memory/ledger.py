@@ -157,7 +157,7 @@ def record_search(
     bump(conn, turn.session)
     # A search brings facts to answer for: a turn a write had left 'met' owes again.
     conn.execute(
-        "UPDATE turns SET searched = searched + 1,"
+        "UPDATE turns SET searched = searched + 1, excused = NULL,"
         " outcome = CASE outcome WHEN 'met' THEN NULL ELSE outcome END WHERE id = ?",
         (turn.id,),
     )
@@ -283,6 +283,18 @@ def hold(conn: apsw.Connection, turn_id: int) -> int:
 def settle(conn: apsw.Connection, turn_id: int, outcome: str) -> None:
     """Record how the turn's answer went out: 'met', or 'released' unmet."""
     conn.execute("UPDATE turns SET outcome = ? WHERE id = ?", (outcome, turn_id))
+
+
+def excuse(conn: apsw.Connection, turn_id: int, why: str) -> None:
+    """Memory could not be reached for this turn (`why`, for the owner): the gate lets its
+    answer out rather than hold it for a write no call could make. Not once it is settled."""
+    conn.execute("UPDATE turns SET excused = ? WHERE id = ? AND outcome IS NULL", (why, turn_id))
+
+
+def excused(conn: apsw.Connection, turn_id: int) -> str | None:
+    """Why the turn could not keep memory, if the server said so (excuse)."""
+    row = conn.execute("SELECT excused FROM turns WHERE id = ?", (turn_id,)).fetchone()
+    return row[0] if row else None
 
 
 def met_by_write(conn: apsw.Connection, turn_id: int) -> None:
