@@ -33,7 +33,7 @@ class Settings:
 
     __slots__ = (
         "home", "project_dir", "cwd", "session_id", "database", "embed_url", "embed_model", "max_distance",
-        "plugin_data",
+        "plugin_data", "team_url", "team_project",
     )
 
     def __init__(
@@ -48,6 +48,8 @@ class Settings:
         embed_model: str = DEFAULT_EMBED_MODEL,
         max_distance: float | None = DEFAULT_MAX_DISTANCE,
         plugin_data: str | None = None,
+        team_url: str | None = None,
+        team_project: str | None = None,
     ):
         self.home = home
         self.project_dir = project_dir
@@ -60,12 +62,26 @@ class Settings:
         # The plugin's data folder (CLAUDE_PLUGIN_DATA), where its mod hands the server each
         # memory tool call's turn (gate/serve/handoff.py); None outside the plugin.
         self.plugin_data = plugin_data
+        # A team's memory on PostgreSQL (MEMORY_GATE_DB=postgresql://...), and the name of this
+        # project in it (MEMORY_GATE_PROJECT); a project can also be connected to a team by a
+        # setting beside its local database (gate/memory/team.py). The turn ledger stays local.
+        self.team_url = team_url
+        self.team_project = team_project
 
     def replace(self, **changes) -> "Settings":
         return Settings(**{**{name: getattr(self, name) for name in self.__slots__}, **changes})
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        def shown(name: str) -> str:
+            value = getattr(self, name)
+            if name == "team_url" and value:
+                from urllib.parse import urlsplit
+
+                if urlsplit(value).password is not None:  # never a password in a traceback
+                    return repr(value.replace(urlsplit(value).password, "***"))
+            return repr(value)
+
+        fields = ", ".join(f"{name}={shown(name)}" for name in self.__slots__)
         return f"Settings({fields})"
 
 
@@ -78,17 +94,20 @@ def load(environ: "Mapping[str, str] | None" = None, cwd: str | os.PathLike | No
     here = _absolute(cwd if cwd is not None else os.getcwd())
     project = env.get("CLAUDE_PROJECT_DIR")
     database = env.get("MEMORY_GATE_DB")
+    team_url = database if _team_url(database) else None
     return Settings(
         # Beside Claude Code's own files, wherever CLAUDE_CONFIG_DIR puts them.
         home=_absolute(env.get("MEMORY_GATE_HOME") or claude_dir(env)),
         project_dir=_absolute(project) if project else here,
         cwd=here,
         session_id=env.get("CLAUDE_CODE_SESSION_ID") or None,
-        database=_database(database),
+        database=None if team_url else _database(database),
         embed_url=_embed_url(env.get("MEMORY_GATE_EMBED_URL")),
         embed_model=(env.get("MEMORY_GATE_EMBED_MODEL") or "").strip() or DEFAULT_EMBED_MODEL,
         max_distance=_max_distance(env.get("MEMORY_GATE_MAX_DISTANCE")),
         plugin_data=_absolute(env["CLAUDE_PLUGIN_DATA"]) if env.get("CLAUDE_PLUGIN_DATA") else None,
+        team_url=team_url,
+        team_project=_team_project(env.get("MEMORY_GATE_PROJECT")),
     )
 
 
@@ -122,19 +141,45 @@ def _os_user() -> str:
         return f"uid{os.getuid()}" if hasattr(os, "getuid") else "member"
 
 
+TEAM_SCHEMES = ("postgresql", "postgres")
+
+
+def _team_url(raw: str | None) -> bool:
+    """Whether MEMORY_GATE_DB names a team's PostgreSQL (postgresql://... or postgres://...)."""
+    return bool(raw) and raw.partition("://")[0].lower() in TEAM_SCHEMES and "://" in raw
+
+
 def _database(raw: str | None) -> str | None:
-    """MEMORY_GATE_DB: a file path. A URL (postgresql://...) is refused rather than taken for a
-    relative path, which would put a new, empty memory in a folder named after the scheme."""
+    """MEMORY_GATE_DB: a file path (a PostgreSQL URL is taken by load() as the team's). Any
+    other URL is refused rather than taken for a relative path, which would put a new, empty
+    memory in a folder named after the scheme."""
     if not raw:
         return None
     scheme, found, _ = raw.partition("://")
     if found and scheme and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
         raise ConfigError(
-            f"MEMORY_GATE_DB is a URL ({scheme}://...), and this memory-gate keeps memory in a local "
-            "SQLite file only: team memory on PostgreSQL is not available yet. Set MEMORY_GATE_DB to a "
-            "file path, or unset it to keep each project's memory in its own file"
+            f"MEMORY_GATE_DB is a URL ({scheme}://...) memory-gate cannot use: set it to a database "
+            "file path, or to a team's PostgreSQL as postgresql://USER@HOST:PORT/DATABASE, or unset "
+            "it to keep each project's memory in its own file"
         )
     return _absolute(raw)
+
+
+MAX_PROJECT = 200
+
+
+def _team_project(raw: str | None) -> str | None:
+    """MEMORY_GATE_PROJECT: the name this project has in the team's memory, the same for every
+    member (by default the git remote, gate/memory/team.py)."""
+    given = (raw or "").strip()
+    if not given:
+        return None
+    if len(given) > MAX_PROJECT or any(ord(ch) < 32 or ord(ch) == 127 for ch in given):
+        raise ConfigError(
+            f"MEMORY_GATE_PROJECT is not a project name a team can share: set it to at most {MAX_PROJECT} "
+            "characters on one line, e.g. github.com/acme/api, or unset it to name the project by its git remote"
+        )
+    return given
 
 
 def _embed_url(raw: str | None) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -180,7 +181,11 @@ def test_no_command_line_ends_in_a_traceback(memory, tmp_path, monkeypatch, data
     assert code in (0, 1, 2), (argv, code, err)
     assert "Traceback" not in err, (argv, err)
     if code == 1 and "doctor" in argv and not err:
-        assert "PROBLEM: " in out, (argv, out)  # doctor's 1: it found problems, each with its mend
+        # doctor's 1: it found problems, each with its mend (as JSON with --json)
+        if "--json" in argv:
+            assert json.loads(out)["problems"], (argv, out)
+        else:
+            assert "PROBLEM: " in out, (argv, out)
     elif code == 1:
         assert err.startswith("memory-gate: ") and err.count("\n") == 1, (argv, err)
     if code == 2:

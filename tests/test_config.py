@@ -41,13 +41,30 @@ def test_bad_distance_names_the_variable(raw):
         config.load({"MEMORY_GATE_MAX_DISTANCE": raw})
 
 
-@pytest.mark.parametrize("raw", ["postgresql://alice:s3cret@db.example/team", "postgres://db/x", "sqlite:///tmp/m.db"])
-def test_a_database_url_is_refused_without_echoing_it(raw, tmp_path):
-    # Taken for a relative path, it would put a new, empty memory in ./postgresql:/...
+@pytest.mark.parametrize("raw", ["sqlite:///tmp/m.db", "mysql://alice:s3cret@db.example/team", "file://x"])
+def test_a_database_url_memory_gate_cannot_use_is_refused_without_echoing_it(raw, tmp_path):
+    # Taken for a relative path, it would put a new, empty memory in ./sqlite:/...
     with pytest.raises(config.ConfigError, match="MEMORY_GATE_DB is a URL") as raised:
         config.load({"MEMORY_GATE_DB": raw}, cwd=tmp_path)
     assert "s3cret" not in str(raised.value) and "alice" not in str(raised.value)
+    assert "postgresql://USER@HOST" in str(raised.value)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("raw", ["postgresql://alice:s3cret@db.example/team", "postgres://db/x", "POSTGRESQL://db/x"])
+def test_a_postgresql_url_is_the_teams_memory_and_the_ledger_stays_local(raw, tmp_path):
+    settings = config.load({"MEMORY_GATE_DB": raw, "MEMORY_GATE_HOME": str(tmp_path)}, cwd=tmp_path)
+    assert settings.team_url == raw and settings.database is None
+    # The turn ledger: the project's own local file, as without a team.
+    assert config.find_database(settings) == config.database_for(str(tmp_path), str(tmp_path))
+    assert "s3cret" not in repr(settings)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("raw", ["x" * 201, "a\nb"])
+def test_a_project_name_no_team_can_share_is_refused(raw):
+    with pytest.raises(config.ConfigError, match="MEMORY_GATE_PROJECT"):
+        config.load({"MEMORY_GATE_PROJECT": raw})
 
 
 @pytest.mark.parametrize("raw", ["memory.db", "./data/m.db", "/abs/m:1.db", "odd: a path//x.db"])

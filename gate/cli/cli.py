@@ -18,7 +18,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 from gate import config
-from gate.cli import changes, data, facts, setup
+from gate.cli import changes, data, facts, setup, team
 from gate.engine import store
 from gate.memory.opening import UserError
 from gate.memory.write import KINDS
@@ -42,6 +42,9 @@ EXAMPLES = {
     "stats": "memory-gate stats\n  memory-gate stats --json",
     "export": "memory-gate export --output memory.jsonl\n  memory-gate export > memory.jsonl",
     "import": "memory-gate import memory.jsonl\n  memory-gate import --new-ids --dry-run other-project.jsonl",
+    "team": "memory-gate team connect postgresql://ana@db.internal/memory   # project named by the git remote\n"
+    "  memory-gate team connect postgresql://ana@db.internal/memory --project acme-api\n"
+    "  memory-gate team status\n  memory-gate team disconnect",
     "view": "memory-gate view                 # read-only, opens the browser\n  memory-gate view --edit --port 8765 --no-browser",
 }
 
@@ -76,6 +79,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
     "install": ("put memory-gate's hooks, MCP server and tool permissions into Claude Code's settings (no plugin needed)", setup.cmd_install),
     "uninstall": ("take out of Claude Code's settings exactly what install put in", setup.cmd_uninstall),
     "view": ("a local page to see, search and (with --edit) correct memory, live", setup.cmd_view),
+    "team": ("share this project's memory with a team on PostgreSQL (connect, disconnect, status)", team.cmd_team),
 }
 
 
@@ -212,6 +216,19 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument("--no-claude", action="store_true", help="check memory only, not how Claude Code runs memory-gate")
     add("reindex")
     _add_view(add)
+    sub = add("team")
+    actions = sub.add_subparsers(dest="action", metavar="ACTION", required=True)
+    connect = actions.add_parser(
+        "connect", help="put this project's facts on the team's PostgreSQL at URL",
+        description="Put this project's facts on the team's PostgreSQL at URL (checked now), under a "
+        "name every member uses. The turn ledger stays local. The URL holds no password: libpq "
+        "takes it from ~/.pgpass, PGPASSWORD or a service file.",
+    )
+    connect.add_argument("url", metavar="URL", help="postgresql://USER@HOST:PORT/DATABASE (sslmode=... and other libpq options allowed)")
+    connect.add_argument("--project", metavar="NAME", help="the project's name in the team's memory (default: the git remote origin, e.g. github.com/acme/api)")
+    actions.add_parser("disconnect", help="use the local file again (the team's facts stay in the team's database)")
+    status = actions.add_parser("status", help="which memory this project uses, and whether the team's can be reached")
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
     for name in ("install", "uninstall"):
         sub = add(name)
         where = sub.add_mutually_exclusive_group()

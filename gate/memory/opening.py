@@ -30,6 +30,17 @@ def settings(args: argparse.Namespace) -> config.Settings:
 
 
 def open_existing(settings: config.Settings) -> tuple[Path, apsw.Connection]:
+    from gate.memory import team
+
+    shared = team.find(settings)
+    if shared is not None:
+        # The local file holds the member's turn ledger only: its facts would be an empty memory.
+        raise UserError(
+            f"this project's memory is the team's ({shared.shown}, project {shared.project}, set by "
+            f"{shared.source}), and this command reads a local memory only so far: `memory-gate team "
+            "status` shows the team's, and `memory-gate team disconnect` (or unsetting MEMORY_GATE_DB) "
+            "uses the local file again"
+        )
     path = Path(config.find_database(settings))
     if settings.database is not None and path.is_dir():
         raise UserError(f"{path} is a folder, not a database: point --db or MEMORY_GATE_DB at the file, e.g. {path / 'memory.db'}")

@@ -22,7 +22,7 @@ from typing import Any
 import apsw
 
 from gate import clock, config, credentials
-from gate.engine import store
+from gate.engine import postgres, store
 from gate.engine.facts import Fact, load_facts
 from gate.memory import audit, ledger, searches, write
 from gate.search import embeddings, search, vectors
@@ -31,6 +31,7 @@ from gate.serve import handoff, render
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a team's memory is imported only where one is used
     from gate.engine.teamfacts import TeamFacts
+    from gate.memory import team as memory_team
 
 
 @dataclass(frozen=True)
@@ -137,23 +138,27 @@ def memory_search(
     if conn is None:
         return SearchAnswer(terms, [], None)
     notes: list[str] = []
+    shared: list[Fact] | None = None
     if team is not None:
         endpoint = None  # a team's vectors are pgvector's: issue 17's next step
+        from gate.search.team import TeamIndex
+
+        # Before the local transaction: the ledger's lock is never held across the network, and
+        # a team out of reach (postgres.Unreachable, raised from here) leaves the ledger as it was.
+        with team.transaction():  # one snapshot of the team's facts for the ranking and the texts
+            ranked = search.by_words_in(TeamIndex(team.conn, team.project), terms, limit=limit)
+            found = team.load(ranked)
+        shared = [found[fact] for fact in ranked if fact in found]
     query = _embed_query(conn, terms, endpoint, notes)
     waiting = _catch_up(conn, endpoint, notes) if query is not None else 0
     recorded_terms = searches.kept_terms(terms)
     try:
         with store.writing(conn):
             turn = caller.attribute(conn)
-            if team is None:
+            if shared is None:
                 ordered, _ = _ranked(conn, terms, query, endpoint, notes, limit)
             else:
-                from gate.search.team import TeamIndex
-
-                with team.transaction():  # one snapshot of the team's facts for the ranking and the texts
-                    ranked = search.by_words_in(TeamIndex(team.conn, team.project), terms, limit=limit)
-                    found = team.load(ranked)
-                ordered = [found[fact] for fact in ranked if fact in found]
+                ordered = shared
             _say_waiting(waiting, endpoint, query, notes)
             context = caller.context(conn)
             seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered], context)
@@ -168,7 +173,7 @@ def memory_search(
     except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError) as error:
         # Memory can still be read: answer, and say the turn's reads were not recorded.
         notes.append(f"this search was not recorded: {store.explain(error)}")
-        ordered, _ = _ranked(conn, terms, query, endpoint, notes, limit)
+        ordered = shared if shared is not None else _ranked(conn, terms, query, endpoint, notes, limit)[0]
         _say_waiting(waiting, endpoint, query, notes)
         return SearchAnswer(terms, [render.Result(fact, full=True) for fact in ordered], None, notes)
     return answer
@@ -337,6 +342,34 @@ def memory_write(
     return WriteAnswer(outcome)
 
 
+def unreachable(error: "postgres.Unreachable", team: "memory_team.Team") -> str:
+    """Why the turn cannot keep memory, as the owner reads it when the gate lets the answer out."""
+    return f"the team's memory ({team.shown}, project {team.project}) could not be reached: {error.reason}"
+
+
+def excuse(conn: apsw.Connection, caller: Caller, why: str) -> ledger.Turn:
+    """Record that the caller's turn could not reach its memory: the gate lets its answer out
+    with `why` on the owner's screen instead of holding it for a write no call could make."""
+    with store.writing(conn):
+        turn = caller.attribute(conn)
+        ledger.excuse(conn, turn.id, why)
+    return turn
+
+
+def unreachable_search(conn: apsw.Connection, terms: str, caller: Caller, why: str) -> SearchAnswer:
+    """memory_search's answer when the team's memory cannot be reached: nothing, said in one line."""
+    turn = excuse(conn, caller, why)
+    note = (f"{why}. Nothing was searched: answer the owner without memory this turn and do not call "
+            "memory_write for it; the owner is told memory was not kept")
+    return SearchAnswer(terms, [], turn.prompt, [note])
+
+
+def unreachable_write(why: str) -> str:
+    return (f"memory_write: nothing was written, because {why}. Do not try again this turn: answer the "
+            "owner, saying memory was not updated, and memory-gate lets the answer out with a warning. "
+            "The owner can check the connection with `memory-gate team status`.")
+
+
 # How long, in all, the server keeps trying to embed facts a write could not (seconds).
 CATCH_UP_PATIENCE = 32.0
 
@@ -356,6 +389,19 @@ class Memory:
         self._conn: apsw.Connection | None = None
         self._path: Path | None = None
         self._embedder: threading.Thread | None = None
+        # The team's memory this project shares, if any (gate/memory/team.py): found at the
+        # first call, with the member's connection to it.
+        self._team: "memory_team.Member | None | bool" = False  # False: not looked for yet
+
+    def team(self) -> "memory_team.Member | None":
+        """The member's connection to the team's memory of this project, or None for the local
+        file alone. Raises config.ConfigError for a team setting memory-gate cannot use."""
+        if self._team is False:
+            from gate.memory import team as memory_team
+
+            found = memory_team.find(self.settings)
+            self._team = memory_team.Member(found, config.member()) if found is not None else None
+        return self._team
 
     def connection(self, *, create: bool) -> apsw.Connection | None:
         path = Path(config.find_database(self.settings))
@@ -425,6 +471,8 @@ class Memory:
         if self._conn is not None:
             self._conn.close()
             self._conn, self._path = None, None
+        if self._team:
+            self._team.close()
 
 
 class CallFailed(Exception):
@@ -447,9 +495,21 @@ def search_call(memory: Memory, terms: str, caller: Caller) -> SearchAnswer:
     """memory_search as a call on the server's connection (its arguments already checked)."""
     with memory.lock:
         try:
-            conn = memory.connection(create=False)
-            answer = memory_search(conn, terms, caller, endpoint=memory.endpoint)
+            member = memory.team()
+            # A team's member records reads in a ledger of their own from the first search.
+            conn = memory.connection(create=member is not None)
+            if member is None:
+                answer = memory_search(conn, terms, caller, endpoint=memory.endpoint)
+            else:
+                try:
+                    facts = member.facts(caller.session, caller.tool_use_id)
+                    answer = memory_search(conn, terms, caller, team=facts)
+                except postgres.Unreachable as error:
+                    member.drop()
+                    answer = unreachable_search(conn, terms, caller, unreachable(error, member.team))
             memory.catch_up()
+        except config.ConfigError as error:
+            raise CallFailed(str(error)) from error
         except (apsw.Error, store.StoreError, OSError) as error:
             raise CallFailed(store.explain(error)) from error
     return answer
@@ -459,9 +519,22 @@ def write_call(memory: Memory, ops: Any, kept: Any, caller: Caller) -> WriteAnsw
     """memory_write as a call on the server's connection; a refusal names every problem."""
     with memory.lock:
         try:
+            member = memory.team()
             conn = memory.connection(create=True)
-            answer = memory_write(conn, _decode(ops), _decode(kept), caller, log=memory.log, endpoint=memory.endpoint)
+            if member is None:
+                answer = memory_write(conn, _decode(ops), _decode(kept), caller, log=memory.log, endpoint=memory.endpoint)
+            else:
+                try:
+                    facts = member.facts(caller.session, caller.tool_use_id)
+                    answer = memory_write(conn, _decode(ops), _decode(kept), caller, log=None, team=facts)
+                except postgres.Unreachable as error:
+                    member.drop()
+                    why = unreachable(error, member.team)
+                    excuse(conn, caller, why)
+                    raise CallFailed(unreachable_write(why)) from error
             memory.catch_up()
+        except config.ConfigError as error:
+            raise CallFailed(str(error)) from error
         except write.Refused as refused:
             raise CallFailed(str(refused)) from refused
         except (apsw.Error, store.StoreError, OSError) as error:

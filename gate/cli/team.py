@@ -1,0 +1,91 @@
+"""`memory-gate team connect | disconnect | status`: put this project's facts on a team's
+PostgreSQL, take them back to the local file, and see which memory the project uses.
+
+The setting is per project (gate/memory/team.py), so one developer can share one repository's
+memory with a team and keep another's in a local file. `MEMORY_GATE_DB=postgresql://...` does
+the same for every project the variable reaches, and wins over the setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from gate import config
+from gate.memory import opening
+from gate.memory import team as memory_team
+from gate.memory.opening import UserError
+
+
+def cmd_team(args: argparse.Namespace) -> int:
+    settings = opening.settings(args)
+    if args.action == "connect":
+        return _connect(settings, args)
+    if args.action == "disconnect":
+        return _disconnect(settings)
+    return _status(settings, args.json)
+
+
+def _connect(settings: config.Settings, args: argparse.Namespace) -> int:
+    if settings.team_url:
+        raise UserError(
+            "MEMORY_GATE_DB already names a team's memory for every project it reaches, and it wins over "
+            "a project's setting: unset it to connect this project alone"
+        )
+    found = memory_team.connect(settings, args.url, args.project)
+    print(f"this project's memory is now the team's: {found.shown}, project {found.project}")
+    print(f"  (set in {found.source}; the turn ledger stays local, in {config.find_database(settings)})")
+    print("every member connects with the same project name; `memory-gate team status` checks the connection")
+    return 0
+
+
+def _disconnect(settings: config.Settings) -> int:
+    removed = memory_team.disconnect(settings)
+    if removed is None:
+        print(f"this project was not connected to a team: its memory is the local file {config.find_database(settings)}")
+    else:
+        print(f"this project's memory is the local file again: {config.find_database(settings)} "
+              f"(removed {removed}; the team's facts stay in the team's database)")
+    if settings.team_url:
+        print("MEMORY_GATE_DB still names a team's memory: unset it too for the local file")
+    return 0
+
+
+def _status(settings: config.Settings, as_json: bool) -> int:
+    found = memory_team.find(settings)
+    ledger = config.find_database(settings)
+    if found is None:
+        report = {"memory": "local", "database": ledger}
+        if as_json:
+            print(json.dumps(report, indent=2))
+        else:
+            print(f"this project's memory is the local file {ledger}")
+            print("  `memory-gate team connect postgresql://USER@HOST:PORT/DATABASE` shares it with a team")
+        return 0
+    report = {
+        "memory": "team", "url": found.shown, "project": found.project, "set_by": found.source,
+        "member": config.member(), "ledger": ledger,
+    }
+    member = memory_team.Member(found, report["member"])
+    try:
+        facts = member.facts("status")
+        with facts.transaction():
+            count = facts.conn.execute("SELECT facts FROM projects WHERE id = %s", (facts.project,)).fetchone()[0]
+        report.update(reachable=True, facts=count)
+        status = 0
+    except memory_team.postgres.Unreachable as error:
+        report.update(reachable=False, problem=str(error))
+        status = 1
+    finally:
+        member.close()
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return status
+    print(f"this project's memory is the team's: {found.shown}, project {found.project}")
+    print(f"  set by {found.source}; you are {report['member']} in its record (MEMORY_GATE_MEMBER)")
+    print(f"  the turn ledger is local: {ledger}")
+    if report["reachable"]:
+        print(f"  reachable: {report['facts']} fact{'' if report['facts'] == 1 else 's'} in the project")
+    else:
+        print(f"  not reachable: {report['problem']}")
+    return status
