@@ -167,6 +167,15 @@ CREATE TRIGGER facts_counted_update AFTER UPDATE ON facts
 CREATE TRIGGER facts_counted_delete AFTER DELETE ON facts
     REFERENCING OLD TABLE AS old_facts FOR EACH STATEMENT EXECUTE FUNCTION facts_counted();
 
+-- version 3: each change as write.log would have recorded it
+
+-- The change's whole line, as a local memory's write.log holds it (its write's id, the turn and
+-- the owner's words that made it, what an import or an undo adds), and the member: so that `log`,
+-- `history` and `undo` read a team's record as they read write.log, and `team push` carries a
+-- memory's history over whole. NULL for changes made before this version.
+ALTER TABLE changes ADD COLUMN line jsonb;
+CREATE INDEX changes_by_write ON changes (project, (line->>'write'));
+
 -- template vectors: a fact's vector (pgvector), {dimension} = the embedding model's
 CREATE TABLE IF NOT EXISTS facts_vec (
     project   integer NOT NULL,

@@ -113,6 +113,7 @@ def test_a_change_set_leaves_the_same_facts_and_record_on_both_engines(team, tmp
             if step[0] == "delete" and alive:
                 alive.remove(alive[step[1] % len(alive)])
         mine.finish(turn, digest="d", answer="{}")
+        remote.finish(turn, digest="d", answer="{}")
     ours = [tuple(row) for row in local.execute("SELECT id, topic, kind, text, date, rev FROM facts ORDER BY id")]
     theirs = [row[:6] for row in fact_rows(team, pid)]
     assert theirs == ours
@@ -120,6 +121,13 @@ def test_a_change_set_leaves_the_same_facts_and_record_on_both_engines(team, tmp
     recorded = change_rows(team, pid)
     assert [(op, fact, before, after) for op, fact, _, before, after, *_ in recorded] == logged
     assert {row[5:] for row in recorded} <= {(WHO.member, WHO.session, WHO.tool_use_id)}
+    # Each change carries its line as write.log holds it, its write's and its member's.
+    keys = ("op", "id", "topic", "kind", "before", "after")
+    lines = [row[0] for row in team.execute("SELECT line FROM changes WHERE project = %s ORDER BY seq", (pid,))]
+    assert [{key: line.get(key) for key in keys} for line in lines] == [
+        {key: entry.get(key) for key in keys} for entry in audit.entries(log)
+    ]
+    assert all(line["member"] == WHO.member and line["write"] == remote.write_id for line in lines)
     assert counters(team, pid) == recounted(team, pid)
     # Each change's rev is the revision it made (a delete: the one it removed).
     revs: dict[int, int] = {}

@@ -44,6 +44,8 @@ class TeamFacts:
 
     def __init__(self, conn, project: int, who: Who, *, url: str = ""):
         self.conn, self.project, self.who, self.url = conn, project, who, url
+        # The changes recorded and still waiting for their line (record_lines): (seq, fact, op).
+        self._unlined: list[tuple[int, int, str]] = []
 
     @contextlib.contextmanager
     def transaction(self):
@@ -135,13 +137,31 @@ class TeamFacts:
         )
 
     def _record(self, op: str, fact_id: int, rev: int, before: dict | None, after: dict | None, stamp: str) -> None:
-        self.conn.execute(
+        seq = self.conn.execute(
             "INSERT INTO changes (project, fact, op, rev, before, after, member, session, tool_use_id, at)"
-            " VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s)",
+            " VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s) RETURNING seq",
             (
                 self.project, fact_id, op, rev,
                 None if before is None else json.dumps(before, ensure_ascii=False),
                 None if after is None else json.dumps(after, ensure_ascii=False),
                 self.who.member, self.who.session, self.who.tool_use_id, stamp,
             ),
-        )
+        ).fetchone()[0]
+        self._unlined.append((seq, fact_id, op))
+
+    def record_lines(self, entries: Sequence[dict]) -> None:
+        """Give the changes just recorded their lines, as write.log would hold them (the change
+        set's, gate/memory/changeset.py), with the member: in the caller's transaction, in the
+        order the changes were made. A line whose change made no row (a fact gone meanwhile)
+        is dropped, as no change."""
+        rows = []
+        for entry in entries:
+            while self._unlined and (self._unlined[0][1], self._unlined[0][2]) != (entry.get("id"), entry.get("op")):
+                self._unlined.pop(0)  # a change with no line: never, but never paired with the wrong one
+            if not self._unlined:
+                break
+            seq = self._unlined.pop(0)[0]
+            rows.append((json.dumps({**entry, "member": self.who.member}, ensure_ascii=False), self.project, seq))
+        if rows:
+            with self.conn.cursor() as cursor:
+                cursor.executemany("UPDATE changes SET line = %s::jsonb WHERE project = %s AND seq = %s", rows)

@@ -57,6 +57,8 @@ class Facts(Protocol):
     def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None: ...
     def delete(self, fact_id: int, before: dict[str, str], *, stamp: str) -> None: ...
     def confirm(self, fact_id: int, *, stamp: str) -> None: ...
+    # A team's only (local False): the changes just made get their write.log-shaped lines.
+    def record_lines(self, entries: Any) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,8 @@ class ChangeSet:
     def _flush(self) -> None:
         if self.log is not None:
             audit.append(self.log, self._pending)
+        if not self.facts.local and self._pending:
+            self.facts.record_lines(self._pending)  # a team's record: its `changes` rows
         self._pending = []
 
     # -- finishing -----------------------------------------------------------------------------
