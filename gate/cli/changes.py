@@ -22,31 +22,22 @@ WHY_SHOWN = 200
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    path, conn = opening.open_existing(opening.settings(args))
-    found = audit.entries(audit.log_path(path), fact=args.fact, session=args.session, since=args.since)
-    if args.limit:
-        found = deque(found, maxlen=args.limit)  # the last N, without holding the rest
-    committed = history.Committed(conn)
-    # Redacted for display: old lines may hold the owner's words as they were typed.
-    shown = (credentials.redact_json(_marked(entry, committed)) for entry in found)
-    if args.json:
-        terminal.json_list(shown, sys.stdout)
+    with opening.open_memory(opening.settings(args)) as opened:
+        found = opened.record.entries(fact=args.fact, session=args.session, since=args.since)
+        if args.limit:
+            found = deque(found, maxlen=args.limit)  # the last N, without holding the rest
+        # Redacted for display: old lines may hold the owner's words as they were typed.
+        shown = (credentials.redact_json(entry) for entry in found)
+        if args.json:
+            terminal.json_list(shown, sys.stdout)
+            return 0
+        count = 0
+        for entry in shown:
+            _print_entry(entry)
+            count += 1
+        if not count:
+            print("no changes logged" + (" that match" if args.fact or args.session or args.since else ""))
         return 0
-    count = 0
-    for entry in shown:
-        _print_entry(entry)
-        count += 1
-    if not count:
-        print("no changes logged" + (" that match" if args.fact or args.session or args.since else ""))
-    return 0
-
-
-def _marked(entry: dict, committed: history.Committed) -> dict:
-    """The entry with whether it committed, and its name for `undo` and `history`."""
-    entry["committed"] = committed(entry.get("write"))
-    if isinstance(entry.get("write"), str) and isinstance(entry.get("id"), int):
-        entry["entry"] = history.entry_name(entry["write"], entry["id"])
-    return entry
 
 
 def _print_entry(entry: dict) -> None:
@@ -54,7 +45,8 @@ def _print_entry(entry: dict) -> None:
     flag = "" if entry["committed"] else "  (never committed)"
     name = entry.get("entry", "?")
     print(f"{name}  {when}  {entry.get('op')} [{entry.get('id')}] {entry.get('topic')} ({entry.get('kind')}){flag}")
-    print(f"    session {entry.get('session')}  turn {entry.get('turn')}")
+    member = f"  by {entry['member']}" if entry.get("member") else ""
+    print(f"    session {entry.get('session')}  turn {entry.get('turn')}{member}")
     before, after = entry.get("before"), entry.get("after")
     if before and after:
         for key in ("topic", "kind", "date"):
@@ -72,34 +64,42 @@ def _print_entry(entry: dict) -> None:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    path, conn = opening.open_existing(opening.settings(args))
-    changes = history.changes(conn, audit.log_path(path), args.id)
-    first = next(changes, None)
-    if first is None:
-        held = conn.execute("SELECT 1 FROM facts WHERE id = ?", (args.id,)).fetchone()
-        raise UserError(
-            f"write.log records no committed change to fact {args.id}"
-            + (
-                ", though memory holds it: the log lost lines (`memory-gate doctor` checks it)."
-                if held else ", and memory holds no such fact: `memory-gate show` lists the facts."
+    with opening.open_memory(opening.settings(args)) as opened:
+        changes = opened.record.changes(args.id)
+        first = next(changes, None)
+        if first is None:
+            held = _now(opened, args.id) is not None
+            raise UserError(
+                f"{opened.record.where} records no committed change to fact {args.id}"
+                + (
+                    ", though memory holds it: the log lost lines (`memory-gate doctor` checks it)."
+                    if held else ", and memory holds no such fact: `memory-gate show` lists the facts."
+                )
             )
-        )
-    changes = itertools.chain([first], changes)
-    if args.json:
-        terminal.json_list((credentials.redact_json(change.to_json()) for change in changes), sys.stdout)
-    else:
-        last = first
-        for last in changes:
-            _print_change(last)
-        row = conn.execute("SELECT topic, kind, text, date FROM facts WHERE id = ?", (args.id,)).fetchone()
-        now = dict(zip(("topic", "kind", "text", "date"), row)) if row else None
-        if now is None:
-            print(f"fact {args.id} is not in memory (deleted).")
-        elif now == last.after:
-            print(f"fact {args.id} is in memory as its last version above.")
+        changes = itertools.chain([first], changes)
+        if args.json:
+            terminal.json_list((credentials.redact_json(change.to_json()) for change in changes), sys.stdout)
         else:
-            print(f"fact {args.id} is in memory, but not as its last logged version: the log lost lines (`memory-gate doctor`).")
-    return 0
+            last = first
+            for last in changes:
+                _print_change(last)
+            now = _now(opened, args.id)
+            if now is None:
+                print(f"fact {args.id} is not in memory (deleted).")
+            elif now == last.after:
+                print(f"fact {args.id} is in memory as its last version above.")
+            else:
+                print(f"fact {args.id} is in memory, but not as its last logged version: the log lost lines (`memory-gate doctor`).")
+        return 0
+
+
+def _now(opened: opening.Opened, fact_id: int) -> dict | None:
+    """The fact's topic, kind, text and date as memory holds it now, or None."""
+    if opened.team is not None:
+        with opened.team.transaction():
+            return opened.team.snapshot(fact_id)
+    row = opened.conn.execute("SELECT topic, kind, text, date FROM facts WHERE id = ?", (fact_id,)).fetchone()
+    return dict(zip(("topic", "kind", "text", "date"), row)) if row else None
 
 
 def _print_change(change: history.Change) -> None:
@@ -111,7 +111,8 @@ def _print_change(change: history.Change) -> None:
     if change.undid():
         what += f"  (undoes {change.undid()})"
     print(f"{change.name}  {clock.shown(entry.get('time'))}  {what}")
-    print(f"{INDENT}by session {entry.get('session')}, turn {entry.get('turn')}")
+    member = f" of {entry['member']}" if entry.get("member") else ""
+    print(f"{INDENT}by session {entry.get('session')}{member}, turn {entry.get('turn')}")
     _print_why(entry)
     if change.op == "delete":
         print(f"{INDENT}deleted; it read:")
@@ -133,32 +134,35 @@ def entry_argument(text: str) -> str:
 
 def cmd_undo(args: argparse.Namespace) -> int:
     settings = opening.settings(args)
-    path, conn = opening.open_existing(settings)
-    # Vectors are kept in step when sqlite-vec loads; without it facts_to_embed keeps search
-    # honest until a connection that has it catches up.
-    store.load_vectors(conn)
-    try:
-        done = undo.undo(
-            conn, audit.log_path(path), args.entry, command=terminal.command_line(args.argv),
-            endpoint=opening.patient_endpoint(settings),
-        )
-    except undo.CannotUndo as error:
-        raise UserError(str(error)) from error
-    if args.json:
-        print(terminal.json_text(done.to_json()))
+    with opening.open_memory(settings) as opened:
+        conn = opened.ledger()
+        if opened.team is None:
+            # Vectors are kept in step when sqlite-vec loads; without it facts_to_embed keeps search
+            # honest until a connection that has it catches up.
+            store.load_vectors(conn)
+        try:
+            done = undo.undo(
+                conn, audit.log_path(opened.path), args.entry, command=terminal.command_line(args.argv),
+                endpoint=opening.patient_endpoint(settings) if opened.team is None else None, team=opened.team,
+            )
+        except undo.CannotUndo as error:
+            raise UserError(str(error)) from error
+        if args.json:
+            print(terminal.json_text(done.to_json()))
+            return 0
+        reverted, fact = done.reverted, done.fact
+        if done.op == "delete":
+            print(f"undid {reverted.name}: fact {fact}, which it inserted, is deleted.")
+        elif done.op == "update":
+            back = reverted.before or {}
+            print(f"undid {reverted.name}: fact {fact} reads as before it again:")
+            print(f"{INDENT}{back.get('kind')} | {credentials.redact(back.get('topic'))} | {back.get('date')}")
+            print_text(back.get("text"))
+        else:
+            print(f"undid {reverted.name}: fact {fact}, which it deleted, is back under its id.")
+        where = "write.log" if opened.team is None else "the team's record"
+        print(f"logged in {where} as {done.entry}; `memory-gate undo {done.entry}` redoes the change.")
         return 0
-    reverted, fact = done.reverted, done.fact
-    if done.op == "delete":
-        print(f"undid {reverted.name}: fact {fact}, which it inserted, is deleted.")
-    elif done.op == "update":
-        back = reverted.before or {}
-        print(f"undid {reverted.name}: fact {fact} reads as before it again:")
-        print(f"{INDENT}{back.get('kind')} | {credentials.redact(back.get('topic'))} | {back.get('date')}")
-        print_text(back.get("text"))
-    else:
-        print(f"undid {reverted.name}: fact {fact}, which it deleted, is back under its id.")
-    print(f"logged in write.log as {done.entry}; `memory-gate undo {done.entry}` redoes the change.")
-    return 0
 
 
 def _print_why(entry: dict) -> None:

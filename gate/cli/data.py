@@ -20,56 +20,67 @@ from gate.search import embeddings, search, vectors
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    _, conn = opening.open_existing(opening.settings(args))
-    report = stats.report(conn)
-    if args.json:
-        print(terminal.json_text(report))
+    with opening.open_memory(opening.settings(args)) as opened:
+        if opened.team is None:
+            report = stats.report(opened.conn)
+        else:  # the facts are the team's; the turns are this member's own (their ledger)
+            from gate.memory import listing
+
+            report = stats.report(opened.ledger(), kinds=listing.team_kinds(opened.team))
+        if args.json:
+            print(terminal.json_text(report))
+            return 0
+        facts, turns, reads, searches = report["facts"], report["turns"], report["reads"], report["searches"]
+        kinds = ", ".join(f"{kind} {count}" for kind, count in facts.items() if kind != "total")
+        print(f"facts: {facts['total']} ({kinds})")
+        share = f" ({turns['complied_share']}%)" if turns["complied_share"] is not None else ""
+        print(f"turns gated: {turns['gated']} (the owner's prompts whose answer the gate ruled on)")
+        print(f"  complied: {turns['complied']}{share}: {turns['complied_at_once']} at once, "
+              f"{turns['complied_after_hold']} after the gate held the answer back")
+        print(f"  released unmet: {turns['released_unmet']} (held as often as allowed, then let out)")
+        print(f"not ruled on: {turns['unsettled']} (running, stopped early, or not the owner's prompt); "
+              f"without hooks, not gated: {turns['without_hooks']}")
+        print(f"facts read per turn that searched: {reads['per_turn']} "
+              f"({reads['facts_read']} in {reads['turns_that_searched']} turns)")
+        if searches["recorded"]:
+            print(f"a search costs the context {searches['chars_per_search']:g} characters on average, about "
+                  f"{searches['tokens_per_search']} tokens (facts returned: {searches['facts_per_search']:g}, "
+                  f"in full: {searches['in_full_per_search']:g}; measured over {searches['recorded']} of "
+                  f"{searches['total']} searches)")
+        else:
+            print("a search's cost: no search measured yet")
+        meaning = searches["meaning"]
+        if meaning["with_meaning"] or meaning["words_only"]:
+            print(f"search by meaning: {meaning['with_meaning']} searches had it, {meaning['words_only']} fell back to"
+                  f" words ({meaning['words_only_share']:g}%)")
+            for item in meaning["reasons"]:
+                print(f"    {item['searches']} x {item['reason']}")
         return 0
-    facts, turns, reads, searches = report["facts"], report["turns"], report["reads"], report["searches"]
-    kinds = ", ".join(f"{kind} {count}" for kind, count in facts.items() if kind != "total")
-    print(f"facts: {facts['total']} ({kinds})")
-    share = f" ({turns['complied_share']}%)" if turns["complied_share"] is not None else ""
-    print(f"turns gated: {turns['gated']} (the owner's prompts whose answer the gate ruled on)")
-    print(f"  complied: {turns['complied']}{share}: {turns['complied_at_once']} at once, "
-          f"{turns['complied_after_hold']} after the gate held the answer back")
-    print(f"  released unmet: {turns['released_unmet']} (held as often as allowed, then let out)")
-    print(f"not ruled on: {turns['unsettled']} (running, stopped early, or not the owner's prompt); "
-          f"without hooks, not gated: {turns['without_hooks']}")
-    print(f"facts read per turn that searched: {reads['per_turn']} "
-          f"({reads['facts_read']} in {reads['turns_that_searched']} turns)")
-    if searches["recorded"]:
-        print(f"a search costs the context {searches['chars_per_search']:g} characters on average, about "
-              f"{searches['tokens_per_search']} tokens (facts returned: {searches['facts_per_search']:g}, "
-              f"in full: {searches['in_full_per_search']:g}; measured over {searches['recorded']} of "
-              f"{searches['total']} searches)")
-    else:
-        print("a search's cost: no search measured yet")
-    meaning = searches["meaning"]
-    if meaning["with_meaning"] or meaning["words_only"]:
-        print(f"search by meaning: {meaning['with_meaning']} searches had it, {meaning['words_only']} fell back to"
-              f" words ({meaning['words_only_share']:g}%)")
-        for item in meaning["reasons"]:
-            print(f"    {item['searches']} x {item['reason']}")
-    return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    _, conn = opening.open_existing(opening.settings(args))
-    show = terminal.Progress(sys.stderr, "export")
-    if args.output in (None, "-"):
-        count = transfer.export(conn, sys.stdout, progress=show)
-        show.done()
-        where, notes = "standard output", sys.stderr
-    else:
-        count = _export_to(conn, Path(args.output), show)
-        where, notes = args.output, sys.stdout
-    # Nothing in memory changed, so nothing goes to write.log: it records changes only.
-    print(f"exported {count} fact{'s' if count != 1 else ''} to {where}; memory is unchanged "
-          "(write.log records changes only)", file=notes)
-    return 0
+    with opening.open_memory(opening.settings(args)) as opened:
+        show = terminal.Progress(sys.stderr, "export")
+
+        def export(out, progress) -> int:
+            if opened.team is not None:
+                return transfer.export_team(opened.team, out, progress=progress)
+            return transfer.export(opened.conn, out, progress=progress)
+
+        if args.output in (None, "-"):
+            count = export(sys.stdout, show)
+            show.done()
+            where, notes = "standard output", sys.stderr
+        else:
+            count = _export_to(export, Path(args.output), show)
+            where, notes = args.output, sys.stdout
+        # Nothing in memory changed, so nothing goes to write.log: it records changes only.
+        print(f"exported {count} fact{'s' if count != 1 else ''} to {where}; memory is unchanged "
+              "(write.log records changes only)", file=notes)
+        return 0
 
 
-def _export_to(conn, path: Path, show: terminal.Progress) -> int:
+def _export_to(export, path: Path, show: terminal.Progress) -> int:
     """Into a private file beside the target, renamed over it when complete: a crash or a full
     disk never leaves half an export under the name. A symlink is followed (the link stays a
     link); a target that is not a regular file (/dev/null, a pipe, a terminal) is written
@@ -79,7 +90,7 @@ def _export_to(conn, path: Path, show: terminal.Progress) -> int:
         raise UserError(f"cannot write {path}: it is a folder; give a file name, e.g. --output {path / 'memory.jsonl'}")
     if path.exists() and not path.is_file():
         with open(path, "w", encoding="utf-8", newline="\n") as out:
-            count = transfer.export(conn, out, progress=show)
+            count = export(out, show)
         show.done()
         return count
     path = Path(os.path.realpath(path))
@@ -89,7 +100,7 @@ def _export_to(conn, path: Path, show: terminal.Progress) -> int:
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-            count = transfer.export(conn, out, progress=show)
+            count = export(out, show)
             out.flush()
             os.fsync(out.fileno())
         show.done()
@@ -103,27 +114,36 @@ def _export_to(conn, path: Path, show: terminal.Progress) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     settings = opening.settings(args)
-    path = Path(config.find_database(settings))
+    from gate.memory import team as memory_team
+
+    if memory_team.find(settings) is not None:
+        with opening.open_memory(settings) as opened:
+            return _import(args, settings, opened.ledger(), opened.path, opened.team)
     # Import may be the first write: restoring a backup onto a new machine starts from nothing.
-    conn = store.connect(path)
+    path = Path(config.find_database(settings))
+    return _import(args, settings, store.connect(path), path, None)
+
+
+def _import(args: argparse.Namespace, settings: config.Settings, conn, path: Path, team) -> int:
     out = sys.stderr if args.json else sys.stdout
     show = terminal.Progress(out, "import")
     try:
         with _lines(args.file) as source:
             result = transfer.import_facts(
-                conn, source, log=audit.log_path(path), command=terminal.command_line(args.argv),
-                new_ids=args.new_ids, dry_run=args.dry_run, progress=show,
+                conn, source, log=audit.log_path(path) if team is None else None,
+                command=terminal.command_line(args.argv), new_ids=args.new_ids, dry_run=args.dry_run,
+                progress=show, team=team,
             )
     except transfer.Refused as error:
         raise UserError(str(error)) from error
     show.done()
     report = result.to_json()
-    if result.inserted and not args.dry_run:
+    if result.inserted and not args.dry_run and team is None:
         report["vectors"] = _embed(conn, settings, out)
     if args.json:
         print(terminal.json_text(report))
         return 0
-    _print_imported(result, args.dry_run, report.get("vectors"))
+    _print_imported(result, args.dry_run, report.get("vectors"), team)
     return 0
 
 
@@ -175,13 +195,14 @@ def _embed(conn, settings: config.Settings, out) -> dict:
     return report
 
 
-def _print_imported(result: transfer.Imported, dry_run: bool, vectors: dict | None) -> None:
+def _print_imported(result: transfer.Imported, dry_run: bool, vectors: dict | None, team=None) -> None:
     verb = "would import" if dry_run else "imported"
     line = f"{verb} {result.inserted} fact{'s' if result.inserted != 1 else ''}"
     if result.ids:
         low, high = result.ids
         line += f" (id {low})" if low == high else f" (ids {low} to {high})"
-    print(line + (f", logged in write.log as write {result.write_id[:history.SHORT]}" if result.write_id else ""))
+    where = "write.log" if team is None else "the team's record"
+    print(line + (f", logged in {where} as write {result.write_id[:history.SHORT]}" if result.write_id else ""))
     if result.skipped:
         shown = ", ".join(map(str, result.skipped_lines)) + (" ..." if result.skipped > len(result.skipped_lines) else "")
         print(f"{'would skip' if dry_run else 'skipped'} {result.skipped} already in memory "

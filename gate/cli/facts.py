@@ -30,61 +30,76 @@ def cmd_search(args: argparse.Namespace) -> int:
               f"{search.LEAD:g} of the best-covered fact's, scoring >= {search.RELATIVE:g} of the best bm25;")
         print("       a fact holding only some terms, none in its topic, only if no such fact holds one in its topic")
         return 0
-    _, conn = opening.open_existing(opening.settings(args))
-    ranked = search.by_words(conn, terms)[: args.limit]
-    facts = load_facts(conn, ranked)
-    found = [facts[rowid] for rowid in ranked if rowid in facts]
-    keys = ("id", "topic", "kind", "text", "date")
-    # Redacted for display: a database from before the credential check may hold some.
-    shown = [credentials.redact_json({key: getattr(fact, key) for key in keys}) for fact in found]
-    if args.json:
-        print(json.dumps(shown, ensure_ascii=False, indent=2))
+    with opening.open_memory(opening.settings(args)) as opened:
+        if opened.team is None:
+            ranked = search.by_words(opened.conn, terms)[: args.limit]
+            facts = load_facts(opened.conn, ranked)
+        else:
+            from gate.search.team import TeamIndex
+
+            team = opened.team
+            with team.transaction():
+                ranked = search.by_words_in(TeamIndex(team.conn, team.project), terms, limit=args.limit)
+                facts = team.load(ranked)
+        found = [facts[rowid] for rowid in ranked if rowid in facts]
+        keys = ("id", "topic", "kind", "text", "date")
+        # Redacted for display: a database from before the credential check may hold some.
+        shown = [credentials.redact_json({key: getattr(fact, key) for key in keys}) for fact in found]
+        if args.json:
+            print(json.dumps(shown, ensure_ascii=False, indent=2))
+            return 0
+        if not found:
+            print(f'nothing in memory for "{credentials.redact(terms)}"')
+        for fact in shown:
+            print(f"[{fact['id']}] {fact['kind']} | {fact['topic']} | {fact['date']}")
+            for line in fact["text"].splitlines():
+                print(f"    {line}")
         return 0
-    if not found:
-        print(f'nothing in memory for "{credentials.redact(terms)}"')
-    for fact in shown:
-        print(f"[{fact['id']}] {fact['kind']} | {fact['topic']} | {fact['date']}")
-        for line in fact["text"].splitlines():
-            print(f"    {line}")
-    return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    _, conn = opening.open_existing(opening.settings(args))
-    found = listing.facts(conn, topic=args.topic, kind=args.kind, since=args.since, limit=args.limit)
-    if args.json:
-        terminal.json_list(map(fact_json, found), sys.stdout)
+    with opening.open_memory(opening.settings(args)) as opened:
+        chosen = dict(topic=args.topic, kind=args.kind, since=args.since, limit=args.limit)
+        found = listing.team_facts(opened.team, **chosen) if opened.team else listing.facts(opened.conn, **chosen)
+        if args.json:
+            terminal.json_list(map(fact_json, found), sys.stdout)
+            return 0
+        count = 0
+        for fact in found:
+            changed = "created" if fact.rev == 1 and fact.updated == fact.created else "changed"
+            print_fact(fact, f"{changed} {clock.shown(fact.updated)}, revision {fact.rev}")
+            count += 1
+        if not count:
+            filtered = args.topic or args.kind or args.since
+            print("no facts" + (" that match" if filtered else " in memory yet"))
         return 0
-    count = 0
-    for fact in found:
-        changed = "created" if fact.rev == 1 and fact.updated == fact.created else "changed"
-        print_fact(fact, f"{changed} {clock.shown(fact.updated)}, revision {fact.rev}")
-        count += 1
-    if not count:
-        filtered = args.topic or args.kind or args.since
-        print("no facts" + (" that match" if filtered else " in memory yet"))
-    return 0
 
 
 REVIEW_DAYS = 30
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    _, conn = opening.open_existing(opening.settings(args))
-    before = listing.cutoff(args.days)
-    found = listing.unconfirmed(conn, before, limit=args.limit)
-    if args.json:
-        terminal.json_list(map(fact_json, found), sys.stdout)
+    with opening.open_memory(opening.settings(args)) as opened:
+        before = listing.cutoff(args.days)
+        if opened.team is not None:
+            found = listing.team_unconfirmed(opened.team, before, limit=args.limit)
+        else:
+            found = listing.unconfirmed(opened.conn, before, limit=args.limit)
+        if args.json:
+            terminal.json_list(map(fact_json, found), sys.stdout)
+            return 0
+        if opened.team is not None:
+            total = listing.team_count_unconfirmed(opened.team, before)
+        else:
+            total = listing.count_unconfirmed(opened.conn, before)
+        if not total:
+            print(f"every fact was kept or updated by a turn in the last {args.days} days")
+            return 0
+        print(
+            f"{total} fact{'s' if total != 1 else ''} no turn has kept or updated in {args.days} days, "
+            "the longest first; each may be stale. Ask the agent about the ones in doubt, or "
+            "`memory-gate history ID` for how one came to be.\n"
+        )
+        for fact in found:
+            print_fact(fact, f"last confirmed {clock.shown(fact.confirmed)}")
         return 0
-    total = listing.count_unconfirmed(conn, before)
-    if not total:
-        print(f"every fact was kept or updated by a turn in the last {args.days} days")
-        return 0
-    print(
-        f"{total} fact{'s' if total != 1 else ''} no turn has kept or updated in {args.days} days, "
-        "the longest first; each may be stale. Ask the agent about the ones in doubt, or "
-        "`memory-gate history ID` for how one came to be.\n"
-    )
-    for fact in found:
-        print_fact(fact, f"last confirmed {clock.shown(fact.confirmed)}")
-    return 0

@@ -120,3 +120,73 @@ def unconfirmed(conn: apsw.Connection, before: str, *, limit: int | None = None)
 
 def count_unconfirmed(conn: apsw.Connection, before: str) -> int:
     return conn.execute("SELECT count(*) FROM facts WHERE confirmed < ?", (before,)).fetchone()[0]
+
+
+# -- a team's facts (gate/engine/teamfacts.py): the same lists, from PostgreSQL -----------------
+
+
+def _team_rows(team, sql: str, args: list) -> Iterator[Fact]:
+    """The rows of `sql`, streamed through a server-side cursor in one snapshot, as Facts."""
+    with team.transaction(), team.conn.cursor(name="memory_gate_listing") as cursor:
+        cursor.itersize = 500
+        cursor.execute(sql, args)
+        for row in cursor:
+            yield Fact(*row)
+
+
+def _team_filters(team, topic, kind, since, unconfirmed_before) -> tuple[str, list]:
+    where, args = ["project = %s"], [team.project]
+    if topic:
+        where.append("topic ILIKE %s ESCAPE '\\'")  # any case, as SQLite's LIKE
+        args.append(like_pattern(topic))
+    if kind:
+        where.append("kind = %s")
+        args.append(kind)
+    if since:
+        where.append("updated >= %s")
+        args.append(since)
+    if unconfirmed_before:
+        where.append("confirmed < %s")
+        args.append(unconfirmed_before)
+    return " WHERE " + " AND ".join(where), args
+
+
+def team_facts(team, *, topic: str | None = None, kind: str | None = None, since: str | None = None,
+               limit: int | None = None) -> Iterator[Fact]:
+    """`facts` over a team's memory: the most recently changed first."""
+    where, args = _team_filters(team, topic, kind, since, None)
+    sql = f"SELECT {FACT_COLUMNS} FROM facts{where} ORDER BY updated DESC, id DESC"
+    if limit is not None:
+        sql += " LIMIT %s"
+        args.append(limit)
+    return _team_rows(team, sql, args)
+
+
+def team_unconfirmed(team, before: str, *, limit: int | None = None) -> Iterator[Fact]:
+    """`unconfirmed` over a team's memory: no member's turn kept or updated them since `before`."""
+    where, args = _team_filters(team, None, None, None, before)
+    sql = f"SELECT {FACT_COLUMNS} FROM facts{where} ORDER BY confirmed, id"
+    if limit is not None:
+        sql += " LIMIT %s"
+        args.append(limit)
+    return _team_rows(team, sql, args)
+
+
+def team_count_unconfirmed(team, before: str) -> int:
+    where, args = _team_filters(team, None, None, None, before)
+    with team.transaction():
+        return team.conn.execute(f"SELECT count(*) FROM facts{where}", args).fetchone()[0]
+
+
+def team_kinds(team) -> dict[str, int]:
+    """How many facts of each kind the team's project holds."""
+    with team.transaction():
+        return dict(team.conn.execute("SELECT kind, count(*) FROM facts WHERE project = %s GROUP BY kind", (team.project,)))
+
+
+def team_export_rows(team, columns: tuple[str, ...]) -> Iterator[tuple]:
+    """Every fact's `columns`, by id, in one snapshot."""
+    with team.transaction(), team.conn.cursor(name="memory_gate_export") as cursor:
+        cursor.itersize = 1000
+        cursor.execute(f"SELECT {', '.join(columns)} FROM facts WHERE project = %s ORDER BY id", (team.project,))
+        yield from cursor

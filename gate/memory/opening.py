@@ -6,13 +6,20 @@ message says how. Shared by the command line (gate/cli/) and the viewer (gate/vi
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
 
 from gate import config
 from gate.engine import store
+from gate.memory import audit
 from gate.search import embeddings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gate.engine.teamfacts import TeamFacts
+    from gate.memory.team import Member
 
 # A person waits longer for a vector than a turn does (see gate/search/embeddings.py's time-outs).
 PATIENT_TIMEOUT = 10.0
@@ -29,12 +36,71 @@ def settings(args: argparse.Namespace) -> config.Settings:
     return found
 
 
+@dataclass
+class Opened:
+    """The memory a command reads: a local file (`conn`, its write.log beside `path`), or a
+    team's facts (`team`), the member's turn ledger then being the local file at `path`, opened
+    only when a change needs it (`ledger`)."""
+
+    path: Path
+    conn: apsw.Connection | None
+    team: "TeamFacts | None" = None
+    member: "Member | None" = None
+
+    @property
+    def record(self):
+        """The record of changes: write.log, or the team's (gate/memory/record.py)."""
+        from gate.memory import record
+
+        if self.team is not None:
+            return record.TeamRecord(self.team)
+        return record.LogRecord(self.conn, audit.log_path(self.path))
+
+    def ledger(self) -> apsw.Connection:
+        """The local file, made if need be: a change by hand on a team is a turn of the member's."""
+        if self.conn is None:
+            try:
+                self.conn = store.connect(self.path)
+            except store.StoreError as error:
+                raise UserError(str(error)) from error
+        return self.conn
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        if self.member is not None:
+            self.member.close()
+
+    def __enter__(self) -> "Opened":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_memory(settings: config.Settings, *, session: str = "cli") -> Opened:
+    """The project's memory for a command that reads or changes facts: the team's when the
+    project is on one (gate/memory/team.py), else the local file, which must exist."""
+    from gate.memory import team
+
+    shared = team.find(settings)
+    if shared is None:
+        path, conn = open_existing(settings)
+        return Opened(path, conn)
+    member = team.Member(shared, config.member())
+    facts = member.facts(session)  # postgres.Unreachable, a StoreError: the mend, on one line
+    path = Path(config.find_database(settings))
+    conn = store.connect(path, create=False) if path.exists() else None
+    return Opened(path, conn, facts, member)
+
+
 def open_existing(settings: config.Settings) -> tuple[Path, apsw.Connection]:
+    """The project's local memory, which must exist. On a project whose memory is a team's, the
+    local file holds the member's turn ledger only: refused, for its facts would be an empty memory."""
     from gate.memory import team
 
     shared = team.find(settings)
     if shared is not None:
-        # The local file holds the member's turn ledger only: its facts would be an empty memory.
         raise UserError(
             f"this project's memory is the team's ({shared.shown}, project {shared.project}, set by "
             f"{shared.source}), and this command reads a local memory only so far: `memory-gate team "

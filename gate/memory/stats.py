@@ -49,9 +49,11 @@ def tokens(chars: float) -> int:
     return round(chars / CHARS_PER_TOKEN)
 
 
-def report(conn: apsw.Connection) -> dict:
-    """Every figure, as plain values (counts, and averages rounded to one decimal)."""
-    kinds = dict(conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
+def report(conn: apsw.Connection, *, kinds: dict[str, int] | None = None) -> dict:
+    """Every figure, as plain values (counts, and averages rounded to one decimal). `kinds`:
+    the facts by kind when they are not `conn`'s (a team's), the turns being `conn`'s."""
+    if kinds is None:
+        kinds = dict(conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
     facts = {kind: kinds.get(kind, 0) for kind in KINDS}
     facts["total"] = sum(facts.values())
 

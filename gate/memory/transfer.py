@@ -31,6 +31,7 @@ taken), date (today), and created, updated, confirmed and rev (now, and revision
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -46,6 +47,10 @@ from gate import clock, credentials
 from gate.engine import store
 from gate.memory import changeset, write
 from gate.search import embeddings, vectors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gate.engine.teamfacts import TeamFacts
 
 COLUMNS = ("id", "topic", "kind", "text", "date", "created", "updated", "confirmed", "rev")
 # A line longer than this holds no fact memory_write would take (600 characters of text, escaped).
@@ -66,13 +71,25 @@ def export(conn: apsw.Connection, out: TextIO, *, progress: Progress | None = No
     transaction: the count and the rows are one snapshot, however long the writing takes."""
     with store.writing(conn, lock=False):
         total = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
-        done = 0
-        for row in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM facts ORDER BY id"):
-            # A fact stored before the credential check knew its shape goes out redacted.
-            out.write(json.dumps(credentials.redact_json(dict(zip(COLUMNS, row))), ensure_ascii=False) + "\n")
-            done += 1
-            if progress and (done % PROGRESS_EVERY == 0 or done == total):
-                progress(done, total)
+        return _write_rows(conn.execute(f"SELECT {', '.join(COLUMNS)} FROM facts ORDER BY id"), total, out, progress)
+
+
+def export_team(team, out: TextIO, *, progress: Progress | None = None) -> int:
+    """`export` of a team's project (gate/engine/teamfacts.py): the same lines, one snapshot."""
+    from gate.memory import listing
+
+    total = sum(listing.team_kinds(team).values())
+    return _write_rows(listing.team_export_rows(team, COLUMNS), total, out, progress)
+
+
+def _write_rows(rows: Iterable[tuple], total: int, out: TextIO, progress: Progress | None) -> int:
+    done = 0
+    for row in rows:
+        # A fact stored before the credential check knew its shape goes out redacted.
+        out.write(json.dumps(credentials.redact_json(dict(zip(COLUMNS, row))), ensure_ascii=False) + "\n")
+        done += 1
+        if progress and (done % PROGRESS_EVERY == 0 or done == total):
+            progress(done, total)
     return done
 
 
@@ -183,14 +200,17 @@ def import_facts(
     dry_run: bool = False,
     today: str | None = None,
     progress: Progress | None = None,
+    team: "TeamFacts | None" = None,
 ) -> Imported:
     """Check every line of `source`, then insert its facts in one logged transaction. Raises
-    Refused naming every bad line (and every id conflict), with nothing applied."""
+    Refused naming every bad line (and every id conflict), with nothing applied. With a `team`,
+    the facts go into the team's project, each change in its record; `conn` is then the
+    member's ledger, which also holds the lines while they are checked."""
     conn.execute("DROP TABLE IF EXISTS temp.incoming")
     conn.execute(_INCOMING)
     try:
         _load(conn, source, today or Date.today().isoformat(), new_ids)
-        return _apply(conn, log=log, command=command, new_ids=new_ids, dry_run=dry_run, progress=progress)
+        return _apply(conn, log=log, command=command, new_ids=new_ids, dry_run=dry_run, progress=progress, team=team)
     finally:
         conn.execute("DROP TABLE IF EXISTS temp.incoming")
 
@@ -233,27 +253,30 @@ def _load(conn: apsw.Connection, source: Iterable[str], today: str, new_ids: boo
 
 def _apply(
     conn: apsw.Connection, *, log: Path | None, command: str, new_ids: bool, dry_run: bool,
-    progress: Progress | None,
+    progress: Progress | None, team: "TeamFacts | None" = None,
 ) -> Imported:
     result = Imported(lines=conn.execute("SELECT count(*) FROM incoming").fetchone()[0])
-    with store.writing(conn):
+    with store.writing(conn), (team.transaction() if team is not None else contextlib.nullcontext()):
         # Inside the transaction: what memory holds cannot change under the comparison.
-        conn.execute(
-            "UPDATE incoming SET duplicate = 1 WHERE line IN (SELECT i.line FROM main.facts f"
-            " JOIN incoming i ON i.topic = f.topic AND i.kind = f.kind AND i.text = f.text)"
-        )
+        if team is None:
+            conn.execute(
+                "UPDATE incoming SET duplicate = 1 WHERE line IN (SELECT i.line FROM main.facts f"
+                " JOIN incoming i ON i.topic = f.topic AND i.kind = f.kind AND i.text = f.text)"
+            )
+        else:
+            _mark_team_duplicates(conn, team)
         result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").fetchone()[0]
         result.skipped_lines = [row[0] for row in conn.execute(
             "SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))]
         if not new_ids:
-            _refuse_conflicts(conn)
+            _refuse_conflicts(conn) if team is None else _refuse_team_conflicts(conn, team)
         wanted = result.lines - result.skipped
         if dry_run or not wanted:
             store.rollback(conn)
             result.inserted = wanted if dry_run else 0
             return result
         turn = changeset.cli_turn(conn, command)
-        changes = changeset.ChangeSet(conn, changeset.author(turn), log)
+        changes = changeset.ChangeSet(conn, changeset.author(turn), log if team is None else None, team)
         ids = []
         for row in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM incoming WHERE NOT duplicate ORDER BY line"):
             fact = dict(zip(COLUMNS, row))
@@ -273,6 +296,47 @@ def _apply(
             answer=json.dumps({"command": command, **result.to_json()}),
         )
     return result
+
+
+def _content(topic: str, kind: str, text: str) -> str:
+    """What makes two facts duplicates, as PostgreSQL's md5() spells it in _mark_team_duplicates."""
+    return hashlib.md5(f"{topic}\x1f{kind}\x1f{text}".encode()).hexdigest()
+
+
+def _mark_team_duplicates(conn: apsw.Connection, team: "TeamFacts") -> None:
+    """Mark the lines whose topic, kind and text a fact of the team's project already has: the
+    project's facts compared by a digest of their content, read once."""
+    held = {row[0] for row in team.conn.execute(
+        "SELECT md5(topic || chr(31) || kind || chr(31) || text) FROM facts WHERE project = %s", (team.project,))}
+    if not held:
+        return
+    duplicates = [(line,) for line, topic, kind, text in conn.execute("SELECT line, topic, kind, text FROM incoming")
+                  if _content(topic, kind, text) in held]
+    conn.executemany("UPDATE incoming SET duplicate = 1 WHERE line = ?", duplicates)
+
+
+def _refuse_team_conflicts(conn: apsw.Connection, team: "TeamFacts") -> None:
+    """_refuse_conflicts against the team's project."""
+    problems, more = [], 0
+    rows = conn.execute("SELECT line, id FROM incoming WHERE NOT duplicate AND id IS NOT NULL ORDER BY line").fetchall()
+    topics: dict[int, str] = {}
+    for start in range(0, len(rows), 1000):
+        ids = [fact_id for _, fact_id in rows[start : start + 1000]]
+        topics.update(team.conn.execute(
+            "SELECT id, topic FROM facts WHERE project = %s AND id = ANY(%s)", (team.project, ids)).fetchall())
+    for line, fact_id in rows:
+        if fact_id not in topics:
+            continue
+        if len(problems) < LISTED:
+            problems.append(f"line {line}: id {fact_id} is another fact's here ([{fact_id}] {topics[fact_id]}).")
+        else:
+            more += 1
+    if problems:
+        problems.append(
+            "These facts come from another memory, whose ids mean nothing here: import with "
+            "--new-ids to give every fact of the file a new id."
+        )
+        raise Refused(problems, more)
 
 
 def _refuse_conflicts(conn: apsw.Connection) -> None:

@@ -15,6 +15,7 @@ either.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -24,8 +25,12 @@ import apsw
 
 from gate import clock
 from gate.engine import store
-from gate.memory import audit, changeset, history, write
+from gate.memory import changeset, history, write
 from gate.search import embeddings, vectors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gate.engine.teamfacts import TeamFacts
 
 
 class CannotUndo(Exception):
@@ -48,26 +53,26 @@ class Undone:
         return {"undone": self.reverted.name, "op": self.op, "id": self.fact, "write": self.write_id, "entry": self.entry}
 
 
-def find(conn: apsw.Connection, log: Path, name: str) -> tuple[history.Change, list[history.Change]]:
-    """The committed change `name` names, and the fact's whole history; CannotUndo when there is
-    no such change (with why: never committed, not in the log, or ambiguous)."""
+def find(record, name: str) -> tuple[history.Change, list[history.Change]]:
+    """The committed change `name` names in `record` (gate/memory/record.py), and the fact's
+    whole history; CannotUndo when there is no such change (with why: never committed, not in
+    the record, or ambiguous)."""
     prefix, fact = history.parse_entry(name)
-    past = list(history.changes(conn, log, fact))
-    matching = [change for change in past if change.entry["write"].startswith(prefix)]
+    past = list(record.changes(fact))
+    matching = [change for change in past if str(change.entry.get("write", "")).startswith(prefix)]
     if len(matching) > 1:
         listed = ", ".join(f"{change.entry['write']}:{fact}" for change in matching)
         raise CannotUndo(f"{name} names more than one change to fact {fact} ({listed}): give more of the write id.")
     if not matching:
-        raise CannotUndo(_not_found(log, prefix, fact, name))
+        raise CannotUndo(_not_found(record, prefix, fact, name))
     return matching[0], past
 
 
-def _not_found(log: Path, prefix: str, fact: int, name: str) -> str:
-    for entry in audit.entries(log, fact=fact):
-        if str(entry.get("write", "")).startswith(prefix):
-            return f"{name} never committed (its writer stopped before the commit): memory never changed, nothing to undo."
+def _not_found(record, prefix: str, fact: int, name: str) -> str:
+    if record.never_committed(prefix, fact):
+        return f"{name} never committed (its writer stopped before the commit): memory never changed, nothing to undo."
     return (
-        f"write.log has no change {name}: copy the entry from `memory-gate log --fact {fact}` or "
+        f"{record.where} has no change {name}: copy the entry from `memory-gate log --fact {fact}` or "
         f"`memory-gate history {fact}`."
     )
 
@@ -80,10 +85,15 @@ def undo(
     command: str,
     endpoint: embeddings.Endpoint | None = None,
     session: str = changeset.CLI_SESSION,
+    team: "TeamFacts | None" = None,
 ) -> Undone:
     """Revert the change `name` (WRITE:FACT) in one logged transaction, or raise CannotUndo.
-    `session`: who undoes it, as write.log names it (the command line, or the viewer)."""
-    target, past = find(conn, log, name)
+    `session`: who undoes it, as write.log names it (the command line, or the viewer). With a
+    `team`, the change is one of the team's record and the undo is made there, by its member;
+    `conn` is then the member's ledger and `log` unused."""
+    from gate.memory import record
+
+    target, past = find(record.TeamRecord(team) if team is not None else record.LogRecord(conn, log), name)
     fact = target.entry["id"]
     later = past[past.index(target) + 1 :]
     if later:
@@ -103,12 +113,12 @@ def undo(
     back = _checked(target.before, target) if target.op in ("update", "delete") else None
     expected = target.after if target.op in ("insert", "update") else None
     ahead = None
-    if back is not None and endpoint is not None:
+    if back is not None and endpoint is not None and team is None:
         ahead = changeset.embed_ahead(conn, endpoint, [vectors.fact_text(back["topic"], back["text"])], [fact])
     extra = {"undoes": f"{target.entry['write']}:{fact}"}
-    with store.writing(conn):
+    with store.writing(conn), (team.transaction() if team is not None else contextlib.nullcontext()):
         turn = changeset.cli_turn(conn, command, session)
-        changes = changeset.ChangeSet(conn, changeset.author(turn), log)
+        changes = changeset.ChangeSet(conn, changeset.author(turn), log if team is None else None, team)
         now = changes.snapshot(fact)
         if now != expected:
             raise CannotUndo(_moved(target, now, expected))
@@ -154,8 +164,8 @@ def _moved(target: history.Change, now: dict | None, expected: dict | None) -> s
     else:
         state = "no longer reads as that change left it"
     return (
-        f"cannot undo {target.name}: fact {fact} {state}, though write.log records no later change "
-        f"(another session changed it just now, or the log misses lines: `memory-gate doctor`). "
+        f"cannot undo {target.name}: fact {fact} {state}, though its record holds no later change "
+        f"(another session changed it just now, or write.log misses lines: `memory-gate doctor`). "
         f"See `memory-gate history {fact}` and try again."
     )
 
