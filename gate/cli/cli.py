@@ -44,7 +44,8 @@ EXAMPLES = {
     "import": "memory-gate import memory.jsonl\n  memory-gate import --new-ids --dry-run other-project.jsonl",
     "team": "memory-gate team connect postgresql://ana@db.internal/memory   # project named by the git remote\n"
     "  memory-gate team connect postgresql://ana@db.internal/memory --project acme-api\n"
-    "  memory-gate team status\n  memory-gate team disconnect",
+    "  memory-gate team push     # this project's local memory, history included, into the team's\n"
+    "  memory-gate team status\n  memory-gate team pull --to ./copy.db\n  memory-gate team disconnect",
     "view": "memory-gate view                 # read-only, opens the browser\n  memory-gate view --edit --port 8765 --no-browser",
 }
 
@@ -79,7 +80,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
     "install": ("put memory-gate's hooks, MCP server and tool permissions into Claude Code's settings (no plugin needed)", setup.cmd_install),
     "uninstall": ("take out of Claude Code's settings exactly what install put in", setup.cmd_uninstall),
     "view": ("a local page to see, search and (with --edit) correct memory, live", setup.cmd_view),
-    "team": ("share this project's memory with a team on PostgreSQL (connect, disconnect, status)", team.cmd_team),
+    "team": ("share this project's memory with a team on PostgreSQL (connect, push, pull, status, disconnect)", team.cmd_team),
 }
 
 
@@ -227,6 +228,10 @@ def parser() -> argparse.ArgumentParser:
     connect.add_argument("url", metavar="URL", help="postgresql://USER@HOST:PORT/DATABASE (sslmode=... and other libpq options allowed)")
     connect.add_argument("--project", metavar="NAME", help="the project's name in the team's memory (default: the git remote origin, e.g. github.com/acme/api)")
     actions.add_parser("disconnect", help="use the local file again (the team's facts stay in the team's database)")
+    actions.add_parser("push", help="copy this project's local memory, history included, into the team's empty project")
+    pull = actions.add_parser("pull", help="copy the team's project, history included, into a local memory with none")
+    pull.add_argument("--to", metavar="PATH", type=_database,
+                      help="the database file to make (default: this project's local file, which must hold no facts)")
     status = actions.add_parser("status", help="which memory this project uses, and whether the team's can be reached")
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     for name in ("install", "uninstall"):

@@ -23,7 +23,46 @@ def cmd_team(args: argparse.Namespace) -> int:
         return _connect(settings, args)
     if args.action == "disconnect":
         return _disconnect(settings)
+    if args.action in ("push", "pull"):
+        return _copy(settings, args)
     return _status(settings, args.json)
+
+
+def _copy(settings: config.Settings, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from gate.engine import store
+    from gate.memory import audit, teamcopy
+
+    if memory_team.find(settings) is None:
+        raise UserError("this project is not on a team's memory: `memory-gate team connect URL` first, then "
+                        f"`memory-gate team {args.action}`")
+    with opening.open_memory(settings) as opened:
+        try:
+            if args.action == "push":
+                if not opened.path.exists():
+                    raise UserError(f"no local memory at {opened.path} to push")
+                local = store.connect(opened.path, create=False)
+                try:
+                    copied = teamcopy.push(local, audit.log_path(opened.path), opened.team)
+                finally:
+                    local.close()
+                print(f"pushed {copied.facts} facts and {copied.changes} logged changes from {opened.path} "
+                      f"to the team's project {opened.member.team.project}")
+                print("  the local file is left as it was; this project now uses the team's memory")
+            else:
+                if opened.conn is not None and args.to is None:
+                    opened.conn.close()  # pull writes into it, on a connection of its own
+                    opened.conn = None
+                target = Path(args.to).absolute() if args.to else opened.path
+                copied = teamcopy.pull(opened.team, target)
+                print(f"pulled {copied.facts} facts and {copied.changes} changes of the team's project "
+                      f"{opened.member.team.project} into {target}")
+                if args.to is None:
+                    print("  `memory-gate team disconnect` uses it as this project's memory; until then the team's is used")
+        except teamcopy.CannotCopy as error:
+            raise UserError(str(error)) from error
+    return 0
 
 
 def _connect(settings: config.Settings, args: argparse.Namespace) -> int:
