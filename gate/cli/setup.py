@@ -23,7 +23,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from gate.doctor import doctor, wiring
 
-    checks: dict[str, doctor.Check] = {"memory": doctor.memory, "injected_context": doctor.injected_context}
+    checks: dict[str, doctor.Check] = {"memory": doctor.memory, "team": doctor.team, "injected_context": doctor.injected_context}
     if not args.no_claude:
         checks["claude_code"] = lambda settings: wiring.check(settings, args.claude)
     checks["install_clash"] = lambda settings: ({}, doctor.stated(wiring.install_clash(settings.project_dir)))

@@ -144,6 +144,78 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
     findings += stated(found)
 
 
+# What a member does to each of memory-gate's tables on a team's PostgreSQL.
+TEAM_RIGHTS = {
+    "projects": ("SELECT", "INSERT", "UPDATE"),
+    "facts": ("SELECT", "INSERT", "UPDATE", "DELETE"),
+    "changes": ("SELECT", "INSERT", "UPDATE"),
+    "lexemes": ("SELECT", "INSERT", "UPDATE", "DELETE"),
+}
+
+
+def team(settings: config.Settings) -> tuple[dict, list[Finding]]:
+    """A team's memory, when the project is on one: the connection, the schema, the member's
+    rights on each table, and pgvector. None of it is looked at for a local memory."""
+    from gate.engine import postgres
+    from gate.memory import team as memory_team
+
+    try:
+        found = memory_team.find(settings)
+    except config.ConfigError as error:
+        return {"used": "unknown"}, stated([str(error)])
+    if found is None:
+        return {"used": False}, []
+    report: dict = {"used": True, "url": found.shown, "project": found.project, "set_by": found.source}
+    try:
+        report["member"] = config.member()
+        conn = postgres.connect(found.url)  # brings the schema up to date, or says why it cannot
+    except (store.StoreError, config.ConfigError) as error:
+        return report, [Finding(str(error))]
+    findings: list[Finding] = []
+    try:
+        with postgres.reaching(found.url):
+            _team_database(conn, found, report, findings)
+    except postgres.Unreachable as error:  # the server went away while checked: one line, not a traceback
+        findings.append(Finding(str(error)))
+    finally:
+        conn.close()
+    return report, findings
+
+
+def _team_database(conn, found, report: dict, findings: list[Finding]) -> None:
+    """The server, the schema, the member's rights, pgvector and the project, into `report`."""
+    from gate.engine import postgres
+
+    report["server"] = conn.execute("SHOW server_version").fetchone()[0]
+    report["schema"] = postgres.version(conn)
+    report["schema_latest"] = len(postgres.schema_steps())
+    user = conn.execute("SELECT current_user").fetchone()[0]
+    for table, rights in TEAM_RIGHTS.items():
+        missing = [right for right in rights if not conn.execute(
+            "SELECT has_table_privilege(current_user, %s, %s)", (f"{postgres.SCHEMA}.{table}", right)).fetchone()[0]]
+        if missing:
+            findings.append(Finding(
+                f"the team database's role {user} may not {', '.join(missing)} on {postgres.SCHEMA}.{table}, so "
+                "memory's writes fail",
+                mend=f"have the database's owner run GRANT {', '.join(missing)} ON {postgres.SCHEMA}.{table} TO {user}",
+            ))
+    row = conn.execute(
+        "SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+    report["pgvector"] = (row[1] or f"available ({row[0]})") if row else None
+    if row is None:
+        findings.append(Finding(
+            "the team database's server has no pgvector: a team's memory is searched by words only today, and "
+            "search by meaning on it will need pgvector", NOTE,
+            mend="install pgvector on the server (the postgresql-16-pgvector package, or its image) when it does",
+        ))
+    held = conn.execute("SELECT facts FROM projects WHERE key = %s", (found.project,)).fetchone()
+    report["facts"] = held[0] if held else 0
+    if held is None:
+        findings.append(Finding(f"the team's memory has no project {found.project} yet", NOTE,
+                                mend="the first memory_write makes it; `memory-gate team push` fills it from this project's local memory"))
+    conn.rollback()
+
+
 def injected_context(settings: config.Settings) -> tuple[dict, list[Finding]]:
     from gate.context import report
 

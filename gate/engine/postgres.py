@@ -324,6 +324,14 @@ def connect(url: str):
             migrate(conn)
             conn.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
             conn.commit()
+    except psycopg.errors.InsufficientPrivilege as error:  # reading the schema at all
+        conn.close()
+        user = psycopg.conninfo.conninfo_to_dict(url).get("user") or "this member's role"
+        raise StoreError(
+            f"the team database {shown(url)} does not let {user} use memory-gate's tables "
+            f"({_reason(error)}): have its owner run GRANT USAGE ON SCHEMA {SCHEMA} TO {user} and GRANT SELECT, "
+            f"INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {SCHEMA} TO {user}"
+        ) from None
     except BaseException:
         conn.close()
         raise
