@@ -56,11 +56,18 @@ class TeamFacts:
             yield
 
     def existing(self, ids: Sequence[int]) -> set[int]:
+        """Which of `ids` the project holds. A write checks its ids and revisions under the
+        project's lock, taken here, and holds it to its commit: another member's write of the
+        same facts waits, then finds what this one left (a check before the lock would let two
+        writers both pass it, and the later overwrite a change it never saw)."""
+        self._lock()
         rows = self.conn.execute("SELECT id FROM facts WHERE project = %s AND id = ANY(%s)", (self.project, list(ids)))
         return {row[0] for row in rows}
 
     def current(self, ids: Sequence[int]) -> dict[int, tuple[int, str, str, str, str | None]]:
-        """(rev, topic, text, updated, the member whose change made this revision) of each fact."""
+        """(rev, topic, text, updated, the member whose change made this revision) of each fact,
+        under the project's lock (see `existing`)."""
+        self._lock()
         rows = self.conn.execute(
             "SELECT id, rev, topic, text, updated, changed_by FROM facts WHERE project = %s AND id = ANY(%s)",
             (self.project, list(ids)),
