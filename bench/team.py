@@ -12,7 +12,7 @@ round trip per statement and no network beyond it.
 
 Writes: `--members` threads, each a member with a connection of its own, each inserting
 `--writes` facts one transaction at a time through a change set (gate/engine/teamfacts.py: the
-fact, its words and its record in `changes`), beside as many threads doing the same to one
+fact, its words and its record in `changes`, with its line), beside as many threads doing the same to one
 local SQLite file (each its own connection, store.writing). Printed: writes a second in all, and
 each write's p50 and p95.
 
@@ -144,6 +144,7 @@ def writes(members: int, each: int, url: str) -> None:
             started = time.perf_counter()
             with conn.transaction():
                 changes.insert({"topic": "bench", "kind": "event", "text": f"member {k} write {i}", "date": "2026-12-01"})
+                changes.flush()  # the change's line in the team's record, as finish() writes it
             times.append((time.perf_counter() - started) * 1000)
         conn.close()
 

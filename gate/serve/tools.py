@@ -140,7 +140,9 @@ def memory_search(
     notes: list[str] = []
     shared: list[Fact] | None = None
     if team is not None:
-        endpoint = None  # a team's vectors are pgvector's: issue 17's next step
+        if endpoint is not None:  # a team's vectors will be pgvector's: said, never silently dropped
+            notes.append(f"{WORDS_ONLY}search by meaning is not available on a team's memory yet")
+        endpoint = None
         from gate.search.team import TeamIndex
 
         # Before the local transaction: the ledger's lock is never held across the network, and
@@ -503,7 +505,7 @@ def search_call(memory: Memory, terms: str, caller: Caller) -> SearchAnswer:
             else:
                 try:
                     facts = member.facts(caller.session, caller.tool_use_id)
-                    answer = memory_search(conn, terms, caller, team=facts)
+                    answer = memory_search(conn, terms, caller, endpoint=memory.endpoint, team=facts)
                 except postgres.Unreachable as error:
                     member.drop()
                     answer = unreachable_search(conn, terms, caller, unreachable(error, member.team))
