@@ -1,12 +1,12 @@
 """Open a team's memory on PostgreSQL and bring its schema up to date.
 
-The first pieces of team memory (issue 17): the connection, the schema (schema-postgres.sql,
-applied in numbered sections as gate/engine/store.py applies schema.sql), the errors a member
-meets when the server is not there, a fact's words as the SQLite index holds them, and word
-matching ranked by FTS5's own bm25, so that the same query finds and ranks the same facts on
-both engines (tests/test_postgres.py holds them equal). Nothing above the engine uses it yet.
-`match` computes bm25 in Python over every matching row, which is right but slow at scale: the
-spike's counters row and postings table (docs/spikes/team-memory/FINDINGS.md) are the next step.
+The team engine's base (issue 17): the connection (TCP keepalives, a statement timeout, and
+`Unreachable` for a server that is down, cut off or too slow, so that the server, the gate and
+the commands can say so in one line), the schema (schema-postgres.sql, applied in numbered
+sections as gate/engine/store.py applies schema.sql), a fact's words as the SQLite index holds
+them, and word matching ranked by FTS5's own bm25, summed in SQL from the counters of section 2
+for queries of single words, so that the same query finds and ranks the same facts on both
+engines (tests/test_postgres.py holds them equal).
 
 psycopg is imported here and only here, when a team database is opened: never by the hooks,
 which keep each member's ledger in a local SQLite file and never wait on the network. It is an
