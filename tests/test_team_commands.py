@@ -181,3 +181,35 @@ def test_import_into_the_team_skips_duplicates_and_refuses_taken_ids_as_locally(
     assert code == 0 and json.loads(team)["ids"] == [4, 4]
     (_, _, _), (_, team, _) = both(capsys, "log", "--json", "--fact", "4")
     assert [e["op"] for e in json.loads(team)] == ["insert"] and json.loads(team)[0]["session"] == "cli"
+
+
+def test_reindex_on_the_team_mends_its_words_and_counters(capsys, tmp_path, postgres_url, monkeypatch):
+    from test_teamfacts import counters, recounted
+
+    monkeypatch.chdir(tmp_path)
+    for name in [name for name in __import__("os").environ if name.startswith(("MEMORY_GATE_", "CLAUDE"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("MEMORY_GATE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MEMORY_GATE_DB", postgres_url)
+    monkeypatch.setenv("MEMORY_GATE_PROJECT", KEY)
+    conn = postgres.connect(postgres_url)
+    with conn.transaction():
+        pid = project(conn, KEY, "2026-12-01T00:00:00Z")
+    tell(Path(config.database_for(tmp_path / "home", tmp_path)), TeamFacts(conn, pid, Who("ana@laptop", "s-cmd")))
+    # A hand-made change the counters never saw, and a fact whose words were lost.
+    with conn.transaction():
+        conn.execute("ALTER TABLE facts DISABLE TRIGGER USER")
+        conn.execute("UPDATE facts SET words = ''::tsvector WHERE project = %s AND id = 1", (pid,))
+        conn.execute("ALTER TABLE facts ENABLE TRIGGER USER")
+        conn.execute("UPDATE lexemes SET docs = docs + 7 WHERE project = %s", (pid,))
+    assert counters(conn, pid)[1] != recounted(conn, pid)[1]
+    assert json.loads(run_cli(capsys, "search", "--json", "deploy")) == []
+    assert run_cli(capsys, "reindex").startswith("word index: rebuilt from 1 facts of the team's project")
+    assert counters(conn, pid) == recounted(conn, pid)
+    assert [f["id"] for f in json.loads(run_cli(capsys, "search", "--json", "deploy"))] == [1]
+    conn.close()
+
+
+def run_cli(capsys, *argv) -> str:
+    assert cli.main(list(argv)) == 0
+    return capsys.readouterr().out

@@ -138,7 +138,7 @@ def test_team_connect_writes_a_setting_with_no_password_and_the_server_uses_it(p
     # rather than show an empty one.
     shown = command(repo, home, "show")
     assert shown.returncode == 0 and "Deploys go through staging." in shown.stdout, shown.stderr
-    refused = command(repo, home, "reindex")
+    refused = command(repo, home, "view", "--no-browser")
     assert refused.returncode == 1 and "this project's memory is the team's" in refused.stderr
 
     assert command(repo, home, "team", "disconnect").returncode == 0

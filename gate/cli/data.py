@@ -218,6 +218,16 @@ def _print_imported(result: transfer.Imported, dry_run: bool, vectors: dict | No
 
 def cmd_reindex(args: argparse.Namespace) -> int:
     settings = opening.settings(args)
+    from gate.memory import team as memory_team
+
+    if memory_team.find(settings) is not None:
+        from gate.search import team as team_search
+
+        with opening.open_memory(settings) as opened:
+            count = team_search.rebuild_words(opened.team)
+        print(f"word index: rebuilt from {count} facts of the team's project")
+        print("vectors: search by meaning is not available on a team's memory yet; nothing to embed")
+        return 0
     _, conn = opening.open_existing(settings)
     with store.writing(conn):
         search.rebuild_words(conn)

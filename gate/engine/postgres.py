@@ -157,6 +157,7 @@ def match(conn, project: int, text: str, phrases, limit: int, after: int = 0) ->
         else:
             hits = conn.execute("SELECT count(*) FROM facts WHERE project = %s AND words @@ %s::tsquery",
                                 (project, phrase_text(*phrase))).fetchone()[0]
+        hits = min(hits, rows)  # counters a hand-made change put wrong rank badly, never crash (reindex mends them)
         value = math.log((rows - hits + 0.5) / (hits + 0.5))
         idf.append(value if value > 0 else 1e-6)
     if all(len(words) == 1 and not cjk for words, _, cjk in phrases):

@@ -73,3 +73,34 @@ class TeamIndex:
         rows = postgres.match(self.conn, self.project, expression.text, expression.phrases, limit, after)
         # As SQLite's first tier, which does not ask which phrases a fact matched.
         return rows if phrases else [(fact, rank, None) for fact, rank, _ in rows]
+
+
+def rebuild_words(team) -> int:
+    """`memory-gate reindex` on a team's project (a gate/engine/teamfacts.py TeamFacts): every
+    fact's words cut again by gate/engine/tokens.py, and the counters bm25 reads (the project's
+    totals, each word's facts) counted afresh from them, under the project's lock, in one
+    transaction. Returns how many facts. What search misses after a tokenizer change, or a
+    counter a hand-made change to the database put wrong, is right again."""
+    with team.transaction():
+        conn, project = team.conn, team.project
+        conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (project,))
+        rows = conn.execute("SELECT id, topic, text FROM facts WHERE project = %s ORDER BY id", (project,)).fetchall()
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "UPDATE facts SET words = %s::tsvector WHERE project = %s AND id = %s",
+                [(postgres.words(topic, text), project, fact) for fact, topic, text in rows],
+            )
+        # The triggers kept the counters through those updates; counted afresh all the same,
+        # since mending counters that are wrong is what a reindex is for.
+        conn.execute(
+            "UPDATE projects SET facts = c.facts, words = c.words FROM (SELECT count(*) AS facts,"
+            " coalesce(sum(length), 0) AS words FROM facts WHERE project = %s) c WHERE id = %s",
+            (project, project),
+        )
+        conn.execute("DELETE FROM lexemes WHERE project = %s", (project,))
+        conn.execute(
+            "INSERT INTO lexemes (project, lexeme, docs) SELECT f.project, u.lexeme, count(*)"
+            " FROM facts f, unnest(f.words) u WHERE f.project = %s GROUP BY f.project, u.lexeme",
+            (project,),
+        )
+    return len(rows)
