@@ -77,8 +77,9 @@ class Settings:
             if name == "team_url" and value:
                 from urllib.parse import urlsplit
 
-                if urlsplit(value).password is not None:  # never a password in a traceback
-                    return repr(value.replace(urlsplit(value).password, "***"))
+                parts = urlsplit(value)
+                if parts.password is not None or "password" in parts.query.lower():  # never in a traceback
+                    return repr(f"{parts.scheme}://({parts.hostname or 'a server'}, with a password)")
             return repr(value)
 
         fields = ", ".join(f"{name}={shown(name)}" for name in self.__slots__)
@@ -107,7 +108,7 @@ def load(environ: "Mapping[str, str] | None" = None, cwd: str | os.PathLike | No
         max_distance=_max_distance(env.get("MEMORY_GATE_MAX_DISTANCE")),
         plugin_data=_absolute(env["CLAUDE_PLUGIN_DATA"]) if env.get("CLAUDE_PLUGIN_DATA") else None,
         team_url=team_url,
-        team_project=_team_project(env.get("MEMORY_GATE_PROJECT")),
+        team_project=project_name(env.get("MEMORY_GATE_PROJECT")),
     )
 
 
@@ -168,15 +169,15 @@ def _database(raw: str | None) -> str | None:
 MAX_PROJECT = 200
 
 
-def _team_project(raw: str | None) -> str | None:
-    """MEMORY_GATE_PROJECT: the name this project has in the team's memory, the same for every
-    member (by default the git remote, gate/memory/team.py)."""
+def project_name(raw: str | None, what: str = "MEMORY_GATE_PROJECT") -> str | None:
+    """The name a project has in a team's memory, the same for every member (MEMORY_GATE_PROJECT,
+    or `team connect --project`; by default the git remote, gate/memory/team.py), checked."""
     given = (raw or "").strip()
     if not given:
         return None
     if len(given) > MAX_PROJECT or any(ord(ch) < 32 or ord(ch) == 127 for ch in given):
         raise ConfigError(
-            f"MEMORY_GATE_PROJECT is not a project name a team can share: set it to at most {MAX_PROJECT} "
+            f"{what} is not a project name a team can share: set it to at most {MAX_PROJECT} "
             "characters on one line, e.g. github.com/acme/api, or unset it to name the project by its git remote"
         )
     return given

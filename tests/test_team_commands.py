@@ -5,6 +5,7 @@ team's (real PostgreSQL), and `search`, `show`, `review`, `log`, `history`, `und
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,7 @@ def both(tmp_path, postgres_url, monkeypatch):
     project_dir = tmp_path / "project"
     project_dir.mkdir()
     monkeypatch.chdir(project_dir)
-    for name in [name for name in __import__("os").environ if name.startswith(("MEMORY_GATE_", "CLAUDE"))]:
+    for name in [name for name in os.environ if name.startswith(("MEMORY_GATE_", "CLAUDE"))]:
         monkeypatch.delenv(name)
     local_home, team_home = tmp_path / "local", tmp_path / "team"
     tell(Path(config.database_for(local_home, project_dir)), None)
@@ -187,7 +188,7 @@ def test_reindex_on_the_team_mends_its_words_and_counters(capsys, tmp_path, post
     from test_teamfacts import counters, recounted
 
     monkeypatch.chdir(tmp_path)
-    for name in [name for name in __import__("os").environ if name.startswith(("MEMORY_GATE_", "CLAUDE"))]:
+    for name in [name for name in os.environ if name.startswith(("MEMORY_GATE_", "CLAUDE"))]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("MEMORY_GATE_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("MEMORY_GATE_DB", postgres_url)

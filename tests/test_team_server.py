@@ -13,8 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import child_env
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from test_server import run_client as serve
 
 from gate import config
 from gate.engine import store
@@ -22,20 +21,6 @@ from gate.memory import ledger
 from gate.memory import team as memory_team
 
 INSERT = {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}
-
-
-def serve(project: Path, home: Path, script, **env):
-    """Run `script(client)` against a `memory-gate serve` of its own; return what it returns."""
-    argv = [sys.executable, "-m", "gate", "serve"]
-    params = StdioServerParameters(command=argv[0], args=argv[1:], env=child_env(home, **env), cwd=str(project))
-    result = {}
-
-    async def main():
-        async with Client(params) as client:
-            result["value"] = await script(client)
-
-    anyio.run(main)
-    return result["value"]
 
 
 def command(project: Path, home: Path, *argv: str, **env) -> subprocess.CompletedProcess:

@@ -72,28 +72,32 @@ def count(
     return conn.execute(f"SELECT count(*) FROM facts{where}", args).fetchone()[0]
 
 
-def _filters(topic, kind, since, unconfirmed_before, topic_words=None, *, ordered=False) -> tuple[str, list]:
+def _filters(topic, kind, since, unconfirmed_before, topic_words=None, *, ordered=False,
+             team=None) -> tuple[str, list]:
     """The WHERE clause and its arguments. `ordered`: for a list read newest change first, where
     the unconfirmed filter must not take the confirmed index (SQLite would then sort every
-    stale fact to return the first page; reading the updated index in order stops at a page)."""
-    where, args = [], []
+    stale fact to return the first page; reading the updated index in order stops at a page).
+    With a `team` (its TeamFacts), PostgreSQL's: the project's facts, %s marks, ILIKE for the
+    any-case match SQLite's LIKE makes; `topic_words` is SQLite's alone (its word index)."""
+    mark = "%s" if team is not None else "?"
+    where, args = ([f"project = {mark}"], [team.project]) if team is not None else ([], [])
     matched = topic_match(topic_words) if topic_words else None
     if topic_words and matched is None:
         topic = topic_words  # no word in it (punctuation, say): the letters anywhere, as LIKE finds them
     if topic:
-        where.append("topic LIKE ? ESCAPE '\\'")
+        where.append(f"topic {'ILIKE' if team is not None else 'LIKE'} {mark} ESCAPE '\\'")
         args.append(like_pattern(topic))
     if matched:
         where.append("id IN (SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?)")
         args.append(matched)
     if kind:
-        where.append("kind = ?")
+        where.append(f"kind = {mark}")
         args.append(kind)
     if since:
-        where.append("updated >= ?")
+        where.append(f"updated >= {mark}")
         args.append(since)
     if unconfirmed_before:
-        where.append("+confirmed < ?" if ordered else "confirmed < ?")
+        where.append(f"+confirmed < {mark}" if ordered and team is None else f"confirmed < {mark}")
         args.append(unconfirmed_before)
     return (" WHERE " + " AND ".join(where) if where else ""), args
 
@@ -134,27 +138,10 @@ def _team_rows(team, sql: str, args: list) -> Iterator[Fact]:
             yield Fact(*row)
 
 
-def _team_filters(team, topic, kind, since, unconfirmed_before) -> tuple[str, list]:
-    where, args = ["project = %s"], [team.project]
-    if topic:
-        where.append("topic ILIKE %s ESCAPE '\\'")  # any case, as SQLite's LIKE
-        args.append(like_pattern(topic))
-    if kind:
-        where.append("kind = %s")
-        args.append(kind)
-    if since:
-        where.append("updated >= %s")
-        args.append(since)
-    if unconfirmed_before:
-        where.append("confirmed < %s")
-        args.append(unconfirmed_before)
-    return " WHERE " + " AND ".join(where), args
-
-
 def team_facts(team, *, topic: str | None = None, kind: str | None = None, since: str | None = None,
                limit: int | None = None) -> Iterator[Fact]:
     """`facts` over a team's memory: the most recently changed first."""
-    where, args = _team_filters(team, topic, kind, since, None)
+    where, args = _filters(topic, kind, since, None, team=team)
     sql = f"SELECT {FACT_COLUMNS} FROM facts{where} ORDER BY updated DESC, id DESC"
     if limit is not None:
         sql += " LIMIT %s"
@@ -164,7 +151,7 @@ def team_facts(team, *, topic: str | None = None, kind: str | None = None, since
 
 def team_unconfirmed(team, before: str, *, limit: int | None = None) -> Iterator[Fact]:
     """`unconfirmed` over a team's memory: no member's turn kept or updated them since `before`."""
-    where, args = _team_filters(team, None, None, None, before)
+    where, args = _filters(None, None, None, before, team=team)
     sql = f"SELECT {FACT_COLUMNS} FROM facts{where} ORDER BY confirmed, id"
     if limit is not None:
         sql += " LIMIT %s"
@@ -173,7 +160,7 @@ def team_unconfirmed(team, before: str, *, limit: int | None = None) -> Iterator
 
 
 def team_count_unconfirmed(team, before: str) -> int:
-    where, args = _team_filters(team, None, None, None, before)
+    where, args = _filters(None, None, None, before, team=team)
     with team.transaction():
         return team.conn.execute(f"SELECT count(*) FROM facts{where}", args).fetchone()[0]
 

@@ -13,7 +13,7 @@ import apsw
 
 from gate import config
 from gate.engine import store
-from gate.memory import audit
+from gate.memory import audit, changeset
 from gate.search import embeddings
 
 TYPE_CHECKING = False
@@ -78,7 +78,7 @@ class Opened:
         self.close()
 
 
-def open_memory(settings: config.Settings, *, session: str = "cli") -> Opened:
+def open_memory(settings: config.Settings, *, session: str = changeset.CLI_SESSION) -> Opened:
     """The project's memory for a command that reads or changes facts: the team's when the
     project is on one (gate/memory/team.py), else the local file, which must exist."""
     from gate.memory import team

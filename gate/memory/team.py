@@ -122,7 +122,7 @@ def connect(settings: config.Settings, url: str, name: str | None) -> Team:
             f"{settings.project_dir} has no git remote named origin to name the project by: give the name "
             "every member uses, e.g. memory-gate team connect URL --project github.com/acme/api"
         )
-    config._team_project(name)  # the same rules as MEMORY_GATE_PROJECT's
+    config.project_name(name, "--project")  # the same rules as MEMORY_GATE_PROJECT's
     conn = postgres.connect(url)
     try:
         with conn.transaction():

@@ -269,7 +269,7 @@ def _apply(
         result.skipped_lines = [row[0] for row in conn.execute(
             "SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))]
         if not new_ids:
-            _refuse_conflicts(conn) if team is None else _refuse_team_conflicts(conn, team)
+            _refuse_conflicts(conn, team)
         wanted = result.lines - result.skipped
         if dry_run or not wanted:
             store.rollback(conn)
@@ -315,47 +315,29 @@ def _mark_team_duplicates(conn: apsw.Connection, team: "TeamFacts") -> None:
     conn.executemany("UPDATE incoming SET duplicate = 1 WHERE line = ?", duplicates)
 
 
-def _refuse_team_conflicts(conn: apsw.Connection, team: "TeamFacts") -> None:
-    """_refuse_conflicts against the team's project."""
-    problems, more = [], 0
-    rows = conn.execute("SELECT line, id FROM incoming WHERE NOT duplicate AND id IS NOT NULL ORDER BY line").fetchall()
-    topics: dict[int, str] = {}
-    for start in range(0, len(rows), 1000):
-        ids = [fact_id for _, fact_id in rows[start : start + 1000]]
-        topics.update(team.conn.execute(
-            "SELECT id, topic FROM facts WHERE project = %s AND id = ANY(%s)", (team.project, ids)).fetchall())
-    for line, fact_id in rows:
-        if fact_id not in topics:
-            continue
-        if len(problems) < LISTED:
-            problems.append(f"line {line}: id {fact_id} is another fact's here ([{fact_id}] {topics[fact_id]}).")
-        else:
-            more += 1
+def _refuse_conflicts(conn: apsw.Connection, team: "TeamFacts | None" = None) -> None:
+    """Refuse the file when a line gives an id another fact of memory (the local file's, or the
+    team's project) holds, naming the lines."""
+    if team is None:
+        taken = list(conn.execute(
+            "SELECT i.line, i.id, f.topic FROM incoming i JOIN main.facts f ON f.id = i.id"
+            " WHERE NOT i.duplicate ORDER BY i.line"
+        ))
+    else:
+        rows = conn.execute("SELECT line, id FROM incoming WHERE NOT duplicate AND id IS NOT NULL ORDER BY line").fetchall()
+        topics: dict[int, str] = {}
+        for start in range(0, len(rows), 1000):
+            ids = [fact_id for _, fact_id in rows[start : start + 1000]]
+            topics.update(team.conn.execute(
+                "SELECT id, topic FROM facts WHERE project = %s AND id = ANY(%s)", (team.project, ids)).fetchall())
+        taken = [(line, fact_id, topics[fact_id]) for line, fact_id in rows if fact_id in topics]
+    problems = [f"line {line}: id {fact_id} is another fact's here ([{fact_id}] {topic})." for line, fact_id, topic in taken[:LISTED]]
     if problems:
         problems.append(
             "These facts come from another memory, whose ids mean nothing here: import with "
             "--new-ids to give every fact of the file a new id."
         )
-        raise Refused(problems, more)
-
-
-def _refuse_conflicts(conn: apsw.Connection) -> None:
-    problems, more = [], 0
-    rows = conn.execute(
-        "SELECT i.line, i.id, f.topic FROM incoming i JOIN main.facts f ON f.id = i.id"
-        " WHERE NOT i.duplicate ORDER BY i.line"
-    )
-    for line, fact_id, topic in rows:
-        if len(problems) < LISTED:
-            problems.append(f"line {line}: id {fact_id} is another fact's here ([{fact_id}] {topic}).")
-        else:
-            more += 1
-    if problems:
-        problems.append(
-            "These facts come from another memory, whose ids mean nothing here: import with "
-            "--new-ids to give every fact of the file a new id."
-        )
-        raise Refused(problems, more)
+        raise Refused(problems, max(len(taken) - LISTED, 0))
 
 
 # -- vectors for what came in ----------------------------------------------------------------------
