@@ -63,12 +63,18 @@ class TeamRecord:
         if since is not None:
             where.append("at >= %s")
             args.append(since)
-        with self.facts.transaction():
-            rows = self.facts.conn.execute(
+        # Streamed through a server-side cursor in one snapshot, as write.log is read a line at a time.
+        with self.facts.transaction(), self.facts.conn.cursor(name="memory_gate_record") as rows:
+            rows.itersize = 500
+            rows.execute(
                 "SELECT seq, line, op, fact, before, after, member, session, at FROM changes"
                 f" WHERE {' AND '.join(where)} ORDER BY seq",
                 args,
-            ).fetchall()
+            )
+            yield from self._entries(rows)
+
+    @staticmethod
+    def _entries(rows):
         for seq, line, op, fact_id, before, after, member, row_session, at in rows:
             entry = dict(line) if isinstance(line, dict) else {
                 # a change recorded before its line was (schema-postgres.sql version 3)
