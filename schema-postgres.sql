@@ -176,11 +176,81 @@ CREATE TRIGGER facts_counted_delete AFTER DELETE ON facts
 ALTER TABLE changes ADD COLUMN line jsonb;
 CREATE INDEX changes_by_write ON changes (project, (line->>'write'));
 
--- template vectors: a fact's vector (pgvector), {dimension} = the embedding model's
-CREATE TABLE IF NOT EXISTS facts_vec (
-    project   integer NOT NULL,
-    id        bigint NOT NULL,
-    embedding vector({dimension}) NOT NULL,
+-- version 4: meaning: each project's vectors, and the facts still waiting for one
+
+-- Which model's vectors a project holds, and their dimension: one space per project, so that
+-- projects embedded by different models share the database. `reference` holds the vectors of
+-- gate/search/vectors.py's REFERENCE texts in that model (float32, one after another), which tell
+-- search how far "unrelated" lies for it. Made when a project's first vectors arrive.
+CREATE TABLE vector_spaces (
+    project   integer PRIMARY KEY REFERENCES projects (id),
+    model     text NOT NULL,
+    dimension integer NOT NULL CHECK (dimension > 0),
+    reference bytea
+);
+
+-- Every fact whose vector is missing or out of date: a new fact, or one whose topic or text
+-- changed, listed by the triggers below whoever changes it. A write stores the vector and takes
+-- the fact off the list in its own transaction when the embeddings endpoint answered in time;
+-- else a later write, a search or the member's server catches it up. Search never trusts the
+-- vector of a fact listed here.
+CREATE TABLE facts_to_embed (
+    project integer NOT NULL,
+    id      bigint NOT NULL,
     PRIMARY KEY (project, id),
     FOREIGN KEY (project, id) REFERENCES facts (project, id) ON DELETE CASCADE
 );
+INSERT INTO facts_to_embed (project, id) SELECT project, id FROM facts;
+
+CREATE FUNCTION facts_to_embed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO facts_to_embed (project, id) SELECT project, id FROM new_facts ON CONFLICT DO NOTHING;
+    ELSE
+        INSERT INTO facts_to_embed (project, id)
+            SELECT n.project, n.id FROM old_facts o JOIN new_facts n ON n.project = o.project AND n.id = o.id
+            WHERE o.topic IS DISTINCT FROM n.topic OR o.text IS DISTINCT FROM n.text
+            ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER facts_to_embed_insert AFTER INSERT ON facts
+    REFERENCING NEW TABLE AS new_facts FOR EACH STATEMENT EXECUTE FUNCTION facts_to_embed();
+CREATE TRIGGER facts_to_embed_update AFTER UPDATE ON facts
+    REFERENCING OLD TABLE AS old_facts NEW TABLE AS new_facts FOR EACH STATEMENT EXECUTE FUNCTION facts_to_embed();
+
+-- The vectors themselves need pgvector, which a server may lack or a member's role may not
+-- install (it is not a trusted extension): made by this function, here when it can be, else by
+-- gate/search/teamvectors.py when the first vectors arrive, once the database's owner has run
+-- CREATE EXTENSION vector. Returns whether facts_vec exists. `embedding` has no fixed
+-- dimension, since each project's space is its own; vectors are unit length, so cosine
+-- distance (<=>) is the measure, computed exactly for each of the project's vectors.
+CREATE FUNCTION memory_gate_vectors() RETURNS boolean LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF to_regclass('facts_vec') IS NOT NULL THEN
+        RETURN true;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') THEN
+        IF NOT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') THEN
+            RETURN false;
+        END IF;
+    END IF;
+    -- In a block of its own, so that a role that may not create them leaves the caller's
+    -- transaction (a member's write) as it was, and the answer is "no vectors".
+    BEGIN
+        CREATE EXTENSION IF NOT EXISTS vector;
+        CREATE TABLE IF NOT EXISTS facts_vec (
+            project   integer NOT NULL,
+            id        bigint NOT NULL,
+            embedding vector NOT NULL,
+            PRIMARY KEY (project, id),
+            FOREIGN KEY (project, id) REFERENCES facts (project, id) ON DELETE CASCADE
+        );
+    EXCEPTION WHEN insufficient_privilege THEN
+        RETURN false;
+    END;
+    RETURN true;
+END
+$$;
+SELECT memory_gate_vectors();

@@ -25,7 +25,8 @@ def test_the_schema_applies_to_a_fresh_database_and_again_changes_nothing(postgr
     conn = postgres.connect(postgres_url)
     assert postgres.version(conn) == len(postgres.schema_steps())
     conn.close()
-    assert tables(postgres_url) == {"memory_gate_schema", "projects", "facts", "changes", "lexemes"}
+    assert tables(postgres_url) == {"memory_gate_schema", "projects", "facts", "changes", "lexemes",
+                                    "vector_spaces", "facts_to_embed", "facts_vec"}
     again = postgres.connect(postgres_url)
     assert postgres.version(again) == len(postgres.schema_steps())
     assert again.execute("SELECT count(*) FROM memory_gate_schema").fetchone() == (1,)
@@ -84,18 +85,23 @@ def test_a_fact_sqlite_refuses_postgresql_refuses_too(postgres_url, field, value
     team.close()
 
 
-def test_the_vector_template_makes_a_pgvector_table(postgres_url):
+def test_the_schema_makes_a_pgvector_table_whose_vectors_go_with_their_facts(postgres_url):
     conn = postgres.connect(postgres_url)
-    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    conn.execute(postgres.schema_template("vectors", dimension=3))
+    assert conn.execute("SELECT memory_gate_vectors()").fetchone()[0] is True
     project = conn.execute("INSERT INTO projects (key, created) VALUES ('p', '') RETURNING id").fetchone()[0]
     for fact, vector in ((1, "[1,0,0]"), (2, "[0,1,0]")):
         conn.execute(
             "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
             " VALUES (%s, %s, 't', 'state', 'x', '2026-12-01', '', '', '', 'me', ''::tsvector)", (project, fact))
         conn.execute("INSERT INTO facts_vec (project, id, embedding) VALUES (%s, %s, %s)", (project, fact, vector))
+    assert conn.execute("SELECT count(*) FROM facts_to_embed").fetchone()[0] == 2  # new facts wait
     nearest = conn.execute("SELECT id FROM facts_vec ORDER BY embedding <=> '[0.1,0.9,0]' LIMIT 1").fetchone()
     assert nearest == (2,)
+    conn.execute("DELETE FROM facts_to_embed")
+    conn.execute("UPDATE facts SET confirmed = 'now' WHERE id = 1")  # no new text: nothing owed
+    assert conn.execute("SELECT count(*) FROM facts_to_embed").fetchone()[0] == 0
+    conn.execute("UPDATE facts SET text = 'y' WHERE id = 1")  # a new text owes a new vector
+    assert conn.execute("SELECT id FROM facts_to_embed").fetchall() == [(1,)]
     conn.execute("DELETE FROM facts WHERE id = 2")  # a fact's vector goes with it
     assert conn.execute("SELECT id FROM facts_vec").fetchall() == [(1,)]
     conn.close()

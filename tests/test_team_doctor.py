@@ -40,9 +40,12 @@ def test_a_member_without_the_rights_to_write_is_told_which_grant_is_missing(pos
         reader = postgres_url.replace("postgres@", "reader@")
         code, report, err = doctor(project, tmp_path / "home", reader)
         assert code == 1, (report, err)
-        [facts] = [f for f in report["findings"] if "memory_gate.facts" in f["what"]]
+        [facts] = [f for f in report["findings"] if "memory_gate.facts, " in f["what"]]
         assert facts["severity"] == "problem" and "may not INSERT, UPDATE, DELETE" in facts["what"]
         assert facts["mend"] == "have the database's owner run GRANT INSERT, UPDATE, DELETE ON memory_gate.facts TO reader"
+        # and each table a write touches is named, facts_vec and facts_to_embed among them
+        named = {f["what"].split(" on ")[1].split(",")[0] for f in report["findings"] if " may not " in f["what"]}
+        assert {"memory_gate.facts_vec", "memory_gate.facts_to_embed", "memory_gate.vector_spaces"} <= named
     finally:
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             admin.execute("DROP OWNED BY reader")

@@ -121,11 +121,13 @@ def test_a_refused_write_leaves_the_team_database_as_it_was(members):
     assert ana.team.execute("SELECT last_fact FROM projects WHERE id = %s", (ana.project,)).fetchone()[0] == 0
 
 
-def test_an_embeddings_endpoint_on_a_team_is_said_to_be_unused_not_silently_dropped(members):
+def test_an_embeddings_endpoint_that_is_down_leaves_a_team_search_on_words_saying_why(members, down_url):
     from gate.search import embeddings
 
     ana, _ = members
     ana.turn("how do deploys work?")
-    endpoint = embeddings.Endpoint("http://127.0.0.1:9/v1/embeddings", "bge-m3")  # never asked
+    ana.write([{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys run from main"}])
+    endpoint = embeddings.Endpoint(down_url, "bge-m3")
     answer = tools.memory_search(ana.ledger, "deploy", tools.Caller(ana.session), endpoint=endpoint, team=ana.facts())
-    assert answer.notes == ["words only: search by meaning is not available on a team's memory yet"]
+    assert [result.fact.topic for result in answer.results] == ["deploy"]
+    assert len(answer.notes) == 1 and answer.notes[0].startswith("words only: ")

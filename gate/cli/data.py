@@ -225,9 +225,14 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
         with opening.open_memory(settings) as opened:
             count = team_search.rebuild_words(opened.team)
-        print(f"word index: rebuilt from {count} facts of the team's project")
-        print("vectors: search by meaning is not available on a team's memory yet; nothing to embed")
-        return 0
+            print(f"word index: rebuilt from {count} facts of the team's project")
+            if not settings.embed_url:
+                print("vectors: MEMORY_GATE_EMBED_URL is unset, so search runs on words only; nothing to embed")
+                return 0
+            from gate.search import teamvectors
+
+            return _rebuilt(settings, count, lambda endpoint, show: teamvectors.rebuild(opened.team, endpoint, progress=show),
+                            "the team's vectors")
     _, conn = opening.open_existing(settings)
     with store.writing(conn):
         search.rebuild_words(conn)
@@ -240,14 +245,20 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         store.require_vectors(conn)
     except store.StoreError as error:
         raise UserError(str(error)) from error
+    return _rebuilt(settings, count, lambda endpoint, show: vectors.rebuild(conn, endpoint, progress=show),
+                    "memory's vectors")
+
+
+def _rebuilt(settings, count: int, rebuild, whose: str) -> int:
+    """Run `rebuild(endpoint, progress)` (the local index's or a team's) and report it."""
     # Patient, unlike a turn: a slow batch is waited for, not skipped.
     endpoint = embeddings.Endpoint(settings.embed_url, settings.embed_model, quiet_after_timeout=0.0)
     show = terminal.Progress(sys.stdout)
     try:
-        rebuilt = vectors.rebuild(conn, endpoint, progress=show)
+        rebuilt = rebuild(endpoint, show)
     except embeddings.VectorError as error:
         raise UserError(
-            f"{error}; memory's vectors are left as they were. Start the endpoint at "
+            f"{error}; {whose} are left as they were. Start the endpoint at "
             f"{settings.embed_url} (MEMORY_GATE_EMBED_URL) and run reindex again."
         ) from error
     show.done()

@@ -150,6 +150,9 @@ TEAM_RIGHTS = {
     "facts": ("SELECT", "INSERT", "UPDATE", "DELETE"),
     "changes": ("SELECT", "INSERT", "UPDATE"),
     "lexemes": ("SELECT", "INSERT", "UPDATE", "DELETE"),
+    "vector_spaces": ("SELECT", "INSERT", "UPDATE", "DELETE"),
+    "facts_to_embed": ("SELECT", "INSERT", "DELETE"),
+    "facts_vec": ("SELECT", "INSERT", "DELETE"),  # when pgvector made it
 }
 
 
@@ -174,7 +177,7 @@ def team(settings: config.Settings) -> tuple[dict, list[Finding]]:
     findings: list[Finding] = []
     try:
         with postgres.reaching(found.url):
-            _team_database(conn, found, report, findings)
+            _team_database(conn, found, report, findings, wanted=bool(settings.embed_url))
     except postgres.Unreachable as error:  # the server went away while checked: one line, not a traceback
         findings.append(Finding(str(error)))
     finally:
@@ -182,7 +185,7 @@ def team(settings: config.Settings) -> tuple[dict, list[Finding]]:
     return report, findings
 
 
-def _team_database(conn, found, report: dict, findings: list[Finding]) -> None:
+def _team_database(conn, found, report: dict, findings: list[Finding], *, wanted: bool) -> None:
     """The server, the schema, the member's rights, pgvector and the project, into `report`."""
     from gate.engine import postgres
 
@@ -191,6 +194,8 @@ def _team_database(conn, found, report: dict, findings: list[Finding]) -> None:
     report["schema_latest"] = len(postgres.schema_steps())
     user = conn.execute("SELECT current_user").fetchone()[0]
     for table, rights in TEAM_RIGHTS.items():
+        if conn.execute("SELECT to_regclass(%s)", (f"{postgres.SCHEMA}.{table}",)).fetchone()[0] is None:
+            continue  # facts_vec, before pgvector is installed: said below
         missing = [right for right in rights if not conn.execute(
             "SELECT has_table_privilege(current_user, %s, %s)", (f"{postgres.SCHEMA}.{table}", right)).fetchone()[0]]
         if missing:
@@ -201,15 +206,30 @@ def _team_database(conn, found, report: dict, findings: list[Finding]) -> None:
             ))
     row = conn.execute(
         "SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
-    report["pgvector"] = (row[1] or f"available ({row[0]})") if row else None
+    report["pgvector"] = (row[1] or f"available ({row[0]}), not installed in this database") if row else None
+    vectors_table = conn.execute("SELECT to_regclass(%s)", (f"{postgres.SCHEMA}.facts_vec",)).fetchone()[0]
     if row is None:
         findings.append(Finding(
-            "the team database's server has no pgvector: a team's memory is searched by words only today, and "
-            "search by meaning on it will need pgvector", NOTE,
-            mend="install pgvector on the server (the postgresql-16-pgvector package, or its image) when it does",
+            "the team database's server has no pgvector, so the team's memory is searched by words only",
+            PROBLEM if wanted else NOTE,
+            mend="install pgvector on the server (the postgresql-16-pgvector package, or its image), then run "
+                 "CREATE EXTENSION vector in the database as its owner",
+        ))
+    elif vectors_table is None:
+        findings.append(Finding(
+            "pgvector is on the server but not installed in the team database, and this member's role may not "
+            "install it, so the team's memory is searched by words only", PROBLEM if wanted else NOTE,
+            mend=f"have the database's owner (or a superuser) run CREATE EXTENSION vector there, then `memory-gate doctor`",
         ))
     held = conn.execute("SELECT facts FROM projects WHERE key = %s", (found.project,)).fetchone()
     report["facts"] = held[0] if held else 0
+    if held is not None and vectors_table is not None:
+        from types import SimpleNamespace
+
+        from gate.search import teamvectors
+
+        project_id = conn.execute("SELECT id FROM projects WHERE key = %s", (found.project,)).fetchone()[0]
+        report["meaning"] = teamvectors.status(SimpleNamespace(conn=conn, project=project_id))
     if held is None:
         findings.append(Finding(f"the team's memory has no project {found.project} yet", NOTE,
                                 mend="the first memory_write makes it; `memory-gate team push` fills it from this project's local memory"))

@@ -179,9 +179,13 @@ class ChangeSet:
         that changed nothing and is not a memory_write (an import of duplicates only) need not
         be finished: it recorded nothing."""
         ids = list(self.changed if sync is None else sync)
-        # A team's vectors are not this file's (pgvector, issue 17's next step).
-        for start in range(0, max(len(ids), 1) if self.facts.local else 0, SYNC_BATCH):
-            vectors.sync(self.conn, ids[start : start + SYNC_BATCH], ahead)
+        if self.facts.local:
+            for start in range(0, max(len(ids), 1), SYNC_BATCH):
+                vectors.sync(self.conn, ids[start : start + SYNC_BATCH], ahead)
+        else:  # a team's vectors are pgvector's, in the team's transaction
+            from gate.search import teamvectors
+
+            teamvectors.sync(self.facts, ids, ahead)
         seq = ledger.record_write(self.conn, turn)
         self.conn.execute(
             "INSERT INTO writes (id, session, turn, seq, tool_use_id, digest, changes, answer, at)"

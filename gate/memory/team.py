@@ -253,6 +253,18 @@ class Member:
             self._conn = conn
         return TeamFacts(self._conn, self._project, Who(self.member, session, tool_use_id), url=self.team.url)
 
+    @property
+    def conn(self):
+        """The open connection, or None."""
+        return self._conn
+
+    def open_facts(self) -> TeamFacts | None:
+        """The project's facts over the connection already open (None when there is none),
+        for work beside the tool calls that changes no fact (embedding)."""
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            return None
+        return TeamFacts(self._conn, self._project, Who(self.member, "embedder"), url=self.team.url)
+
     def drop(self) -> None:
         if self._conn is not None:
             try:

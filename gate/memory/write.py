@@ -335,7 +335,9 @@ def apply(
     facts = facts if facts is not None else LocalFacts(conn)
     parsed, kept_ids, problems = parse(ops, kept)
     key = digest(parsed, kept_ids)
-    ahead = _embed_ahead(conn, endpoint, parsed) if endpoint is not None and not problems and facts.local else None
+    ahead = None
+    if endpoint is not None and not problems:
+        ahead = _embed_ahead(conn, endpoint, parsed) if facts.local else _embed_ahead_team(facts, endpoint, parsed)
     with store.writing(conn), facts.transaction():
         turn = attribute(conn)
         owes_search = turn.opened_by_hook and turn.searched == 0
@@ -375,13 +377,39 @@ def _embed_ahead(conn: apsw.Connection, endpoint: embeddings.Endpoint, ops: list
     texts this write will store and a few facts still waiting for a vector."""
     if not store.vectors_loaded(conn):
         return None
-    changed = [op.id for op in ops if op.op == "update" and (op.topic is not None or op.text is not None)
-               and -(1 << 63) <= op.id < 1 << 63]
+    changed = _retexted(ops)
     current: dict[int, tuple[str, str]] = {}
     if changed:
         marks = ",".join("?" * len(changed))
         sql = f"SELECT id, topic, text FROM facts WHERE id IN ({marks})"
         current = {row[0]: (row[1], row[2]) for row in conn.execute(sql, changed)}
+    return changeset.embed_ahead(conn, endpoint, _texts(ops, current), {op.id for op in ops})
+
+
+def _embed_ahead_team(team, endpoint: embeddings.Endpoint, ops: list[Op]) -> vectors.Prepared | None:
+    """_embed_ahead for a team's write: the texts read, and the facts still waiting for a vector
+    picked, in a team transaction of their own before the write's (gate/search/teamvectors.py)."""
+    from gate.search import teamvectors
+
+    changed = _retexted(ops)
+    with team.transaction():
+        if not teamvectors.available(team):
+            return None
+        current = {fact.id: (fact.topic, fact.text) for fact in team.load(changed).values()} if changed else {}
+        touched = {op.id for op in ops}
+        riding = [(fact, text) for fact, text in teamvectors.waiting(team) if fact not in touched]
+    texts = _texts(ops, current) + [text for _, text in riding]
+    return vectors.prepare(endpoint, texts, [fact for fact, _ in riding])
+
+
+def _retexted(ops: list[Op]) -> list[int]:
+    """The ids of the facts whose topic or text these ops change."""
+    return [op.id for op in ops if op.op == "update" and (op.topic is not None or op.text is not None)
+            and -(1 << 63) <= op.id < 1 << 63]
+
+
+def _texts(ops: list[Op], current: dict[int, tuple[str, str]]) -> list[str]:
+    """What the facts these ops insert or change will embed, given the changed ones' topic and text now."""
     texts = []
     for op in ops:
         if op.op == "insert":
@@ -389,7 +417,7 @@ def _embed_ahead(conn: apsw.Connection, endpoint: embeddings.Endpoint, ops: list
         elif op.op == "update" and op.id in current:
             topic, text = current[op.id]
             texts.append(vectors.fact_text(op.topic or topic, op.text or text))
-    return changeset.embed_ahead(conn, endpoint, texts, {op.id for op in ops})
+    return texts
 
 
 def _replay(conn: apsw.Connection, turn: ledger.Turn, key: str, tool_use_id: str | None) -> Outcome | None:

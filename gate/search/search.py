@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import apsw
@@ -235,7 +235,12 @@ def by_meaning(conn: apsw.Connection, query: embeddings.Vectors, *, max_distance
     0.14-0.23, bge-m3 around 0.5-0.7), but a fact that stands out from the rest does so in
     every model's own scale, so the judgement needs no cut-off per model. Raises
     embeddings.VectorError when the query vector is not of the kind memory holds."""
-    found = vectors.neighbourhood(conn, query, limit=limit)
+    return near(vectors.neighbourhood(conn, query, limit=limit), max_distance=max_distance)
+
+
+def near(found: vectors.Neighbourhood | None, *, max_distance: float | None = None) -> list[int]:
+    """by_meaning's judgement of a neighbourhood, whichever engine measured it (gate/search/teamvectors.py
+    on a team's memory)."""
     if found is None:
         return []
     if max_distance is not None:
@@ -267,10 +272,17 @@ class Ranking:
 def ranking(conn: apsw.Connection, typed: str, query: embeddings.Vectors | None, *,
             max_distance: float | None = None, limit: int | None = RESULTS) -> Ranking:
     """hybrid, telling why each fact came back, from the one search that ranked them."""
-    pool = _candidates(conn, typed, wanted=limit or POOL)
+    meaning = None if query is None else (lambda: by_meaning(conn, query, max_distance=max_distance))
+    return ranking_in(Index(conn), typed, meaning, limit=limit)
+
+
+def ranking_in(index, typed: str, meaning: Callable[[], list[int]] | None, *,
+               limit: int | None = RESULTS) -> Ranking:
+    """ranking over any Index, with `meaning` giving the facts near the query, closest first,
+    or None for words alone: a team's memory is searched by it as well as the local one."""
+    pool = candidates_in(index, typed, wanted=limit or POOL)
     hits = _judge(pool).first(limit or POOL)
-    ids = hits.ranked() if query is None else combine(
-        hits, by_meaning(conn, query, max_distance=max_distance), limit=limit)
+    ids = hits.ranked() if meaning is None else combine(hits, meaning(), limit=limit)
     return Ranking(ids, {candidate.id: candidate for candidate in pool}, set(hits.ranked()))
 
 

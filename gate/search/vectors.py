@@ -300,17 +300,13 @@ def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neigh
         # by one rowid lookup each. vec0 answers `rowid IN (...)` with a scan of the whole index
         # (58-164 ms at 100k facts, against 8-31 ms for the lookups).
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
-        top = row[0] if row else 0
-        step = max(top // SAMPLE, 1)
-        ids = list(range(step, top + 1, step))[:SAMPLE]
+        ids = sample_ids(row[0] if row else 0)
         sample = [row[0] for row in conn.executemany(
             "SELECT vec_distance_cosine(embedding, ?) FROM facts_vec WHERE rowid = ?", [(vector, fact) for fact in ids])]
-    sample = [distance for distance in sample if distance is not None]
-    sample += [1.0 - sum(a * b for a, b in zip(query.rows[0], row)) for row in reference(conn, found)]
-    if not sample:
+    measured = spread_of(query.rows[0], sample, reference(conn, found))
+    if measured is None:
         return None
-    mean = sum(sample) / len(sample)
-    spread = (sum((distance - mean) ** 2 for distance in sample) / len(sample)) ** 0.5
+    mean, spread = measured
     ranked = sorted((distance, fact) for fact, distance in rows if distance is not None)
     if not ranked:
         return Neighbourhood([], mean, spread)
@@ -322,14 +318,42 @@ def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neigh
     return Neighbourhood([(fact, distance) for distance, fact in ranked if fact in trusted][:limit], mean, spread)
 
 
+def spread_of(query: Sequence[float], sample: Iterable[float | None],
+              known: Sequence[Sequence[float]]) -> tuple[float, float] | None:
+    """The mean and standard deviation of the query's distances to memory's `sample` and to
+    the REFERENCE vectors `known`; None with neither. Both engines judge "near" by it."""
+    distances = [distance for distance in sample if distance is not None]
+    distances += [1.0 - sum(a * b for a, b in zip(query, row)) for row in known]
+    if not distances:
+        return None
+    mean = sum(distances) / len(distances)
+    return mean, (sum((distance - mean) ** 2 for distance in distances) / len(distances)) ** 0.5
+
+
+def sample_ids(top: int) -> list[int]:
+    """SAMPLE ids spread evenly over 1..top (the highest fact id handed out): the stored
+    vectors whose distances estimate memory at large, the same for every query."""
+    step = max(top // SAMPLE, 1)
+    return list(range(step, top + 1, step))[:SAMPLE]
+
+
+def unpack_reference(blob: bytes, dimension: int) -> list[tuple[float, ...]]:
+    """The REFERENCE vectors packed one after another, or none when they are not all there."""
+    values = _unpack(blob)
+    rows = [values[start : start + dimension] for start in range(0, len(values), dimension)]
+    return rows if len(rows) == len(REFERENCE) and len(rows[-1]) == dimension else []
+
+
+def pack_reference(rows: Sequence[Sequence[float]]) -> bytes:
+    return b"".join(_pack(row) for row in rows)
+
+
 def reference(conn: apsw.Connection, found: Space) -> list[tuple[float, ...]]:
     """The REFERENCE vectors of the stored model, or none while they are not made yet."""
     row = conn.execute("SELECT value FROM meta WHERE key = 'vector_reference'").fetchone()
     if row is None:
         return []
-    values = _unpack(base64.b64decode(row[0]))
-    rows = [values[start : start + found.dimension] for start in range(0, len(values), found.dimension)]
-    return rows if len(rows) == len(REFERENCE) and len(rows[-1]) == found.dimension else []
+    return unpack_reference(base64.b64decode(row[0]), found.dimension)
 
 
 def needs_reference(conn: apsw.Connection) -> bool:
@@ -348,7 +372,7 @@ def store_reference(conn: apsw.Connection, answer: Vectors) -> bool:
         check(found, answer)
     except VectorError:
         return False
-    packed = b"".join(_pack(row) for row in answer.rows)
+    packed = pack_reference(answer.rows)
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('vector_reference', ?)"
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",

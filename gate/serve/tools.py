@@ -132,7 +132,7 @@ def memory_search(
 ) -> SearchAnswer:
     """Search for the caller's turn; every fact returned becomes a read the turn must answer
     for. With no database yet (`conn` None) memory is empty and nothing is recorded. With a
-    `team`, the facts are the team's (by words only, for now) and `conn` is the member's ledger."""
+    `team`, the facts are the team's and `conn` is the member's ledger."""
     if not isinstance(terms, str):
         raise TypeError("terms must be a string")
     if conn is None:
@@ -140,19 +140,12 @@ def memory_search(
     notes: list[str] = []
     shared: list[Fact] | None = None
     if team is not None:
-        if endpoint is not None:  # a team's vectors will be pgvector's: said, never silently dropped
-            notes.append(f"{WORDS_ONLY}search by meaning is not available on a team's memory yet")
-        endpoint = None
-        from gate.search.team import TeamIndex
-
         # Before the local transaction: the ledger's lock is never held across the network, and
         # a team out of reach (postgres.Unreachable, raised from here) leaves the ledger as it was.
-        with team.transaction():  # one snapshot of the team's facts for the ranking and the texts
-            ranked = search.by_words_in(TeamIndex(team.conn, team.project), terms, limit=limit)
-            found = team.load(ranked)
-        shared = [found[fact] for fact in ranked if fact in found]
-    query = _embed_query(conn, terms, endpoint, notes)
-    waiting = _catch_up(conn, endpoint, notes) if query is not None else 0
+        shared, query, waiting = _search_team(team, terms, endpoint, notes, limit)
+    else:
+        query = _embed_query(conn, terms, endpoint, notes)
+        waiting = _catch_up(conn, endpoint, notes) if query is not None else 0
     recorded_terms = searches.kept_terms(terms)
     try:
         with store.writing(conn):
@@ -179,6 +172,59 @@ def memory_search(
         _say_waiting(waiting, endpoint, query, notes)
         return SearchAnswer(terms, [render.Result(fact, full=True) for fact in ordered], None, notes)
     return answer
+
+
+def _search_team(team: "TeamFacts", terms: str, endpoint: embeddings.Endpoint | None, notes: list[str],
+                 limit: int) -> tuple[list[Fact], embeddings.Vectors | None, int]:
+    """A team's facts for the search, best first, as the local ones are ranked: words by
+    gate/search/team.py, meaning by gate/search/teamvectors.py (pgvector), in one snapshot of the
+    team's facts. Also the query's vector (None: words only, the reason in `notes`) and how many
+    facts still wait for their vector after a short catch-up."""
+    from gate.search import teamvectors
+    from gate.search.team import TeamIndex
+
+    query = None
+    if endpoint is not None and terms.strip():
+        try:
+            query = endpoint.embed([terms], role=embeddings.QUERY, timeout=endpoint.search_timeout)
+        except embeddings.VectorError as error:
+            notes.append(f"{WORDS_ONLY}{error}")
+    waiting = _catch_up_team(team, endpoint, notes) if query is not None else 0
+    index = TeamIndex(team.conn, team.project)
+    with team.transaction():
+        meaning = None
+        if query is not None and not teamvectors.available(team):
+            notes.append(f"{WORDS_ONLY}{teamvectors.NO_PGVECTOR}")
+        elif query is not None:
+            cut = endpoint.max_distance if endpoint else None
+            meaning = lambda: search.near(  # noqa: E731
+                teamvectors.neighbourhood(team, query, limit=search.CANDIDATES), max_distance=cut)
+        try:
+            ranked = search.ranking_in(index, terms, meaning, limit=limit).ids
+        except embeddings.VectorError as error:
+            notes.append(f"{WORDS_ONLY}{error}")
+            ranked = search.ranking_in(index, terms, None, limit=limit).ids
+        found = team.load(ranked)
+    return [found[fact] for fact in ranked if fact in found], query, waiting
+
+
+def _catch_up_team(team: "TeamFacts", endpoint: embeddings.Endpoint, notes: list[str]) -> int:
+    """_catch_up over a team's project: the facts waiting for a vector (one a member's write
+    could not embed in time, or another member's) embedded for at most SEARCH_CATCH_UP seconds
+    before ranking; returns how many still wait."""
+    from gate.search import teamvectors
+
+    with team.transaction():
+        if not teamvectors.available(team):
+            return 0
+        waiting = teamvectors.missing(team)
+    if not waiting or waiting > SEARCH_CATCH_UP_MOST:
+        return waiting
+    patient = replace(endpoint, quiet_after_timeout=0.0)
+    teamvectors.catch_up(team, patient, hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
+                         timeout=SEARCH_CATCH_UP, until=time.monotonic() + SEARCH_CATCH_UP)
+    with team.transaction():
+        return teamvectors.missing(team)
 
 
 # How long a search may spend embedding facts still waiting for their vector before it ranks,
@@ -425,7 +471,12 @@ class Memory:
         """Embed, in a thread of its own, the facts still waiting for a vector, unless that is
         already under way or there is nothing to do. Called after each tool call, with the lock
         held."""
-        if self.endpoint is None or self._conn is None or (self._embedder and self._embedder.is_alive()):
+        if self.endpoint is None or (self._embedder and self._embedder.is_alive()):
+            return
+        if self._team:
+            self._catch_up_team(self._team)
+            return
+        if self._conn is None:
             return
         if not store.vectors_loaded(self._conn) or not (vectors.missing(self._conn) or vectors.needs_reference(self._conn)):
             return
@@ -449,6 +500,45 @@ class Memory:
                     pause *= 2
             except (apsw.Error, store.StoreError, embeddings.VectorError) as error:
                 print(f"memory-gate: embedding waiting facts stopped: {error}", file=sys.stderr)
+
+        self._embedder = threading.Thread(target=run, name="memory-gate-embedder", daemon=True)
+        self._embedder.start()
+
+    def _catch_up_team(self, member: "memory_team.Member") -> None:
+        """catch_up for a team's project, on the member's connection (under the lock, as the
+        tool calls use it): the facts any member's write could not embed, and the project's
+        REFERENCE vectors. Whether there is anything to do is asked in the thread, so that a
+        tool call never waits on that round trip."""
+        from gate.search import teamvectors
+
+        facts = member.open_facts()
+        if facts is None:
+            return
+        endpoint = embeddings.Endpoint(self.endpoint.url, self.endpoint.model, quiet_after_timeout=0.0)
+
+        @contextlib.contextmanager
+        def held():
+            with self.lock:
+                if member.conn is not facts.conn:
+                    raise store.StoreError("the team's connection was closed")
+                yield
+
+        def owed() -> bool:
+            with held(), facts.transaction():
+                return teamvectors.available(facts) and bool(
+                    teamvectors.missing(facts) or teamvectors.needs_reference(facts))
+
+        def run() -> None:
+            pause = 0.5
+            try:
+                while owed():
+                    teamvectors.catch_up(facts, endpoint, hold=held)
+                    if pause > CATCH_UP_PATIENCE or not owed():
+                        return
+                    time.sleep(pause)
+                    pause *= 2
+            except Exception as error:  # psycopg's own, or the connection lost: said, never a traceback
+                print(f"memory-gate: embedding the team's waiting facts stopped: {error}", file=sys.stderr)
 
         self._embedder = threading.Thread(target=run, name="memory-gate-embedder", daemon=True)
         self._embedder.start()
@@ -528,7 +618,8 @@ def write_call(memory: Memory, ops: Any, kept: Any, caller: Caller) -> WriteAnsw
             else:
                 try:
                     facts = member.facts(caller.session, caller.tool_use_id)
-                    answer = memory_write(conn, _decode(ops), _decode(kept), caller, log=None, team=facts)
+                    answer = memory_write(conn, _decode(ops), _decode(kept), caller, log=None,
+                                          endpoint=memory.endpoint, team=facts)
                 except postgres.Unreachable as error:
                     member.drop()
                     why = unreachable(error, member.team)

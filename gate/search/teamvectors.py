@@ -1,0 +1,340 @@
+"""A team's vectors on pgvector: gate/search/vectors.py's index, over a project in a team database.
+
+The same contract as the local index: a fact's vector embeds vectors.fact_text, vectors are
+unit length and cosine distance is the measure, `facts_to_embed` lists every fact whose vector
+is missing or stale (schema-postgres.sql section 4, kept by triggers whoever changes a fact) and
+search never trusts a vector it lists. Requests to the endpoint happen outside the team's
+transactions; `sync` stores, inside the write's, the vectors whose text is still the fact's.
+
+What differs is how near is measured: pgvector 0.6 has no bit type to prefilter with, so the
+distance to each of the project's vectors is computed exactly, in the database (bench/team.py
+has what that costs). How far memory at large lies from a query is estimated from the same
+vectors as locally (all of them up to vectors.EXACT_LIMIT, else vectors.sample_ids' evenly
+spread SAMPLE), with the same REFERENCE vectors, so that `search.near` judges both engines'
+neighbourhoods alike.
+
+Every function takes a TeamFacts (gate/engine/teamfacts.py): its connection and project. This
+module never imports psycopg.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager as ContextManager
+
+from gate.search import vectors
+from gate.search.embeddings import DOCUMENT, Endpoint, VectorError, Vectors
+
+NO_PGVECTOR = (
+    "the team database has no pgvector (its server lacks it, or no one has run CREATE EXTENSION vector "
+    "there): `memory-gate doctor` says which"
+)
+
+
+def literal(vector: Sequence[float]) -> str:
+    """A vector as pgvector reads it: '[0.1,0.2,...]'. repr keeps every digit of a float, and
+    pgvector rounds it to float4 as the local index packs it."""
+    return "[" + ",".join(map(repr, vector)) + "]"
+
+
+def available(team) -> bool:
+    """Whether the team database holds vectors at all (facts_vec, made by schema section 4's
+    memory_gate_vectors() where pgvector can be installed). Asks again each time: once the
+    database's owner has installed pgvector, the next call makes the table."""
+    return bool(team.conn.execute("SELECT memory_gate_vectors()").fetchone()[0])
+
+
+def space(team) -> vectors.Space | None:
+    """The project's vector space (center None: search is exact), or None while it has none."""
+    row = team.conn.execute(
+        "SELECT model, dimension FROM vector_spaces WHERE project = %s", (team.project,)).fetchone()
+    return vectors.Space(row[0], row[1], None) if row else None
+
+
+def missing(team) -> int:
+    """How many of the project's facts lack a current vector."""
+    return team.conn.execute("SELECT count(*) FROM facts_to_embed WHERE project = %s", (team.project,)).fetchone()[0]
+
+
+def stored(team) -> int:
+    return team.conn.execute("SELECT count(*) FROM facts_vec WHERE project = %s", (team.project,)).fetchone()[0]
+
+
+def waiting(team, *, limit: int = vectors.WAITING_BATCH, chars: int = vectors.WAITING_CHARS,
+            after: int | None = None) -> list[tuple[int, str]]:
+    """vectors.waiting over the project: (id, text to embed), the newest first, or with
+    `after` the oldest above that id."""
+    order, bound = ("DESC", "") if after is None else ("", " AND w.id > %s")
+    params = (team.project,) + (() if after is None else (after,)) + (limit,)
+    rows = team.conn.execute(
+        "SELECT f.id, f.topic, f.text FROM facts_to_embed w JOIN facts f ON f.project = w.project AND f.id = w.id"
+        f" WHERE w.project = %s{bound} ORDER BY w.id {order} LIMIT %s", params,
+    ).fetchall()
+    found, total = [], 0
+    for fact_id, topic, text in rows:
+        item = vectors.fact_text(topic, text)
+        if found and total + len(item) > chars:
+            break
+        found.append((fact_id, item))
+        total += len(item)
+    return found
+
+
+def _owed(team, ids: Sequence[int]) -> set[int]:
+    rows = team.conn.execute(
+        "SELECT id FROM facts_to_embed WHERE project = %s AND id = ANY(%s)", (team.project, list(ids)))
+    return {row[0] for row in rows}
+
+
+def embed_ahead(team, endpoint: Endpoint, texts: list[str], touched: Iterable[int]) -> vectors.Prepared | None:
+    """changeset.embed_ahead for a team's write: the texts it will store and a few facts still
+    waiting, embedded in one request. The waiting facts are read in a transaction of their own,
+    before the write's; none of it when the database holds no vectors."""
+    with team.transaction():
+        if not available(team):
+            return None
+        skip = set(touched)
+        riding = [(fact, text) for fact, text in waiting(team) if fact not in skip]
+    return vectors.prepare(endpoint, texts + [text for _, text in riding], [fact for fact, _ in riding])
+
+
+def sync(team, ids: Iterable[int], prepared: vectors.Prepared | None) -> int:
+    """vectors.sync inside the team's transaction, whose change set holds the project's lock:
+    drop the vectors of facts changed, store `prepared` ones whose text is still the fact's, and
+    take those facts off facts_to_embed. Returns how many were stored."""
+    wanted = sorted(set(ids) | set(prepared.waiting if prepared else ()))
+    if not wanted or not available(team):
+        return 0
+    conn, project = team.conn, team.project
+    current = {row[0]: vectors.fact_text(row[1], row[2]) for row in conn.execute(
+        "SELECT id, topic, text FROM facts WHERE project = %s AND id = ANY(%s)", (project, wanted))}
+    owed = _owed(team, wanted)
+    stale = [fact for fact in wanted if fact in owed]  # a fact gone took its vector with it
+    conn.execute("DELETE FROM facts_vec WHERE project = %s AND id = ANY(%s)", (project, stale))
+    if prepared is None or not stale:
+        return 0
+    try:
+        _ensure_space(team, prepared.vectors)
+    except VectorError:
+        return 0
+    rows = []
+    for fact in stale:
+        vector = prepared.by_text.get(current.get(fact, ""))
+        if vector is not None:
+            rows.append((project, fact, literal(vector)))
+    if rows:
+        with conn.cursor() as cursor:
+            cursor.executemany("INSERT INTO facts_vec (project, id, embedding) VALUES (%s, %s, %s::vector)", rows)
+        conn.execute("DELETE FROM facts_to_embed WHERE project = %s AND id = ANY(%s)",
+                     (project, [fact for _, fact, _ in rows]))
+    return len(rows)
+
+
+def _ensure_space(team, answer: Vectors) -> vectors.Space:
+    """The project's space, made from `answer` if it has none; VectorError when the answer is of
+    another kind. Under the project's lock, so two members' first vectors make one space."""
+    team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
+    found = space(team)
+    if found is None:
+        team.conn.execute(
+            "INSERT INTO vector_spaces (project, model, dimension) VALUES (%s, %s, %s)",
+            (team.project, answer.model, answer.dimension),
+        )
+        return vectors.Space(answer.model, answer.dimension, None)
+    vectors.check(found, answer)
+    return found
+
+
+def forget(team) -> None:
+    """Drop the project's vectors and space, and owe every fact a vector (reindex starts here)."""
+    conn, project = team.conn, team.project
+    conn.execute("DELETE FROM facts_vec WHERE project = %s", (project,))
+    conn.execute("DELETE FROM vector_spaces WHERE project = %s", (project,))
+    conn.execute("INSERT INTO facts_to_embed (project, id) SELECT project, id FROM facts WHERE project = %s"
+                 " ON CONFLICT DO NOTHING", (project,))
+
+
+def reference(team, found: vectors.Space) -> list[tuple[float, ...]]:
+    row = team.conn.execute("SELECT reference FROM vector_spaces WHERE project = %s", (team.project,)).fetchone()
+    return vectors.unpack_reference(bytes(row[0]), found.dimension) if row and row[0] is not None else []
+
+
+def needs_reference(team) -> bool:
+    found = space(team)
+    return found is not None and not reference(team, found)
+
+
+def store_reference(team, answer: Vectors) -> bool:
+    """Keep the REFERENCE vectors if they are of the project's space; returns whether kept."""
+    found = space(team)
+    if found is None or len(answer.rows) != len(vectors.REFERENCE):
+        return False
+    try:
+        vectors.check(found, answer)
+    except VectorError:
+        return False
+    team.conn.execute("UPDATE vector_spaces SET reference = %s WHERE project = %s",
+                      (vectors.pack_reference(answer.rows), team.project))
+    return True
+
+
+def neighbourhood(team, query: Vectors, *, limit: int) -> vectors.Neighbourhood | None:
+    """vectors.neighbourhood over the project's vectors, in the caller's transaction: the
+    `limit` trusted facts nearest the query, closest first (ties by id, as locally), with the
+    spread of its distances to memory at large; None while the project holds no vectors. Raises
+    VectorError when the query is not of the project's kind."""
+    if not available(team):
+        return None
+    found = space(team)
+    if found is None:
+        return None
+    vectors.check(found, query)
+    conn, project, vector = team.conn, team.project, literal(query.rows[0])
+    count = stored(team)
+    nearest = conn.execute(
+        "SELECT v.id, v.embedding <=> %s::vector AS distance FROM facts_vec v WHERE v.project = %s"
+        " AND NOT EXISTS (SELECT 1 FROM facts_to_embed w WHERE w.project = v.project AND w.id = v.id)"
+        " ORDER BY distance, v.id LIMIT %s", (vector, project, limit),
+    ).fetchall()
+    if count <= vectors.EXACT_LIMIT:  # every stored vector, trusted or not, as locally
+        sample = [row[0] for row in conn.execute(
+            "SELECT embedding <=> %s::vector FROM facts_vec WHERE project = %s", (vector, project))]
+    else:
+        top = conn.execute("SELECT last_fact FROM projects WHERE id = %s", (project,)).fetchone()[0]
+        sample = [row[0] for row in conn.execute(
+            "SELECT embedding <=> %s::vector FROM facts_vec WHERE project = %s AND id = ANY(%s)",
+            (vector, project, vectors.sample_ids(top)))]
+    measured = vectors.spread_of(query.rows[0], sample, reference(team, found))
+    if measured is None:
+        return None
+    return vectors.Neighbourhood([(fact, distance) for fact, distance in nearest], *measured)
+
+
+# -- catching up and rebuilding ---------------------------------------------------------------
+
+
+def catch_up(team, endpoint: Endpoint, *, hold: Callable[[], ContextManager[object]],
+             batch: int = vectors.CATCH_UP_BATCH, timeout: float = vectors.CATCH_UP_TIMEOUT,
+             until: float | None = None) -> int:
+    """vectors.catch_up over the project: embed the facts still waiting, a few a request, each
+    batch stored in a team transaction of its own under `hold()`, never across a request; then
+    the REFERENCE vectors if the project lacks them (not for a search, which passes `until`).
+    Returns how many facts were stored."""
+    done, took = 0, 0.0
+    while True:
+        if until is not None and time.monotonic() + took > until:
+            return done
+        with hold(), team.transaction():
+            if not available(team):
+                return done
+            pending = waiting(team, limit=batch, chars=vectors.WAITING_CHARS)
+        if not pending:
+            break
+        started = time.monotonic()
+        prepared = vectors.prepare(endpoint, [text for _, text in pending], timeout=timeout)
+        took = time.monotonic() - started
+        if prepared is None:
+            return done
+        with hold(), team.transaction():
+            team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
+            stored_now = sync(team, [fact for fact, _ in pending], prepared)
+        if not stored_now:
+            return done  # changed meanwhile, or answered in another space
+        done += stored_now
+    with hold(), team.transaction():
+        if until is not None or not needs_reference(team):
+            return done
+    answer = _reference_vectors(endpoint, batch, timeout)
+    if answer is not None:
+        with hold(), team.transaction():
+            store_reference(team, answer)
+    return done
+
+
+def _reference_vectors(endpoint: Endpoint, batch: int, timeout: float) -> Vectors | None:
+    rows: list[tuple[float, ...]] = []
+    model = ""
+    for start in range(0, len(vectors.REFERENCE), batch):
+        try:
+            answer = endpoint.embed(vectors.REFERENCE[start : start + batch], role=DOCUMENT, timeout=timeout)
+        except VectorError:
+            return None
+        rows += answer.rows
+        model = answer.model
+    return Vectors(model, rows)
+
+
+def rebuild(team, endpoint: Endpoint, *, progress: Callable[[int, int], None] | None = None,
+            batch: int = vectors.REINDEX_BATCH, timeout: float = vectors.REINDEX_TIMEOUT) -> vectors.Rebuilt:
+    """vectors.rebuild over the project (`memory-gate reindex` on a team): the first batch is
+    asked for before the project's vectors are dropped, so an endpoint that does not answer
+    leaves them as they were (VectorError); then every fact embedded again, a batch a request
+    and a transaction, a refused batch retried a fact at a time. The database must hold vectors
+    (VectorError naming the mend otherwise)."""
+    with team.transaction():
+        if not available(team):
+            raise VectorError(NO_PGVECTOR)
+        total = team.conn.execute("SELECT count(*) FROM facts WHERE project = %s", (team.project,)).fetchone()[0]
+        first = [(row[0], vectors.fact_text(row[1], row[2])) for row in team.conn.execute(
+            "SELECT id, topic, text FROM facts WHERE project = %s ORDER BY id LIMIT %s", (team.project, batch))]
+    answer = endpoint.embed([text for _, text in first] or ["memory-gate"], role=DOCUMENT, timeout=timeout)
+    with team.transaction():
+        team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
+        forget(team)
+    result = vectors.Rebuilt()
+    pending, ahead = first, (answer if first else None)
+    while pending:
+        if ahead is None:
+            ahead = _embed_or_none(endpoint, [text for _, text in pending], timeout)
+        if ahead is None and len(pending) > 1:
+            for item in pending:
+                _store_batch(team, [item], _embed_or_none(endpoint, [item[1]], timeout), result)
+        else:
+            _store_batch(team, pending, ahead, result)
+        if progress:
+            progress(result.embedded + len(result.failed), total)
+        last = pending[-1][0]
+        with team.transaction():
+            pending, ahead = waiting(team, limit=batch, chars=1 << 30, after=last), None
+    known = _reference_vectors(endpoint, batch, timeout)
+    with team.transaction():
+        if known is not None:
+            store_reference(team, known)
+        result.space = space(team)
+    return result
+
+
+def _embed_or_none(endpoint: Endpoint, texts: list[str], timeout: float) -> Vectors | None:
+    try:
+        return endpoint.embed(texts, role=DOCUMENT, timeout=timeout)
+    except VectorError:
+        return None
+
+
+def _store_batch(team, items: list[tuple[int, str]], answer: Vectors | None, result: vectors.Rebuilt) -> None:
+    ids = [fact for fact, _ in items]
+    if answer is None:
+        result.failed += ids
+        return
+    prepared = vectors.Prepared(answer, dict(zip((text for _, text in items), answer.rows)), [])
+    with team.transaction():
+        team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
+        result.embedded += sync(team, ids, prepared)
+        owed = _owed(team, ids)
+        result.failed += [fact for fact in ids if fact in owed]
+
+
+# -- reporting ----------------------------------------------------------------------------------
+
+
+def status(team) -> dict:
+    """What doctor says of a team project's vectors, in the caller's transaction."""
+    if not available(team):
+        return {"pgvector": "not installed in the database", "facts_without_vector": missing(team)}
+    found = space(team)
+    report: dict = {"facts_without_vector": missing(team)}
+    if found is not None:
+        report["stored"] = {"model": found.model, "dimension": found.dimension, "vectors": stored(team),
+                            "search": "exact (pgvector)"}
+    return report
