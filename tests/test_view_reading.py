@@ -1,6 +1,9 @@
 """What the viewer's pages read (gate/view/reading.py), over a real SQLite memory."""
 
+from pathlib import Path
+
 from gate.engine import store
+from gate.memory.opening import Opened
 from gate.serve import tools
 from gate.view import reading
 
@@ -17,7 +20,7 @@ def test_why_a_fact_matched_comes_from_the_candidates_the_ranking_judged(conn):
             "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed) VALUES (?, ?, ?, '2026-01-01', '', '', '')",
             rows,
         )
-    found = reading.find(conn, "alpha beta", None)
+    found = reading.find(Opened(Path(":memory:"), conn), "alpha beta", None)
     assert [hit.fact.id for hit in found.hits] == [fact.id for fact in tools.rank(conn, "alpha beta").facts]
     assert len(found.hits) == 8 and all(hit.fact.id <= 9 for hit in found.hits)
     assert [(hit.words, hit.share) for hit in found.hits] == [("exact", 1.0)] * 8

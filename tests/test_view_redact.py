@@ -47,7 +47,10 @@ def test_a_credential_an_embeddings_endpoint_quotes_in_its_error_is_masked_on_th
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+    from pathlib import Path
+
     from gate.engine import store
+    from gate.memory.opening import Opened
     from gate.search import embeddings
     from gate.view import pages, reading
     from gate.view.access import Guard
@@ -75,7 +78,7 @@ def test_a_credential_an_embeddings_endpoint_quotes_in_its_error_is_masked_on_th
                          " VALUES ('deploy', 'state', 'Deploys go through staging.', '2026-01-01', '', '', '')")
         endpoint = embeddings.Endpoint(f"http://127.0.0.1:{server.server_address[1]}/v1/embeddings", "e5", None,
                                        quiet_after_timeout=0.0)
-        found = reading.find(conn, "deploy staging", endpoint)
+        found = reading.find(Opened(Path(":memory:"), conn), "deploy staging", endpoint)
         # Masked where the endpoint's words are read (gate/search/transport.py), for the agent and stats too.
         assert not any(key in note for note in found.notes) and any("HTTP 500" in note for note in found.notes)
         html = pages.search(Guard(port=1), found)

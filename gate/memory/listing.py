@@ -27,6 +27,15 @@ def topic_match(typed: str) -> str | None:
     return "topic : (" + " ".join(f'"{word}"*' for word in found) + ")"
 
 
+def topic_query(typed: str) -> str:
+    """topic_match for a team's memory: a tsquery over the facts' words (gate/engine/postgres.py
+    `words`, the topic's at weight A), each typed word a prefix of a topic word. Only called when
+    topic_match found a word."""
+    from gate.engine import postgres
+
+    return " & ".join(f"{postgres.lexeme(word)}:*A" for word in words_of.words(typed))
+
+
 def like_pattern(text: str) -> str:
     """A LIKE pattern matching `text` anywhere, its own % and _ taken literally (escape `\\`)."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -78,7 +87,7 @@ def _filters(topic, kind, since, unconfirmed_before, topic_words=None, *, ordere
     the unconfirmed filter must not take the confirmed index (SQLite would then sort every
     stale fact to return the first page; reading the updated index in order stops at a page).
     With a `team` (its TeamFacts), PostgreSQL's: the project's facts, %s marks, ILIKE for the
-    any-case match SQLite's LIKE makes; `topic_words` is SQLite's alone (its word index)."""
+    any-case match SQLite's LIKE makes, and `topic_words` asked of the facts' words (topic_query)."""
     mark = "%s" if team is not None else "?"
     where, args = ([f"project = {mark}"], [team.project]) if team is not None else ([], [])
     matched = topic_match(topic_words) if topic_words else None
@@ -87,9 +96,12 @@ def _filters(topic, kind, since, unconfirmed_before, topic_words=None, *, ordere
     if topic:
         where.append(f"topic {'ILIKE' if team is not None else 'LIKE'} {mark} ESCAPE '\\'")
         args.append(like_pattern(topic))
-    if matched:
+    if matched and team is None:
         where.append("id IN (SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?)")
         args.append(matched)
+    elif matched:
+        where.append("words @@ %s::tsquery")
+        args.append(topic_query(topic_words))
     if kind:
         where.append(f"kind = {mark}")
         args.append(kind)
@@ -139,14 +151,26 @@ def _team_rows(team, sql: str, args: list) -> Iterator[Fact]:
 
 
 def team_facts(team, *, topic: str | None = None, kind: str | None = None, since: str | None = None,
-               limit: int | None = None) -> Iterator[Fact]:
+               unconfirmed_before: str | None = None, topic_words: str | None = None,
+               limit: int | None = None, offset: int = 0) -> Iterator[Fact]:
     """`facts` over a team's memory: the most recently changed first."""
-    where, args = _filters(topic, kind, since, None, team=team)
+    where, args = _filters(topic, kind, since, unconfirmed_before, topic_words, team=team)
     sql = f"SELECT {FACT_COLUMNS} FROM facts{where} ORDER BY updated DESC, id DESC"
     if limit is not None:
         sql += " LIMIT %s"
         args.append(limit)
+    if offset:
+        sql += " OFFSET %s"
+        args.append(offset)
     return _team_rows(team, sql, args)
+
+
+def team_count(team, *, topic: str | None = None, kind: str | None = None, since: str | None = None,
+               unconfirmed_before: str | None = None, topic_words: str | None = None) -> int:
+    """How many facts `team_facts` lists with these filters."""
+    where, args = _filters(topic, kind, since, unconfirmed_before, topic_words, team=team)
+    with team.transaction():
+        return team.conn.execute(f"SELECT count(*) FROM facts{where}", args).fetchone()[0]
 
 
 def team_unconfirmed(team, before: str, *, limit: int | None = None) -> Iterator[Fact]:

@@ -15,7 +15,6 @@ import sys
 import threading
 import webbrowser
 from collections.abc import Callable
-from pathlib import Path
 
 import anyio
 import apsw
@@ -27,7 +26,7 @@ from starlette.routing import Route
 from gate import config
 from gate.credentials import find as find_credential, marker
 from gate.engine import store
-from gate.memory import audit, opening, stats, write
+from gate.memory import opening, stats, write
 from gate.search import embeddings
 from gate.view import editing, pages, reading
 from gate.view.access import TOKEN, Guard, Refused
@@ -40,20 +39,20 @@ READ_ONLY = "this page is read-only: run `memory-gate view --edit` to edit, dele
 
 
 class View:
-    """Everything the pages need: the database, the guard, and whether changes are allowed."""
+    """Everything the pages need: the memory, the guard, and whether changes are allowed."""
 
-    def __init__(self, path: Path, conn: apsw.Connection, guard: Guard, *, editable: bool,
+    def __init__(self, memory: opening.Opened, guard: Guard, *, editable: bool,
                  endpoint: embeddings.Endpoint | None):
-        self.path, self.conn, self.guard, self.editable, self.endpoint = path, conn, guard, editable, endpoint
-        self.log = audit.log_path(path)
+        self.memory, self.guard, self.editable, self.endpoint = memory, guard, editable, endpoint
+        self.path = memory.path
         self.lock = threading.Lock()
 
     async def run(self, work: Callable, *args, **kwargs):
-        """`work(conn, ...)` in a worker thread, one at a time on the view's connection."""
+        """`work(memory, ...)` in a worker thread, one at a time on the view's connection."""
 
         def locked():
             with self.lock:
-                return work(self.conn, *args, **kwargs)
+                return work(self.memory, *args, **kwargs)
 
         return await anyio.to_thread.run_sync(locked)
 
@@ -101,7 +100,7 @@ def build(view: View) -> Starlette:
         fact_id = request.path_params["fact"]
         if not write.is_id(fact_id):
             return PlainTextResponse(f"no fact {fact_id}: ids are whole numbers below 2**63", 404)
-        story = await view.run(reading.story, view.log, fact_id)
+        story = await view.run(reading.story, fact_id)
         message = message or request.query_params.get("done")
         body = pages.fact(guard, fact_id, story, editable=view.editable, message=message, error=error, draft=draft)
         found = story.fact is not None or story.changes
@@ -123,11 +122,11 @@ def build(view: View) -> Starlette:
         fields = {key: str(form.get(key, "")) for key in ("topic", "kind", "text", "date")}
         try:
             if action == "edit":
-                done = await view.run(_edit, view.log, fact_id, fields, rev, view.endpoint)
+                done = await view.run(_edit, fact_id, fields, rev, view.endpoint)
             elif action == "delete":
-                done = await view.run(editing.delete, view.log, fact_id, rev=rev)
+                done = await view.run(editing.delete, fact_id, rev=rev)
             elif action == "undo":
-                done = await view.run(editing.revert, view.log, str(form.get("entry", "")), endpoint=view.endpoint)
+                done = await view.run(editing.revert, str(form.get("entry", "")), endpoint=view.endpoint)
             else:
                 return PlainTextResponse(f"no such change: {action}", 404)
         except editing.Refused as refused:
@@ -143,7 +142,8 @@ def build(view: View) -> Starlette:
         return view.page(request, title="Turns", body=pages.turns(guard, found, older), here="/turns")
 
     async def figures(request: Request) -> Response:
-        def read(conn):
+        def read(memory):
+            conn = memory.conn
             return stats.report(conn), reading.outcomes_by_day(conn), reading.search_cost_by_day(conn)
 
         report, days, cost = await view.run(read)
@@ -180,12 +180,12 @@ def build(view: View) -> Starlette:
     return Guarded(Starlette(routes=routes), guard)
 
 
-def _edit(conn, log, fact_id, fields, rev, endpoint):
+def _edit(memory, fact_id, fields, rev, endpoint):
     """The edit form shows the text with credentials masked: a text sent back unchanged keeps
     what memory holds, rather than storing the mask."""
-    row = conn.execute("SELECT topic, text FROM facts WHERE id = ?", (fact_id,)).fetchone()
-    if row is not None:
-        for key, held in zip(("topic", "text"), row):
+    held_now = reading.fact(memory, fact_id)
+    if held_now is not None:
+        for key, held in (("topic", held_now.topic), ("text", held_now.text)):
             if fields.get(key, "").replace("\r\n", "\n").strip() == redact(held).strip():
                 fields[key] = held
                 found = find_credential(held)
@@ -198,7 +198,7 @@ def _edit(conn, log, fact_id, fields, rev, endpoint):
                         "out of the " + key + " (say where the credential is kept instead), then save."
                     )
     fields["text"] = fields.get("text", "").replace("\r\n", "\n")
-    return editing.edit(conn, log, fact_id, fields, rev=rev, endpoint=endpoint)
+    return editing.edit(memory, fact_id, fields, rev=rev, endpoint=endpoint)
 
 
 def _open(url: str) -> None:
@@ -255,6 +255,7 @@ def serve(settings: config.Settings, *, port: int, editable: bool, open_browser:
     import uvicorn
 
     path, conn = opening.open_existing(settings)
+    memory = opening.Opened(path, conn)
     store.load_vectors(conn)  # vectors kept in step with edits, and search by meaning, when it loads
     listener = listen(port)
     guard = Guard(port=listener.getsockname()[1])
@@ -262,7 +263,7 @@ def serve(settings: config.Settings, *, port: int, editable: bool, open_browser:
     endpoint = opening.patient_endpoint(settings)
     if endpoint is not None:
         endpoint.search_timeout = opening.PATIENT_TIMEOUT
-    view = View(path, conn, guard, editable=editable, endpoint=endpoint)
+    view = View(memory, guard, editable=editable, endpoint=endpoint)
     url = guard.origin + guard.url("/")
     mode = "editing on" if editable else "read-only (--edit to edit, delete and undo)"
     print(f"memory-gate view: {url}", flush=True)
@@ -274,7 +275,7 @@ def serve(settings: config.Settings, *, port: int, editable: bool, open_browser:
         server.run(sockets=[listener])
     finally:
         with view.lock:
-            conn.close()
+            memory.close()
         listener.close()
     print("memory-gate view: stopped", file=sys.stderr)
     return 0

@@ -19,8 +19,9 @@ from pathlib import Path
 import apsw
 
 from gate.engine import store
-from gate.memory import changeset, undo, write
+from gate.memory import audit, changeset, undo, write
 from gate.memory.changeset import VIEWER_SESSION
+from gate.memory.opening import Opened
 from gate.search import embeddings, vectors
 
 
@@ -28,11 +29,10 @@ class Refused(Exception):
     """The change was not made; the message says what to change."""
 
 
-def edit(
-    conn: apsw.Connection, log: Path, fact_id: int, fields: dict[str, str], *, rev: int,
-    endpoint: embeddings.Endpoint | None = None,
-) -> str:
+def edit(memory: Opened, fact_id: int, fields: dict[str, str], *, rev: int,
+         endpoint: embeddings.Endpoint | None = None) -> str:
     """Give the fact these topic, kind, text and date; return what was done, for the page."""
+    conn, log = memory.conn, audit.log_path(memory.path)
     checked, problems = write.check_fields(fields)
     if problems:
         raise Refused(" ".join(problems))
@@ -50,7 +50,8 @@ def edit(
     return f"fact {fact_id} updated (logged in write.log as {changes.write_id[:8]}:{fact_id})"
 
 
-def delete(conn: apsw.Connection, log: Path, fact_id: int, *, rev: int) -> str:
+def delete(memory: Opened, fact_id: int, *, rev: int) -> str:
+    conn, log = memory.conn, audit.log_path(memory.path)
     words = f"memory-gate view: deleted fact {fact_id}"
     with store.writing(conn):
         changes, turn = _begin(conn, log, words)
@@ -60,10 +61,10 @@ def delete(conn: apsw.Connection, log: Path, fact_id: int, *, rev: int) -> str:
     return f"fact {fact_id} deleted (logged in write.log as {changes.write_id[:8]}:{fact_id}; undo brings it back)"
 
 
-def revert(conn: apsw.Connection, log: Path, entry: str, *, endpoint: embeddings.Endpoint | None = None) -> str:
+def revert(memory: Opened, entry: str, *, endpoint: embeddings.Endpoint | None = None) -> str:
     """Undo the change `entry` names (gate/memory/undo.py: only a fact's latest change)."""
     try:
-        done = undo.undo(conn, log, entry, command=f"memory-gate view: undo {entry}", endpoint=endpoint,
+        done = undo.undo(memory.conn, audit.log_path(memory.path), entry, command=f"memory-gate view: undo {entry}", endpoint=endpoint,
                          session=VIEWER_SESSION)
     except (undo.CannotUndo, ValueError) as error:
         raise Refused(str(error)) from error

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import apsw
 
 from gate.memory import changeset, history, listing
+from gate.memory.opening import Opened
 from gate.search import embeddings, search
 from gate.engine.facts import Fact, load_facts
 from gate.serve import tools
@@ -56,23 +56,23 @@ class Page:
         return max(1, -(-self.total // self.per_page))
 
 
-def facts_page(conn: apsw.Connection, filters: Filters, number: int = 1, per_page: int = PER_PAGE) -> Page:
+def facts_page(memory: Opened, filters: Filters, number: int = 1, per_page: int = PER_PAGE) -> Page:
     """One page of the facts that pass the filters, the most recently changed first."""
     arguments = filters.arguments()
-    total = listing.count(conn, **arguments)
+    total = listing.count(memory.conn, **arguments)
     number = max(1, min(number, max(1, -(-total // per_page))))
-    found = list(listing.facts(conn, **arguments, limit=per_page, offset=(number - 1) * per_page))
+    found = list(listing.facts(memory.conn, **arguments, limit=per_page, offset=(number - 1) * per_page))
     return Page(found, total, number, per_page)
 
 
-def fact(conn: apsw.Connection, fact_id: int) -> Fact | None:
-    return load_facts(conn, [fact_id]).get(fact_id)
+def fact(memory: Opened, fact_id: int) -> Fact | None:
+    return load_facts(memory.conn, [fact_id]).get(fact_id)
 
 
 @dataclass(frozen=True)
 class Story:
     """A fact's page: the fact as memory holds it now (None: deleted or never there) and every
-    committed change to it from write.log, oldest first."""
+    committed change to it from its record (gate/memory/record.py), oldest first."""
 
     fact: Fact | None
     changes: list[history.Change]
@@ -90,8 +90,8 @@ class Story:
         return last is not None and (last.after if last.op != "delete" else None) == now
 
 
-def story(conn: apsw.Connection, log: Path, fact_id: int) -> Story:
-    return Story(fact(conn, fact_id), list(history.changes(conn, log, fact_id)))
+def story(memory: Opened, fact_id: int) -> Story:
+    return Story(fact(memory, fact_id), list(memory.record.changes(fact_id)))
 
 
 # -- search ---------------------------------------------------------------------------------
@@ -120,7 +120,7 @@ TIER_MEANING = {
 }
 
 
-def find(conn: apsw.Connection, terms: str, endpoint: embeddings.Endpoint | None) -> Found:
+def find(memory: Opened, terms: str, endpoint: embeddings.Endpoint | None) -> Found:
     """memory_search's answer for `terms`, recording nothing, with why each fact came back.
 
     The answer holds every fact words return and, after them, what meaning adds
@@ -128,7 +128,7 @@ def find(conn: apsw.Connection, terms: str, endpoint: embeddings.Endpoint | None
     says which, from the candidates it judged (search.ranking), at no cost of its own. A second
     search, by words or by meaning, to tell why, cost as much as the ranking at 100k facts and
     put a page over its 200 ms."""
-    ranking = tools.rank(conn, terms, endpoint=endpoint)
+    ranking = tools.rank(memory.conn, terms, endpoint=endpoint)
     why = ranking.why
     by_words = why.candidates if why else {}
     returned = why.by_words if why else set()
@@ -176,9 +176,10 @@ class TurnView:
         return "not ruled on"
 
 
-def turns_page(conn: apsw.Connection, before: int | None = None, limit: int = TURNS_PER_PAGE) -> list[TurnView]:
+def turns_page(memory: Opened, before: int | None = None, limit: int = TURNS_PER_PAGE) -> list[TurnView]:
     """The agents' turns, the newest first (the hand sessions' own turns left out); `before`: only
     turns older than that id (the next page)."""
+    conn = memory.conn
     rows = list(conn.execute(
         "SELECT id, session, prompt_id, prompt, started, searched, wrote, holds, outcome FROM turns"
         f" WHERE session NOT IN ({','.join('?' * len(changeset.HAND_SESSIONS))}) AND id < ?"
