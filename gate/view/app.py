@@ -1,10 +1,13 @@
 """The viewer's web application and its server: `memory-gate view`.
 
-One connection to the project's database serves every page, one request at a time under a lock
-(pages read in milliseconds; a change is one short transaction). Each live-update stream polls
-its own connection's `PRAGMA data_version`, which moves whenever any other connection commits:
-a running agent's search or write, a hook, `memory-gate undo`, or this page's own edits. The
-page then fetches its main part again (the `X-Part: main` header) and swaps it in.
+One connection to the project's memory serves every page, one request at a time under a lock
+(pages read in milliseconds; a change is one short transaction): the local file, or on a team's
+memory the member's connection to the team's database (opened again after a failure) beside
+their local ledger. Each live-update stream polls connections of its own (reading.Watcher): a
+local file's `PRAGMA data_version`, which moves whenever any other connection commits (a running
+agent's search or write, a hook, `memory-gate undo`, or this page's own edits), and on a team the
+project's newest change in the team's record, whichever member made it. The page then fetches
+its main part again (the `X-Part: main` header) and swaps it in.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from gate.memory import opening, stats, write
 from gate.search import embeddings
 from gate.view import editing, pages, reading
 from gate.view.access import TOKEN, Guard, Refused
-from gate.view.markup import frame
+from gate.memory.changeset import VIEWER_SESSION
+from gate.view.markup import e, frame
 from gate.view.redact import redact
 
 # How often a live stream looks for another connection's commit.
@@ -46,13 +50,28 @@ class View:
         self.memory, self.guard, self.editable, self.endpoint = memory, guard, editable, endpoint
         self.path = memory.path
         self.lock = threading.Lock()
+        member = memory.member
+        self.where = str(self.path) if member is None else (
+            f"the team's memory {member.team.shown}, project {member.team.project}, as {member.member}; "
+            f"your own turns in {self.path}"
+        )
+
+    def _current(self) -> opening.Opened:
+        """The memory, its team connection opened again if it was lost (postgres.Unreachable,
+        a StoreError, when it cannot be), and the member's ledger once it exists."""
+        memory = self.memory
+        if memory.member is not None:
+            memory.team = memory.member.facts(VIEWER_SESSION)
+            if memory.conn is None and memory.path.exists():
+                memory.conn = store.connect(memory.path, create=False)
+        return memory
 
     async def run(self, work: Callable, *args, **kwargs):
         """`work(memory, ...)` in a worker thread, one at a time on the view's connection."""
 
         def locked():
             with self.lock:
-                return work(self.memory, *args, **kwargs)
+                return work(self._current(), *args, **kwargs)
 
         return await anyio.to_thread.run_sync(locked)
 
@@ -68,7 +87,7 @@ class View:
             f"script-src 'nonce-{nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
         )
         html = frame(self.guard, title=title, body=body, here=here, editable=self.editable, nonce=nonce,
-                     database=str(self.path))
+                     database=self.where)
         return HTMLResponse(html, status, headers=headers)
 
 
@@ -136,30 +155,33 @@ def build(view: View) -> Starlette:
             return await fact(request, error=f"nothing was changed: {store.explain(error)}", status=503)
         return RedirectResponse(guard.url(f"/facts/{fact_id}", done=done), 303)
 
+    team = view.memory.team is not None
+
     async def turns(request: Request) -> Response:
         found = await view.run(reading.turns_page, _int(request.query_params.get("before")) or None)
         older = found[-1].id if len(found) == reading.TURNS_PER_PAGE else None
-        return view.page(request, title="Turns", body=pages.turns(guard, found, older), here="/turns")
+        return view.page(request, title="Turns", body=pages.turns(guard, found, older, team=team), here="/turns")
 
     async def figures(request: Request) -> Response:
         def read(memory):
-            conn = memory.conn
-            return stats.report(conn), reading.outcomes_by_day(conn), reading.search_cost_by_day(conn)
+            report = reading.stats_report(memory)
+            conn = memory.ledger()
+            return report, reading.outcomes_by_day(conn), reading.search_cost_by_day(conn)
 
         report, days, cost = await view.run(read)
-        return view.page(request, title="Stats", body=pages.stats(report, days, cost), here="/stats")
+        return view.page(request, title="Stats", body=pages.stats(report, days, cost, team=team), here="/stats")
 
     async def events(request: Request) -> Response:
         from sse_starlette import EventSourceResponse
 
         async def stream():
-            watcher = store.connect(view.path, create=False)
+            watcher = reading.Watcher(view.memory)
             try:
-                seen = reading.version(watcher)
+                seen = await anyio.to_thread.run_sync(watcher.version)
                 yield {"event": "hello", "data": "live"}
                 while True:
                     await anyio.sleep(POLL_SECONDS)
-                    now = await anyio.to_thread.run_sync(reading.version, watcher)
+                    now = await anyio.to_thread.run_sync(watcher.version)
                     if now != seen:
                         seen = now
                         yield {"event": "change", "data": str(now)}
@@ -177,7 +199,13 @@ def build(view: View) -> Starlette:
         Route("/stats", figures),
         Route("/events", events),
     ]
-    return Guarded(Starlette(routes=routes), guard)
+    async def unreachable(request: Request, error: Exception) -> Response:
+        """A page whose memory could not be read: the team's database out of reach, said with its
+        mend (postgres.Unreachable), or a local file that cannot be read."""
+        body = f'<h1>Memory could not be read</h1><p class="notice error" role="alert">{e(store.explain(error))}</p>'
+        return view.page(request, title="Unreachable", body=body, here="", status=503)
+
+    return Guarded(Starlette(routes=routes, exception_handlers={store.StoreError: unreachable}), guard)
 
 
 def _edit(memory, fact_id, fields, rev, endpoint):
@@ -254,9 +282,10 @@ def listen(port: int) -> socket.socket:
 def serve(settings: config.Settings, *, port: int, editable: bool, open_browser: bool) -> int:
     import uvicorn
 
-    path, conn = opening.open_existing(settings)
-    memory = opening.Opened(path, conn)
-    store.load_vectors(conn)  # vectors kept in step with edits, and search by meaning, when it loads
+    memory = opening.open_memory(settings, session=VIEWER_SESSION)
+    path = memory.path
+    if memory.team is None:
+        store.load_vectors(memory.conn)  # vectors kept in step with edits, and search by meaning, when it loads
     listener = listen(port)
     guard = Guard(port=listener.getsockname()[1])
     # A person waits seconds for a search or an edit, not a turn's fraction of one.
@@ -267,7 +296,7 @@ def serve(settings: config.Settings, *, port: int, editable: bool, open_browser:
     url = guard.origin + guard.url("/")
     mode = "editing on" if editable else "read-only (--edit to edit, delete and undo)"
     print(f"memory-gate view: {url}", flush=True)
-    print(f"  {path}; {mode}. Ctrl-C stops it.", flush=True)
+    print(f"  {view.where}; {mode}. Ctrl-C stops it.", flush=True)
     if open_browser:
         _open(url)
     server = uvicorn.Server(uvicorn.Config(build(view), log_level="warning", lifespan="off", access_log=False))

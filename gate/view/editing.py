@@ -1,28 +1,31 @@
 """Edit, delete and undo from the page: the same path every other change takes.
 
 Each change is one transaction through gate/memory/changeset.py, like memory_write's, `undo`'s and
-`import`'s: its write.log line is on disk before the commit, the session is `viewer` and the
-turn's words say what the owner did on the page, the vectors of the changed fact are kept in
-step. The fields pass the checks memory_write applies (gate/memory/write.py: at most 600 characters,
-one of the four kinds, a real day, no credential).
+`import`'s: its record is written before the commit (the write.log line on disk, or on a team's
+memory the row in the team's `changes`, naming the member, in the team's transaction), the
+session is `viewer` and the turn's words say what the owner did on the page, the vectors of the
+changed fact are kept in step. The fields pass the checks memory_write applies
+(gate/memory/write.py: at most 600 characters, one of the four kinds, a real day, no credential).
 
-The form carries the revision the owner was looking at: a fact another session changed since is
-not overwritten blindly, the owner is told and shown the new version.
+The form carries the revision the owner was looking at: a fact another session (or, on a team,
+another member) changed since is not overwritten blindly. The revision is checked under the lock
+every change takes (on a team, the project's row lock, as memory_write's check), and the owner
+is told who changed it, and what it reads now.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from pathlib import Path
 
-import apsw
-
+from gate import clock
 from gate.engine import store
 from gate.memory import audit, changeset, undo, write
 from gate.memory.changeset import VIEWER_SESSION
 from gate.memory.opening import Opened
 from gate.search import embeddings, vectors
+from gate.view.redact import redact
 
 
 class Refused(Exception):
@@ -32,60 +35,81 @@ class Refused(Exception):
 def edit(memory: Opened, fact_id: int, fields: dict[str, str], *, rev: int,
          endpoint: embeddings.Endpoint | None = None) -> str:
     """Give the fact these topic, kind, text and date; return what was done, for the page."""
-    conn, log = memory.conn, audit.log_path(memory.path)
     checked, problems = write.check_fields(fields)
     if problems:
         raise Refused(" ".join(problems))
     ahead = None
     if endpoint is not None:
-        ahead = changeset.embed_ahead(conn, endpoint, [vectors.fact_text(checked["topic"], checked["text"])], [fact_id])
+        texts = [vectors.fact_text(checked["topic"], checked["text"])]
+        if memory.team is not None:
+            from gate.search import teamvectors
+
+            ahead = teamvectors.embed_ahead(memory.team, endpoint, texts, [fact_id])
+        else:
+            ahead = changeset.embed_ahead(memory.conn, endpoint, texts, [fact_id])
     words = f"memory-gate view: edited fact {fact_id}"
-    with store.writing(conn):
-        changes, turn = _begin(conn, log, words)
-        before = _current(conn, changes, fact_id, rev)
+    with _writing(memory) as conn:
+        changes, turn = _begin(memory, conn, words)
+        before = _current(changes, fact_id, rev)
         if before == checked:
             return f"fact {fact_id} already reads so: nothing changed"
         changes.update(fact_id, before, checked)
         _finish(changes, turn, words, ahead)
-    return f"fact {fact_id} updated (logged in write.log as {changes.write_id[:8]}:{fact_id})"
+    return f"fact {fact_id} updated (logged in {memory.record.where} as {changes.write_id[:8]}:{fact_id})"
 
 
 def delete(memory: Opened, fact_id: int, *, rev: int) -> str:
-    conn, log = memory.conn, audit.log_path(memory.path)
     words = f"memory-gate view: deleted fact {fact_id}"
-    with store.writing(conn):
-        changes, turn = _begin(conn, log, words)
-        before = _current(conn, changes, fact_id, rev)
+    with _writing(memory) as conn:
+        changes, turn = _begin(memory, conn, words)
+        before = _current(changes, fact_id, rev)
         changes.delete(fact_id, before)
         _finish(changes, turn, words, None)
-    return f"fact {fact_id} deleted (logged in write.log as {changes.write_id[:8]}:{fact_id}; undo brings it back)"
+    return (f"fact {fact_id} deleted (logged in {memory.record.where} as {changes.write_id[:8]}:{fact_id}; "
+            "undo brings it back)")
 
 
 def revert(memory: Opened, entry: str, *, endpoint: embeddings.Endpoint | None = None) -> str:
     """Undo the change `entry` names (gate/memory/undo.py: only a fact's latest change)."""
+    team = memory.team
     try:
-        done = undo.undo(memory.conn, audit.log_path(memory.path), entry, command=f"memory-gate view: undo {entry}", endpoint=endpoint,
-                         session=VIEWER_SESSION)
+        done = undo.undo(memory.ledger(), audit.log_path(memory.path), entry, command=f"memory-gate view: undo {entry}",
+                         endpoint=endpoint if team is None else None, session=VIEWER_SESSION, team=team)
     except (undo.CannotUndo, ValueError) as error:
         raise Refused(str(error)) from error
-    return f"undid {done.reverted.name} (logged in write.log as {done.entry})"
+    return f"undid {done.reverted.name} (logged in {memory.record.where} as {done.entry})"
 
 
-def _begin(conn: apsw.Connection, log: Path, words: str) -> tuple[changeset.ChangeSet, object]:
+@contextlib.contextmanager
+def _writing(memory: Opened):
+    """The ledger's write transaction (the turn is the member's own, in their local file) and,
+    on a team, the team's inside it: the team's commits first, as memory_write's does."""
+    conn = memory.ledger()
+    with store.writing(conn), (memory.team.transaction() if memory.team is not None else contextlib.nullcontext()):
+        yield conn
+
+
+def _begin(memory: Opened, conn, words: str) -> tuple[changeset.ChangeSet, object]:
     turn = changeset.cli_turn(conn, words, VIEWER_SESSION)
-    return changeset.ChangeSet(conn, changeset.author(turn), log), turn
+    log = audit.log_path(memory.path) if memory.team is None else None
+    return changeset.ChangeSet(conn, changeset.author(turn), log, memory.team), turn
 
 
-def _current(conn: apsw.Connection, changes: changeset.ChangeSet, fact_id: int, rev: int) -> dict[str, str]:
-    """The fact as memory holds it, if it is still the revision the owner was looking at."""
+def _current(changes: changeset.ChangeSet, fact_id: int, rev: int) -> dict[str, str]:
+    """The fact as memory holds it, if it is still the revision the owner was looking at. Asked
+    under the lock every change takes (a team's project lock: `current`), so that another
+    member's change cannot slip in between the check and this one."""
+    now = changes.facts.current([fact_id]).get(fact_id)
     before = changes.snapshot(fact_id)
-    if before is None:
+    if now is None or before is None:
         raise Refused(f"fact {fact_id} is no longer in memory (another session deleted it): nothing was changed")
-    now = conn.execute("SELECT rev FROM facts WHERE id = ?", (fact_id,)).fetchone()[0]
-    if now != rev:
+    held, topic, text, updated, member = now
+    if held != rev:
+        who = f"by {member}" if member else "by another session"
         raise Refused(
-            f"fact {fact_id} changed since you opened it (revision {rev}, now {now}): nothing was "
-            "changed; look at the new version below and edit that"
+            f"fact {fact_id} changed since you opened it, {who} (revision {rev} then, {held} since "
+            f'{clock.shown(updated)}): nothing was changed. It reads now: [{redact(topic)}] "{redact(text)}" '
+            "Look at the new version below and edit that."
         )
     return before
 

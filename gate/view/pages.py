@@ -123,7 +123,7 @@ def fact(guard: Guard, fact_id: int, story: Story, *, editable: bool, message: s
     elif story.changes:
         head = f'<h1>Fact {fact_id} <span class="tag deleted">deleted</span></h1><p class="figures">Memory no longer holds it; its history is below.</p>'
     else:
-        head = f'<h1>Fact {fact_id}</h1><p class="empty">Memory holds no fact {fact_id}, and write.log records no change to it.</p>'
+        head = f'<h1>Fact {fact_id}</h1><p class="empty">Memory holds no fact {fact_id}, and {e(story.where)} records no change to it.</p>'
     body = head + _notice(message, error)
     if editable and now is not None:
         body += _edit_form(guard, now, draft)
@@ -131,7 +131,7 @@ def fact(guard: Guard, fact_id: int, story: Story, *, editable: bool, message: s
         body += '<p class="figures">Read-only: run <code>memory-gate view --edit</code> to edit, delete or undo.</p>'
     if story.changes and not story.in_step:
         body += ('<p class="notice error">Memory does not hold this fact as its last logged change left it: '
-                 "write.log lost lines (<code>memory-gate doctor</code> checks it).</p>")
+                 f"{e(story.where)} lost changes (<code>memory-gate doctor</code> checks it).</p>")
     body += f"<h2>History</h2>{_history(guard, fact_id, story, editable)}"
     return body
 
@@ -156,7 +156,7 @@ def _edit_form(guard: Guard, now: Fact, draft: dict | None) -> str:
 
 def _history(guard: Guard, fact_id: int, story: Story, editable: bool) -> str:
     if not story.changes:
-        return '<p class="empty">write.log records no committed change to this fact.</p>'
+        return f'<p class="empty">{e(story.where)} records no committed change to this fact.</p>'
     out = []
     latest = story.latest
     for change in reversed(story.changes):  # newest first, as the list is
@@ -174,7 +174,9 @@ def _version(guard: Guard, change: history.Change, undoable: bool) -> str:
         what += f" (undoes {change.undid()})"
     meta = (
         f'<div class="meta"><strong class="mono">{e(change.name)}</strong> · {e(what)} · {when(entry.get("time"))}'
-        f' · session <span class="mono">{e(entry.get("session"))}</span> · turn <span class="mono">{e(entry.get("turn"))}</span></div>'
+        f' · session <span class="mono">{e(entry.get("session"))}</span> · turn <span class="mono">{e(entry.get("turn"))}</span>'
+        + (f' · member <span class="mono member">{e(entry["member"])}</span>' if entry.get("member") else "")
+        + "</div>"
     )
     # A hand session's words are the command or the page's action, not an owner's prompt.
     label = "why" if entry.get("session") in HAND_SESSIONS else "owner’s words"
@@ -206,10 +208,16 @@ def _version(guard: Guard, change: history.Change, undoable: bool) -> str:
 # -- turns ------------------------------------------------------------------------------------
 
 
-def turns(guard: Guard, found: list[TurnView], older: int | None) -> str:
+# On a team's memory the facts are the team's and the turns each member's own (their local ledger).
+YOUR_TURNS = ('<p class="figures" id="own-turns">On the team’s memory, your own turns only: each member’s '
+              "turns stay in their local ledger; the facts are the team’s.</p>")
+
+
+def turns(guard: Guard, found: list[TurnView], older: int | None, *, team: bool = False) -> str:
+    mine = YOUR_TURNS if team else ""
     if not found:
-        return '<h1>Turns</h1><p class="empty">No turn has reached memory yet.</p>'
-    out = ['<h1>Turns</h1><p class="figures">What the gate did for each turn, the newest first: the owner’s words, '
+        return f'<h1>Turns</h1>{mine}<p class="empty">No turn has reached memory yet.</p>'
+    out = [f'<h1>Turns</h1>{mine}<p class="figures">What the gate did for each turn, the newest first: the owner’s words, '
            "what the agent searched, every fact it read and how it answered for it, the holds, and whether "
            "the answer complied or was released.</p>"]
     for turn in found:
@@ -245,7 +253,7 @@ def turns(guard: Guard, found: list[TurnView], older: int | None) -> str:
 # -- stats ------------------------------------------------------------------------------------
 
 
-def stats(report: dict, days: list, cost: list[tuple[str, float]]) -> str:
+def stats(report: dict, days: list, cost: list[tuple[str, float]], *, team: bool = False) -> str:
     facts, turns_, searches = report["facts"], report["turns"], report["searches"]
     share = f" ({turns_['complied_share']}%)" if turns_["complied_share"] is not None else ""
     outcome_chart = charts.stacked_days(
@@ -262,10 +270,10 @@ def stats(report: dict, days: list, cost: list[tuple[str, float]]) -> str:
         f"{searches['tokens_per_search']} tokens ({plural(searches['recorded'], 'search')} measured)."
         if searches["recorded"] else "No search measured yet."
     )
-    return f"""<h1>Stats</h1><div class="grid2">
+    return f"""<h1>Stats</h1>{YOUR_TURNS if team else ""}<div class="grid2">
 <section><h2>Turns: complied or released</h2>{outcome_chart}
 <p class="figures">{plural(turns_['gated'], 'turn')} gated; complied {turns_['complied']}{share}: {turns_['complied_at_once']} at once,
 {turns_['complied_after_hold']} after a hold; released unmet {turns_['released_unmet']}.</p></section>
-<section><h2>Facts by kind</h2>{kinds}<p class="figures">{facts['total']} facts.</p></section>
+<section><h2>Facts by kind</h2>{kinds}<p class="figures">{facts['total']} facts{" in the team’s memory" if team else ""}.</p></section>
 <section><h2>What a search costs the context</h2>{cost_chart}<p class="figures">{cost_line}</p></section>
 </div>"""

@@ -8,11 +8,12 @@ size answers a page in milliseconds; bench/view.py measures it at 100k facts.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import apsw
 
-from gate.memory import changeset, history, listing
+from gate.engine import store
+from gate.memory import changeset, history, listing, stats
 from gate.memory.opening import Opened
 from gate.search import embeddings, search
 from gate.engine.facts import Fact, load_facts
@@ -59,14 +60,27 @@ class Page:
 def facts_page(memory: Opened, filters: Filters, number: int = 1, per_page: int = PER_PAGE) -> Page:
     """One page of the facts that pass the filters, the most recently changed first."""
     arguments = filters.arguments()
-    total = listing.count(memory.conn, **arguments)
+    team = memory.team
+    total = listing.team_count(team, **arguments) if team else listing.count(memory.conn, **arguments)
     number = max(1, min(number, max(1, -(-total // per_page))))
-    found = list(listing.facts(memory.conn, **arguments, limit=per_page, offset=(number - 1) * per_page))
+    window = {"limit": per_page, "offset": (number - 1) * per_page}
+    if team is not None:
+        found = list(listing.team_facts(team, **arguments, **window))
+    else:
+        found = list(listing.facts(memory.conn, **arguments, **window))
     return Page(found, total, number, per_page)
 
 
+def load(memory: Opened, ids: list[int]) -> dict[int, Fact]:
+    """The facts of these ids that memory holds, by id: the local file's, or the team's."""
+    if memory.team is None:
+        return load_facts(memory.conn, ids)
+    with memory.team.transaction():
+        return memory.team.load(ids)
+
+
 def fact(memory: Opened, fact_id: int) -> Fact | None:
-    return load_facts(memory.conn, [fact_id]).get(fact_id)
+    return load(memory, [fact_id]).get(fact_id)
 
 
 @dataclass(frozen=True)
@@ -76,6 +90,7 @@ class Story:
 
     fact: Fact | None
     changes: list[history.Change]
+    where: str = "write.log"  # the record they come from: write.log, or the team's
 
     @property
     def latest(self) -> history.Change | None:
@@ -91,7 +106,8 @@ class Story:
 
 
 def story(memory: Opened, fact_id: int) -> Story:
-    return Story(fact(memory, fact_id), list(memory.record.changes(fact_id)))
+    record = memory.record
+    return Story(fact(memory, fact_id), list(record.changes(fact_id)), record.where)
 
 
 # -- search ---------------------------------------------------------------------------------
@@ -128,7 +144,10 @@ def find(memory: Opened, terms: str, endpoint: embeddings.Endpoint | None) -> Fo
     says which, from the candidates it judged (search.ranking), at no cost of its own. A second
     search, by words or by meaning, to tell why, cost as much as the ranking at 100k facts and
     put a page over its 200 ms."""
-    ranking = tools.rank(memory.conn, terms, endpoint=endpoint)
+    if memory.team is not None:
+        ranking = _rank_team(memory.team, terms, endpoint)
+    else:
+        ranking = tools.rank(memory.conn, terms, endpoint=endpoint)
     why = ranking.why
     by_words = why.candidates if why else {}
     returned = why.by_words if why else set()
@@ -138,6 +157,40 @@ def find(memory: Opened, terms: str, endpoint: embeddings.Endpoint | None) -> Fo
         hits.append(Hit(found, search.TIERS[word.tier] if word else None, word.coverage if word else 0.0,
                         found.id not in returned))
     return Found(terms, hits, ranking.notes, ranking.query is not None)
+
+
+def _rank_team(team, terms: str, endpoint: embeddings.Endpoint | None, limit: int = search.RESULTS) -> tools.Ranking:
+    """tools.rank over a team's facts: memory_search's ranking on a team (tools._search_team: words
+    by gate/search/team.py, meaning by pgvector, judged by the same search.ranking_in), recording
+    nothing, with the ranking kept to say why each fact came back."""
+    from gate.search import teamvectors
+    from gate.search.team import TeamIndex
+
+    notes: list[str] = []
+    query = None
+    if endpoint is not None and terms.strip():
+        try:
+            query = endpoint.embed([terms], role=embeddings.QUERY, timeout=endpoint.search_timeout)
+        except embeddings.VectorError as error:
+            notes.append(f"{tools.WORDS_ONLY}{error}")
+    index = TeamIndex(team.conn, team.project)
+    with team.transaction():
+        meaning = None
+        if query is not None and not teamvectors.available(team):
+            notes.append(f"{tools.WORDS_ONLY}{teamvectors.NO_PGVECTOR}")
+            query = None
+        elif query is not None:
+            cut = endpoint.max_distance if endpoint else None
+            meaning = lambda: search.near(  # noqa: E731
+                teamvectors.neighbourhood(team, query, limit=search.CANDIDATES), max_distance=cut)
+        try:
+            why = search.ranking_in(index, terms, meaning, limit=limit)
+        except embeddings.VectorError as error:
+            notes.append(f"{tools.WORDS_ONLY}{error}")
+            query = None
+            why = search.ranking_in(index, terms, None, limit=limit)
+        found = team.load(why.ids)
+    return tools.Ranking([found[fact] for fact in why.ids if fact in found], query, notes, why)
 
 
 # -- turns ----------------------------------------------------------------------------------
@@ -178,15 +231,22 @@ class TurnView:
 
 def turns_page(memory: Opened, before: int | None = None, limit: int = TURNS_PER_PAGE) -> list[TurnView]:
     """The agents' turns, the newest first (the hand sessions' own turns left out); `before`: only
-    turns older than that id (the next page)."""
+    turns older than that id (the next page). On a team, this member's own turns: the ledger is
+    each member's local file (none yet: no turns)."""
     conn = memory.conn
+    if conn is None:
+        return []
     rows = list(conn.execute(
         "SELECT id, session, prompt_id, prompt, started, searched, wrote, holds, outcome FROM turns"
         f" WHERE session NOT IN ({','.join('?' * len(changeset.HAND_SESSIONS))}) AND id < ?"
         " ORDER BY id DESC LIMIT ?",
         (*changeset.HAND_SESSIONS, before or 1 << 62, limit),
     ))
-    return [_turn(conn, row) for row in rows]
+    turns = [_turn(conn, row) for row in rows]
+    # The topic of each fact read, as memory holds it now (the team's, on a team).
+    held = load(memory, sorted({read.fact for turn in turns for read in turn.reads}))
+    return [replace(turn, reads=[replace(read, topic=held[read.fact].topic if read.fact in held else None)
+                                 for read in turn.reads]) for turn in turns]
 
 
 def _turn(conn: apsw.Connection, row: tuple) -> TurnView:
@@ -207,11 +267,9 @@ def _turn(conn: apsw.Connection, row: tuple) -> TurnView:
         for kept in data.get("kept") or []:
             how.setdefault(kept, "kept")
     reads = [
-        Read(fact_id, topic, how.get(fact_id) or ("answered" if answered else "not answered"))
-        for fact_id, answered, topic in conn.execute(
-            "SELECT reads.fact, reads.answered, facts.topic FROM reads LEFT JOIN facts ON facts.id = reads.fact"
-            " WHERE reads.turn = ? ORDER BY reads.fact",
-            (turn_id,),
+        Read(fact_id, None, how.get(fact_id) or ("answered" if answered else "not answered"))
+        for fact_id, answered in conn.execute(
+            "SELECT fact, answered FROM reads WHERE turn = ? ORDER BY fact", (turn_id,)
         )
     ]
     return TurnView(
@@ -253,6 +311,48 @@ def search_cost_by_day(conn: apsw.Connection, days: int = 30) -> list[tuple[str,
     return [(day, round(chars, 1)) for day, chars in reversed(list(rows))]
 
 
-def version(conn: apsw.Connection) -> int:
-    """Changes whenever another connection commits: what the live updates watch."""
-    return conn.execute("PRAGMA data_version").fetchone()[0]
+def stats_report(memory: Opened) -> dict:
+    """`memory-gate stats`' figures: the facts memory holds (the team's, on a team) and the turns
+    of the ledger (on a team, this member's own)."""
+    if memory.team is None:
+        return stats.report(memory.conn)
+    with memory.team.transaction():
+        kinds = listing.team_kinds(memory.team)
+    return stats.report(memory.ledger(), kinds=kinds)
+
+
+class Watcher:
+    """What a live-update stream polls, on connections of its own: a value that moves whenever
+    memory changes. A local memory's `PRAGMA data_version`, which moves whenever another
+    connection commits; on a team, the project's newest change in its record (`changes.seq`,
+    whoever made it) and the member's ledger's data_version (their own turns)."""
+
+    def __init__(self, memory: Opened):
+        from gate.memory import team
+
+        self.path = memory.path
+        self.ledger: apsw.Connection | None = None
+        self.member = team.Member(memory.member.team, memory.member.member) if memory.member else None
+
+    def version(self) -> tuple:
+        if self.ledger is None and self.path.exists():
+            self.ledger = store.connect(self.path, create=False)
+        local = self.ledger.execute("PRAGMA data_version").fetchone()[0] if self.ledger is not None else 0
+        if self.member is None:
+            return (local,)
+        try:
+            team = self.member.facts(changeset.VIEWER_SESSION)
+            with team.transaction():
+                newest = team.conn.execute(
+                    "SELECT coalesce(max(seq), 0) FROM changes WHERE project = %s", (team.project,)
+                ).fetchone()[0]
+        except store.StoreError:
+            self.member.drop()  # out of reach: the next poll connects again
+            newest = None
+        return (newest, local)
+
+    def close(self) -> None:
+        if self.ledger is not None:
+            self.ledger.close()
+        if self.member is not None:
+            self.member.close()
