@@ -229,3 +229,16 @@ def test_a_change_by_another_member_appears_without_a_reload(view, team, page):
     page.wait_for_selector("tr[data-fact='4']")
     assert _rows(page)[0] == 4
     assert page.evaluate("window.sameDocument") is True  # swapped in, not reloaded
+
+
+def test_a_team_out_of_reach_is_one_line_with_the_mend_not_an_empty_page(home, tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    env = child_env(home, MEMORY_GATE_DB="postgresql://bea@127.0.0.1:1/team", MEMORY_GATE_PROJECT=KEY)
+    done = subprocess.run([sys.executable, "-m", "gate", "view", "--no-browser"], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.returncode == 1 and "http://" not in done.stdout
+    assert done.stderr.startswith("memory-gate: cannot reach the team database") and "PGPASSWORD" in done.stderr
