@@ -29,11 +29,11 @@ from starlette.routing import Route
 from gate import config
 from gate.credentials import find as find_credential, marker
 from gate.engine import store
-from gate.memory import opening, stats, write
+from gate.memory import opening, write
+from gate.memory.changeset import VIEWER_SESSION
 from gate.search import embeddings
 from gate.view import editing, pages, reading
 from gate.view.access import TOKEN, Guard, Refused
-from gate.memory.changeset import VIEWER_SESSION
 from gate.view.markup import e, frame
 from gate.view.redact import redact
 
@@ -199,6 +199,7 @@ def build(view: View) -> Starlette:
         Route("/stats", figures),
         Route("/events", events),
     ]
+
     async def unreachable(request: Request, error: Exception) -> Response:
         """A page whose memory could not be read: the team's database out of reach, said with its
         mend (postgres.Unreachable), or a local file that cannot be read."""
@@ -283,7 +284,6 @@ def serve(settings: config.Settings, *, port: int, editable: bool, open_browser:
     import uvicorn
 
     memory = opening.open_memory(settings, session=VIEWER_SESSION)
-    path = memory.path
     if memory.team is None:
         store.load_vectors(memory.conn)  # vectors kept in step with edits, and search by meaning, when it loads
     listener = listen(port)
