@@ -52,6 +52,7 @@ from latency import percentile, python_start  # noqa: E402  the same yardstick a
 
 from gate.engine import store  # noqa: E402
 from gate.memory import audit  # noqa: E402
+from gate.memory.opening import Opened  # noqa: E402
 from gate.search import embeddings, vectors  # noqa: E402
 from gate.serve import tools  # noqa: E402
 from gate.view import reading  # noqa: E402
@@ -106,6 +107,7 @@ def give_vectors(db: Path, endpoint: embeddings.Endpoint, sources: list[int]) ->
     answer = endpoint.embed(list(vectors.REFERENCE), role=embeddings.DOCUMENT, timeout=300)
     conn = store.connect(db, create=False)
     store.load_vectors(conn)
+    memory = Opened(db, conn)  # what the viewer's pages read, over the same connection
     try:
         found = vectors.space(conn)
         if found is not None and found.model == answer.model and not vectors.missing(conn):
@@ -281,10 +283,11 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
         ("facts, topic words starting 's', page 20", "/?topic=s&page=20",
          lambda c: reading.facts_page(c, reading.Filters(topic="s"), 20)),
         ("search by words (1-4 words of a fact)", "search", None),
-        ("fact page (streams write.log)", f"/facts/{args.facts // 2}", lambda c: reading.story(c, audit.log_path(db), args.facts // 2)),
+        ("fact page (streams write.log)", f"/facts/{args.facts // 2}", lambda c: reading.story(c, args.facts // 2)),
     ]
     conn = store.connect(db, create=False)
     store.load_vectors(conn)
+    memory = Opened(db, conn)  # what the viewer's pages read, over the same connection
     print(f"\n{'page':<40} {'HTTP p50':>9} {'p95':>7}   {'library p50':>11} {'p95':>7}   target")
     failed = False
 
@@ -304,13 +307,13 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
                 numbers = iter(range(2, 2 * args.repeat + 2))
                 numbers_lib = iter(range(2, 2 * args.repeat + 2))
                 web = timed(lambda: viewer.get(f"/?page={next(numbers)}"), args.repeat)
-                lib = timed(lambda: reading.facts_page(conn, reading.Filters(), next(numbers_lib)), args.repeat)
+                lib = timed(lambda: reading.facts_page(memory, reading.Filters(), next(numbers_lib)), args.repeat)
             elif path == "search":  # a different query each time
                 paths = iter([f"/search?q={quote(q)}" for q in queries])
                 terms = iter(queries)
                 viewer.get("/search?q=warm")
                 web = timed(lambda: viewer.get(next(paths)), args.repeat)
-                lib = timed(lambda: reading.find(conn, next(terms), None), args.repeat)
+                lib = timed(lambda: reading.find(memory, next(terms), None), args.repeat)
                 terms = iter(queries)
                 ranking = timed(lambda: tools.rank(conn, next(terms)), args.repeat)
             else:
@@ -318,7 +321,7 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
                 # The fact page reads the whole log: a few repeats say what it costs.
                 repeat = 5 if label.startswith("fact page") else args.repeat
                 web = timed(lambda: viewer.get(path), repeat)
-                lib = timed(lambda: library(conn), repeat)
+                lib = timed(lambda: library(memory), repeat)
             report(label, web, lib, _ranking(ranking) if path == "search" else "")
     finally:
         viewer.stop()
@@ -334,7 +337,7 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
             if not all("ranked by words and meaning" in body for body in shown):
                 raise SystemExit("the viewer did not search by meaning: " + next(b for b in shown if "ranked by words and meaning" not in b)[:300])
             terms = iter(queries)
-            lib = timed(lambda: reading.find(conn, next(terms), endpoint), args.repeat)
+            lib = timed(lambda: reading.find(memory, next(terms), endpoint), args.repeat)
             near = sum(body.count("meaning: near") for body in shown) / len(shown)
             terms = iter(queries)
             ranking = timed(lambda: tools.rank(conn, next(terms), endpoint=endpoint), args.repeat)
