@@ -176,36 +176,42 @@ def memory_search(
 
 def _search_team(team: "TeamFacts", terms: str, endpoint: embeddings.Endpoint | None, notes: list[str],
                  limit: int) -> tuple[list[Fact], embeddings.Vectors | None, int]:
-    """A team's facts for the search, best first, as the local ones are ranked: words by
-    gate/search/team.py, meaning by gate/search/teamvectors.py (pgvector), in one snapshot of the
-    team's facts. Also the query's vector (None: words only, the reason in `notes`) and how many
-    facts still wait for their vector after a short catch-up."""
+    """A team's facts for the search, best first (_ranked_team), after a short catch-up of the
+    facts still waiting for their vector. Also the query's vector (None: words only, the reason
+    in `notes`) and how many facts still wait for their vector after the catch-up."""
+    query = _embed(terms, endpoint, notes)
+    waiting = _catch_up_team(team, endpoint, notes) if query is not None else 0
+    ranking = _ranked_team(team, terms, query, endpoint, notes, limit)
+    return ranking.facts, ranking.query, waiting
+
+
+def _ranked_team(team: "TeamFacts", terms: str, query: embeddings.Vectors | None,
+                 endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ranking:
+    """_ranked over a team's facts, as the local ones are ranked: words by gate/search/team.py,
+    meaning by gate/search/teamvectors.py (pgvector), judged by the same search.ranking_in, in one
+    snapshot of the team's facts. The ranking's query is None when meaning was not used (the
+    reason in `notes`)."""
     from gate.search import teamvectors
     from gate.search.team import TeamIndex
 
-    query = None
-    if endpoint is not None and terms.strip():
-        try:
-            query = endpoint.embed([terms], role=embeddings.QUERY, timeout=endpoint.search_timeout)
-        except embeddings.VectorError as error:
-            notes.append(f"{WORDS_ONLY}{error}")
-    waiting = _catch_up_team(team, endpoint, notes) if query is not None else 0
     index = TeamIndex(team.conn, team.project)
     with team.transaction():
         meaning = None
         if query is not None and not teamvectors.available(team):
             notes.append(f"{WORDS_ONLY}{teamvectors.NO_PGVECTOR}")
+            query = None
         elif query is not None:
             cut = endpoint.max_distance if endpoint else None
             meaning = lambda: search.near(  # noqa: E731
                 teamvectors.neighbourhood(team, query, limit=search.CANDIDATES), max_distance=cut)
         try:
-            ranked = search.ranking_in(index, terms, meaning, limit=limit).ids
+            why = search.ranking_in(index, terms, meaning, limit=limit)
         except embeddings.VectorError as error:
             notes.append(f"{WORDS_ONLY}{error}")
-            ranked = search.ranking_in(index, terms, None, limit=limit).ids
-        found = team.load(ranked)
-    return [found[fact] for fact in ranked if fact in found], query, waiting
+            query = None
+            why = search.ranking_in(index, terms, None, limit=limit)
+        found = team.load(why.ids)
+    return Ranking([found[fact] for fact in why.ids if fact in found], query, notes, why)
 
 
 def _catch_up_team(team: "TeamFacts", endpoint: embeddings.Endpoint, notes: list[str]) -> int:
@@ -284,11 +290,19 @@ class Ranking:
 
 
 def rank(
-    conn: apsw.Connection, terms: str, *, limit: int = search.RESULTS, endpoint: embeddings.Endpoint | None = None
+    conn: apsw.Connection | None,
+    terms: str,
+    *,
+    limit: int = search.RESULTS,
+    endpoint: embeddings.Endpoint | None = None,
+    team: "TeamFacts | None" = None,
 ) -> Ranking:
-    """memory_search's ranking, recording nothing (no turn, no read): for people looking at
-    memory (`memory-gate view`)."""
+    """memory_search's ranking, recording nothing (no turn, no read, no vector caught up): for
+    people looking at memory (`memory-gate view`). With a `team`, of the team's facts (`conn`
+    is then not read)."""
     notes: list[str] = []
+    if team is not None:
+        return _ranked_team(team, terms, _embed(terms, endpoint, notes), endpoint, notes, limit)
     query = _embed_query(conn, terms, endpoint, notes)
     facts, why = _ranked(conn, terms, query, endpoint, notes, limit)
     return Ranking(facts, query, notes, why)
@@ -349,6 +363,13 @@ def _embed_query(
         return None
     if not store.vectors_loaded(conn):
         notes.append(f"{WORDS_ONLY}sqlite-vec cannot be loaded (memory-gate doctor says why)")
+        return None
+    return _embed(terms, endpoint, notes)
+
+
+def _embed(terms: str, endpoint: embeddings.Endpoint | None, notes: list[str]) -> embeddings.Vectors | None:
+    """The query's vector from the endpoint, or None (the reason in `notes` when embedding failed)."""
+    if endpoint is None or not terms.strip():
         return None
     try:
         return endpoint.embed([terms], role=embeddings.QUERY, timeout=endpoint.search_timeout)

@@ -144,10 +144,7 @@ def find(memory: Opened, terms: str, endpoint: embeddings.Endpoint | None) -> Fo
     says which, from the candidates it judged (search.ranking), at no cost of its own. A second
     search, by words or by meaning, to tell why, cost as much as the ranking at 100k facts and
     put a page over its 200 ms."""
-    if memory.team is not None:
-        ranking = _rank_team(memory.team, terms, endpoint)
-    else:
-        ranking = tools.rank(memory.conn, terms, endpoint=endpoint)
+    ranking = tools.rank(memory.conn, terms, endpoint=endpoint, team=memory.team)
     why = ranking.why
     by_words = why.candidates if why else {}
     returned = why.by_words if why else set()
@@ -157,40 +154,6 @@ def find(memory: Opened, terms: str, endpoint: embeddings.Endpoint | None) -> Fo
         hits.append(Hit(found, search.TIERS[word.tier] if word else None, word.coverage if word else 0.0,
                         found.id not in returned))
     return Found(terms, hits, ranking.notes, ranking.query is not None)
-
-
-def _rank_team(team, terms: str, endpoint: embeddings.Endpoint | None, limit: int = search.RESULTS) -> tools.Ranking:
-    """tools.rank over a team's facts: memory_search's ranking on a team (tools._search_team: words
-    by gate/search/team.py, meaning by pgvector, judged by the same search.ranking_in), recording
-    nothing, with the ranking kept to say why each fact came back."""
-    from gate.search import teamvectors
-    from gate.search.team import TeamIndex
-
-    notes: list[str] = []
-    query = None
-    if endpoint is not None and terms.strip():
-        try:
-            query = endpoint.embed([terms], role=embeddings.QUERY, timeout=endpoint.search_timeout)
-        except embeddings.VectorError as error:
-            notes.append(f"{tools.WORDS_ONLY}{error}")
-    index = TeamIndex(team.conn, team.project)
-    with team.transaction():
-        meaning = None
-        if query is not None and not teamvectors.available(team):
-            notes.append(f"{tools.WORDS_ONLY}{teamvectors.NO_PGVECTOR}")
-            query = None
-        elif query is not None:
-            cut = endpoint.max_distance if endpoint else None
-            meaning = lambda: search.near(  # noqa: E731
-                teamvectors.neighbourhood(team, query, limit=search.CANDIDATES), max_distance=cut)
-        try:
-            why = search.ranking_in(index, terms, meaning, limit=limit)
-        except embeddings.VectorError as error:
-            notes.append(f"{tools.WORDS_ONLY}{error}")
-            query = None
-            why = search.ranking_in(index, terms, None, limit=limit)
-        found = team.load(why.ids)
-    return tools.Ranking([found[fact] for fact in why.ids if fact in found], query, notes, why)
 
 
 # -- turns ----------------------------------------------------------------------------------
