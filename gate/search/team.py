@@ -83,6 +83,7 @@ def rebuild_words(team) -> int:
     counter a hand-made change to the database put wrong, is right again."""
     with team.transaction():
         conn, project = team.conn, team.project
+        conn.execute("SET LOCAL statement_timeout = 0")  # a person waits for a whole project's words
         conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (project,))
         rows = conn.execute("SELECT id, topic, text FROM facts WHERE project = %s ORDER BY id", (project,)).fetchall()
         with conn.cursor() as cursor:
