@@ -313,7 +313,7 @@ def test_a_query_ranks_the_same_facts_alike_on_both_engines(both_engines, words,
     if fts is None:
         return
     in_sqlite = search._match(local, fts.text, 60)
-    in_postgres = postgres.match(team, 1, ts.text, ts.phrases, 60)
+    in_postgres = postgres.match(team, 1, ts, 60)
     assert [fact for fact, _, _ in in_postgres] == [fact for fact, _, _ in in_sqlite], (fts.text, in_sqlite, in_postgres)
     assert [matched for _, _, matched in in_postgres] == [matched for _, _, matched in in_sqlite]
     for (_, mine, _), (_, theirs, _) in zip(in_postgres, in_sqlite):
@@ -326,7 +326,7 @@ def test_the_ranking_parity_sees_ranks_that_differ(both_engines):
 
     _, team = both_engines
     ts = query.parse("deploy main").tsquery()
-    ranked = postgres.match(team, 1, ts.text, ts.phrases, 8)
+    ranked = postgres.match(team, 1, ts, 8)
     assert len({rank for _, rank, _ in ranked}) >= 2 and ranked[0][2][0] == postgres.IN_TOPIC
 
 
@@ -354,3 +354,108 @@ def test_the_search_parity_sees_searches_that_find_facts(both_engines):
     for typed in ("deploying main", "会議", "React hooks", "db backups", "configuracao"):
         found = search.by_words_in(index, typed)
         assert found and found == search.by_words(local, typed), typed
+
+
+# -- the rarest phrases first: the same answer without ranking every fact a common word holds ---------
+
+SKEWED_WORDS = ["common", "often", "deploy", "deploys", "deployment", "staging", "rollback", "canary",
+                "postgres", "pager", "quota", "zebra"]
+
+
+@pytest.fixture(scope="module")
+def skewed(postgres_server):
+    """300 facts in both engines: `common` in nine of ten, `often` in four of ten (and often* in
+    about half), the rest rarer
+    and rarer, so that idf's floor, a phrase a third of the facts hold, and rare ones all meet."""
+    import random
+
+    import psycopg
+
+    rng = random.Random(5)
+    corpus = []
+    for _ in range(300):
+        # `oftener` makes the prefix often* two words, its commonest held by under half the facts.
+        words = [word for word, share in (("common", 0.9), ("often", 0.4), ("oftener", 0.1)) if rng.random() < share]
+        words += rng.sample(SKEWED_WORDS[2:], rng.randint(0, 2)) + ["filler"] * rng.randint(0, 12)
+        rng.shuffle(words)
+        corpus.append(("notes" if rng.random() < 0.7 else rng.choice(SKEWED_WORDS), " ".join(words) or "filler"))
+    with psycopg.connect(postgres_server.url(), autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS t_skewed")
+        admin.execute("CREATE DATABASE t_skewed")
+    team = postgres.connect(postgres_server.url("t_skewed"))
+    project = team.execute("INSERT INTO projects (key, created) VALUES ('p', '') RETURNING id").fetchone()[0]
+    local = store.connect(":memory:")
+    for fact, (topic, text) in enumerate(corpus, start=1):
+        local.execute("INSERT INTO facts (id, topic, kind, text, date, created, updated, confirmed)"
+                      " VALUES (?, ?, 'state', ?, '2026-12-01', '', '', '')", (fact, topic, text))
+        team.execute(
+            "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
+            " VALUES (%s, %s, %s, 'state', %s, '2026-12-01', '', '', '', 'me', %s::tsvector)",
+            (project, fact, topic, text, postgres.words(topic, text)))
+    team.commit()
+    yield local, team, project
+    team.close()
+    local.close()
+    with psycopg.connect(postgres_server.url(), autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS t_skewed WITH (FORCE)")
+
+
+def _rankings(monkeypatch) -> list[str]:
+    """Each ranking match() runs, in order: "rarest" (of the rarest phrases' facts) or "all"."""
+    kinds: list[str] = []
+    ranked = postgres._ranked_in_sql
+
+    def spy(*args, among=None, **kwargs):
+        kinds.append("all" if among is None else "rarest")
+        return ranked(*args, among=among, **kwargs)
+
+    monkeypatch.setattr(postgres, "_ranked_in_sql", spy)
+    return kinds
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(st.sampled_from(SKEWED_WORDS + ["deplo", "rollbacks"]), min_size=2, max_size=4, unique=True),
+       limit=st.sampled_from([1, 8, 60]), after=st.sampled_from([0, 150]))
+def test_ranking_the_rarest_phrases_first_gives_fts5s_answer(skewed, words, limit, after):
+    from gate.search import query, search
+
+    local, team, project = skewed
+    parsed = query.parse(" ".join(words))
+    fts, ts = parsed.expression(), parsed.tsquery()
+    in_sqlite = search._match(local, fts.text, limit, after)
+    in_postgres = postgres.match(team, project, ts, limit, after)
+    assert [rank for _, rank, _ in in_postgres] == pytest.approx([rank for _, rank, _ in in_sqlite], rel=1e-9)
+    # Facts this corpus ties exactly can land a last bit apart (float sums in another order), and so
+    # swap places: the same facts with the same phrases in each run of equal ranks, but the last
+    # run, which the limit may cut at a different fact.
+    runs = _runs_of_equal_rank(in_sqlite)
+    for run, (start, end) in enumerate(runs):
+        mine = {(fact, matched) for fact, _, matched in in_postgres[start:end]}
+        theirs = {(fact, matched) for fact, _, matched in in_sqlite[start:end]}
+        assert mine == theirs or (run == len(runs) - 1 and len(in_sqlite) == limit), (start, end)
+
+
+def _runs_of_equal_rank(rows) -> list[tuple[int, int]]:
+    runs: list[tuple[int, int]] = []
+    for number, (_, rank, _) in enumerate(rows):
+        if runs and rank == pytest.approx(rows[runs[-1][0]][1], rel=1e-12):
+            runs[-1] = (runs[-1][0], number + 1)
+        else:
+            runs.append((number, number + 1))
+    return runs
+
+
+def test_the_rarest_phrases_settle_some_answers_and_give_way_on_others(skewed, monkeypatch):
+    """So that the property above is no vacuous truth: both ways out are taken on this corpus."""
+    from gate.search import query
+
+    _, team, project = skewed
+    kinds = _rankings(monkeypatch)
+    runs = []
+    for typed, limit in (("common zebra", 8), ("common often", 60), ("often zebra", 60), ("common often zebra", 8)):
+        kinds.clear()
+        postgres.match(team, project, query.parse(typed).tsquery(), limit)
+        runs.append(tuple(kinds))
+    settled = [run for run in runs if run[-1] == "rarest"]
+    gave_way = [run for run in runs if "rarest" in run[:-1] or (run[-1] == "all" and "rarest" in run)]
+    assert settled and gave_way, runs

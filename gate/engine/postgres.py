@@ -132,13 +132,15 @@ def _instances(held: dict, phrase) -> list[str]:
     return found
 
 
-def match(conn, project: int, text: str, phrases, limit: int, after: int = 0) -> list[tuple[int, float, bytes]]:
+def match(conn, project: int, expression, limit: int, after: int = 0) -> list[tuple[int, float, bytes]]:
     """gate/search/search.py `_match` on PostgreSQL: (id, bm25 rank: lower is better, matched
     phrases as gate_phrases' bytes) of the best `limit` facts of the project with an id above
-    `after` whose words match tsquery `text`, best first, equal ranks in id order. `phrases`:
-    the expression's phrases in its numbering, each (words, prefix, cjk). The rank is FTS5's
-    own, so that the same query ranks the same facts alike on both engines."""
+    `after` whose words match `expression` (a gate/search/query.py Expression as tsquery text),
+    best first, equal ranks in id order. Its phrases, in its numbering, are each (words, prefix,
+    cjk). The rank is FTS5's own, so that the same query ranks the same facts alike on both engines."""
     import math
+
+    text, phrases = expression.text, expression.phrases
 
     # The project's totals, as the counters of schema-postgres.sql section 2 keep them.
     count, total = conn.execute("SELECT facts, words FROM projects WHERE id = %s", (project,)).fetchone() or (0, 0)
@@ -149,19 +151,22 @@ def match(conn, project: int, text: str, phrases, limit: int, after: int = 0) ->
     single = sorted({words[0] for words, prefix, cjk in phrases if len(words) == 1 and not prefix and not cjk})
     docs = dict(conn.execute("SELECT lexeme, docs FROM lexemes WHERE project = %s AND lexeme = ANY(%s)",
                              (project, single))) if single else {}
-    idf = []
+    idf, held = [], []
     for phrase in phrases:
         words, prefix, cjk = phrase
         if len(words) == 1 and not prefix and not cjk:
             hits = docs.get(words[0], 0)
+        elif prefix and (bounded := _prefix_facts(conn, project, words[0], rows)) is not None:
+            hits = bounded
         else:
             hits = conn.execute("SELECT count(*) FROM facts WHERE project = %s AND words @@ %s::tsquery",
                                 (project, phrase_text(*phrase))).fetchone()[0]
         hits = min(hits, rows)  # counters a hand-made change put wrong rank badly, never crash (reindex mends them)
+        held.append(hits)
         value = math.log((rows - hits + 0.5) / (hits + 0.5))
-        idf.append(value if value > 0 else 1e-6)
+        idf.append(value if value > 0 else IDF_FLOOR)
     if all(len(words) == 1 and not cjk for words, _, cjk in phrases):
-        return _ranked_in_sql(conn, project, text, phrases, idf, average, limit, after)
+        return _ranked_rarest_first(conn, project, expression, idf, held, average, limit, after)
     exact, starts = _query_words(phrases)
     found = []
     for fact, length, held_json in conn.execute(
@@ -180,6 +185,55 @@ def match(conn, project: int, text: str, phrases, limit: int, after: int = 0) ->
     return found[:limit]
 
 
+# idf of a phrase at least half the facts hold: FTS5 floors it here, so that it still counts.
+IDF_FLOOR = 1e-6
+
+
+def _prefix_facts(conn, project: int, prefix: str, rows: int) -> int | None:
+    """How many facts hold a word starting with `prefix`, as far as bm25 tells it apart, from the
+    `lexemes` counters alone where they settle it: a prefix of one word is that word's count, and
+    one whose commonest word at least half the facts hold gets idf's floor whatever the exact
+    count. None: count the facts (a GIN scan, tens of ms for a prefix most facts hold)."""
+    words, most, total = conn.execute(
+        "SELECT count(*), coalesce(max(docs), 0), coalesce(sum(docs), 0) FROM lexemes WHERE project = %s AND lexeme LIKE %s",
+        (project, like_prefix(prefix))).fetchone()
+    if words <= 1:
+        return int(total)
+    if 2 * most >= rows:
+        return int(most)
+    return None
+
+
+def _ranked_rarest_first(conn, project: int, expression, idf: list[float], held: list[int], average: float,
+                         limit: int, after: int) -> list[tuple[int, float, bytes]]:
+    """_ranked_in_sql, without ranking every fact that holds only the query's common words when
+    that cannot change the answer (MaxScore). A phrase adds less than its idf x (K1 + 1) to any
+    fact's score, so a fact holding none of an any-term expression's rarer phrases scores below
+    what its common phrases could add at most. Rank first the facts holding one of the rarest
+    phrases (the GIN index finds them at once, where a word a third of the facts hold means
+    reading a third of the project's words); when `limit` of them score at least that ceiling,
+    no fact left out could have entered the answer, and it is exact. Else take in the next
+    rarest phrases, their facts at least doubling what is ranked, and at last rank them all.
+    `held`: how many facts hold each phrase."""
+    phrases = expression.phrases
+    if expression.every or len(phrases) < 2:  # every term: the index's intersection is already small
+        return _ranked_in_sql(conn, project, expression.text, phrases, idf, average, limit, after)
+    order = sorted(range(len(phrases)), key=lambda number: (held[number], number))
+    tried = 0
+    for size in range(1, len(order)):
+        rarest, rest = order[:size], order[size:]
+        reach = sum(held[number] for number in rarest)
+        if reach < limit or (tried and reach < 2 * tried):
+            continue
+        tried = reach
+        among = " | ".join(phrase_text(*phrases[number]) for number in rarest)
+        found = _ranked_in_sql(conn, project, expression.text, phrases, idf, average, limit, after, among=among)
+        ceiling = sum(idf[number] for number in rest) * (K1 + 1.0)
+        if len(found) == limit and -found[-1][1] >= ceiling:
+            return found
+    return _ranked_in_sql(conn, project, expression.text, phrases, idf, average, limit, after)
+
+
 def _query_words(phrases) -> tuple[list[str], list[str]]:
     """What of each matching fact's words the ranking reads: the words of the query's phrases,
     and LIKE patterns of its prefixes."""
@@ -189,10 +243,11 @@ def _query_words(phrases) -> tuple[list[str], list[str]]:
 
 
 def _ranked_in_sql(conn, project: int, text: str, phrases, idf: list[float], average: float,
-                   limit: int, after: int) -> list[tuple[int, float, bytes]]:
+                   limit: int, after: int, among: str | None = None) -> list[tuple[int, float, bytes]]:
     """match() for phrases of one word or a prefix each (most queries): the same bm25, summed in
     the same order, computed by PostgreSQL over each matching fact's words, so that only the best
-    `limit` facts come back. PostgreSQL's float8 is the IEEE double Python's float is."""
+    `limit` facts come back, of those matching tsquery `among` too when given. PostgreSQL's
+    float8 is the IEEE double Python's float is."""
     columns, params = [], []
     for number, (words, prefix, _) in enumerate(phrases):
         held = "u.lexeme LIKE %s" if prefix else "u.lexeme = %s"
@@ -216,9 +271,11 @@ def _ranked_in_sql(conn, project: int, text: str, phrases, idf: list[float], ave
         f"SELECT id, rank, matched FROM (SELECT f.id, -1.0::float8 * ({score}) AS rank, ARRAY[{matched}] AS matched"
         f" FROM facts f, LATERAL (SELECT {', '.join(columns)} FROM unnest(f.words) u, unnest(u.weights) w"
         "  WHERE u.lexeme = ANY(%s) OR u.lexeme LIKE ANY(%s)) s"
-        " WHERE f.project = %s AND f.words @@ %s::tsquery AND f.id > %s) ranked ORDER BY rank, id LIMIT %s"
+        f" WHERE f.project = %s AND f.words @@ %s::tsquery{' AND f.words @@ %s::tsquery' if among else ''}"
+        " AND f.id > %s) ranked ORDER BY rank, id LIMIT %s"
     )
-    rows = conn.execute(sql, (*score_params, *params, *_query_words(phrases), project, text, after, limit))
+    narrowed = (among,) if among else ()
+    rows = conn.execute(sql, (*score_params, *params, *_query_words(phrases), project, text, *narrowed, after, limit))
     return [(fact, rank, bytes(matched)) for fact, rank, matched in rows]
 
 

@@ -88,6 +88,8 @@ class Expression(NamedTuple):
     owners: tuple[int, ...]
     exact: tuple[bool, ...]
     phrases: tuple[Phrase, ...] = ()
+    # Whether a fact must hold some phrase of every term (AND), not of any (OR).
+    every: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,14 +103,14 @@ class Query:
         """Facts that hold any form of any term, or with `every` some form of every term (with
         `exact_only` too, every term as typed or as a known abbreviation); None when there is
         nothing to search for."""
-        return self._render(Term.phrases, " OR ", " AND " if every else " OR ", every, exact_only)
+        return self._render(Term.phrases, " OR ", " AND " if every else " OR ", every, exact_only, every)
 
     def tsquery(self, *, every: bool = False, exact_only: bool = False) -> Expression | None:
         """`expression` for PostgreSQL: the same facts, the same phrases in the same numbering
         (owners, exact), as tsquery text."""
-        return self._render(Term.tsphrases, " | ", " & " if every else " | ", True, exact_only)
+        return self._render(Term.tsphrases, " | ", " & " if every else " | ", True, exact_only, every)
 
-    def _render(self, phrases_of, either: str, join: str, group: bool, exact_only: bool) -> Expression | None:
+    def _render(self, phrases_of, either: str, join: str, group: bool, exact_only: bool, every: bool) -> Expression | None:
         """One expression: each term's phrases joined by `either` (in brackets when `group` and
         there are several), the terms by `join`."""
         groups: list[str] = []
@@ -125,7 +127,7 @@ class Query:
             shapes += [shape for _, _, shape in found]
         if not groups:
             return None
-        return Expression(join.join(groups), tuple(owners), tuple(exact), tuple(shapes))
+        return Expression(join.join(groups), tuple(owners), tuple(exact), tuple(shapes), every)
 
     def without(self, drop: set[int]) -> Query:
         """The same query minus the terms at these indexes."""

@@ -70,7 +70,7 @@ class TeamIndex:
         return found >= count
 
     def match(self, expression: fts.Expression, limit: int, after: int, *, phrases: bool) -> list:
-        rows = postgres.match(self.conn, self.project, expression.text, expression.phrases, limit, after)
+        rows = postgres.match(self.conn, self.project, expression, limit, after)
         # As SQLite's first tier, which does not ask which phrases a fact matched.
         return rows if phrases else [(fact, rank, None) for fact, rank, _ in rows]
 
