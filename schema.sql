@@ -288,6 +288,29 @@ ALTER TABLE reads ADD COLUMN rev INTEGER;
 -- clears it, and the turn owes again.
 ALTER TABLE turns ADD COLUMN excused TEXT;
 
+-- version 10: writes to a team's memory the ledger has not taken in yet
+
+-- A write to a team's memory commits there first, then here: if this file's commit then fails
+-- (a full disk, an I/O error, the server killed between the two), the team has changes this
+-- ledger does not know, and the agent's next write, a new call, would apply them again (a
+-- second copy of each new fact) or be refused for facts it had changed itself. So the write is
+-- noted here, committed, before it goes to the team, and the note is taken away in the ledger's
+-- own transaction. A note still here at the session's next write is settled then
+-- (gate/memory/pending.py): the team's record says whether the write committed, and if it did,
+-- the ledger takes it in as the write would have.
+CREATE TABLE team_writes (
+    -- The write's id, as the team's record names it (changes.line->>'write').
+    id          TEXT PRIMARY KEY,
+    session     TEXT NOT NULL,
+    turn        INTEGER NOT NULL,
+    tool_use_id TEXT,
+    digest      TEXT NOT NULL,
+    -- The facts it kept, a JSON list: a keep leaves no row in the team's record.
+    kept        TEXT NOT NULL,
+    at          TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX team_writes_by_session ON team_writes (session);
+
 -- template vectors: the vector index (sqlite-vec), {bits} = the dimension rounded up to bytes
 
 -- One row per fact, rowid = fact id. `embedding` is the fact's unit-length float32 vector,

@@ -4,6 +4,7 @@ they read it is refused, told who changed it, when, and what it says now."""
 
 from __future__ import annotations
 
+import apsw
 import pytest
 
 from gate.engine import postgres, store
@@ -131,3 +132,101 @@ def test_an_embeddings_endpoint_that_is_down_leaves_a_team_search_on_words_sayin
     answer = tools.memory_search(ana.ledger, "deploy", tools.Caller(ana.session), endpoint=endpoint, team=ana.facts())
     assert [result.fact.topic for result in answer.results] == ["deploy"]
     assert len(answer.notes) == 1 and answer.notes[0].startswith("words only: ")
+
+
+def test_a_second_write_of_a_turn_answers_for_a_change_another_member_made_after_the_first(members):
+    """The ledger keeps the revision each read fact was left at by a write, from the team's facts
+    (a local memory's come from its own file), so that the turn's next write is checked as the first."""
+    ana, bo = members
+    ana.turn("remember how deploys work")
+    ana.search("deploy")
+    [done] = ana.write([{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}]).outcome.done
+    fact = done["id"]
+    ana.turn("do deploys still go through staging?")
+    ana.search("deploy staging")
+    ana.write([], [fact])
+    bo.turn("deploys go through prod now")
+    bo.search("deploy")
+    bo.write([{"op": "update", "id": fact, "text": "Deploys go through prod."}])
+    with pytest.raises(write.Refused) as refused:  # ana's turn goes on, and would overwrite bo's text unseen
+        ana.write([{"op": "update", "id": fact, "text": "Deploys go through staging, then prod."}])
+    assert f"fact {fact} was changed after this turn read it, by bo@desk (revision 1 then, 2 since" in str(refused.value)
+
+
+class CommitFails:
+    """The member's ledger refuses its next commit once the team has committed a change: the gap
+    between the two commits of a team write (a full disk, an I/O error, a server killed)."""
+
+    def __init__(self, member: Member):
+        self.member, self.failed = member, 0
+        self.before = self._changes()
+        member.ledger.set_commit_hook(self._hook)
+
+    def _changes(self) -> int:
+        with postgres.connect(self.member.team.info.dsn) as conn:
+            return conn.execute("SELECT count(*) FROM changes").fetchone()[0]
+
+    def _hook(self) -> bool:
+        if self.failed or self._changes() == self.before:
+            return False
+        self.failed += 1
+        return True  # the commit becomes a rollback
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.member.ledger.set_commit_hook(None)
+
+
+def team_rows(member: Member) -> list[tuple]:
+    with member.team.transaction():  # and over: the member's next write is a transaction, not a savepoint
+        return member.team.execute(
+            "SELECT op, fact, rev, after->>'text' FROM changes WHERE project = %s ORDER BY seq", (member.project,)).fetchall()
+
+
+def test_a_write_the_team_committed_and_the_ledger_lost_is_taken_in_and_not_applied_twice(members):
+    ana, _ = members
+    ana.turn("remember how deploys work")
+    ana.search("deploy")
+    insert = {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}
+    with CommitFails(ana) as fault, pytest.raises(apsw.ConstraintError):
+        ana.write([insert])
+    assert fault.failed == 1
+    [(_, fact, _, _)] = team_rows(ana)  # the team has it; the ledger does not
+    assert ana.ledger.execute("SELECT count(*) FROM writes").fetchone() == (0,)
+    assert ana.ledger.execute("SELECT count(*) FROM team_writes").fetchone() == (1,)
+
+    again = ana.write([insert])  # the agent, told the write failed, sends it again
+    assert again.outcome.replayed and again.outcome.new_ids == [fact]
+    assert team_rows(ana) == [("insert", fact, 1, "Deploys go through staging.")]  # one copy
+    assert ana.ledger.execute("SELECT count(*) FROM team_writes").fetchone() == (0,)
+    [(wrote,)] = ana.ledger.execute("SELECT wrote FROM turns ORDER BY id DESC LIMIT 1").fetchall()
+    assert wrote == 1
+
+    # An update lost the same way is taken in too: sent again, it is no change "since the read".
+    ana.turn("deploys go through prod now")
+    ana.search("deploy")
+    update = {"op": "update", "id": fact, "text": "Deploys go through prod."}
+    with CommitFails(ana), pytest.raises(apsw.ConstraintError):
+        ana.write([update])
+    assert ana.write([update]).outcome.replayed
+    assert team_rows(ana)[1:] == [("update", fact, 2, "Deploys go through prod.")]
+    assert ledger.unanswered(ana.ledger, ledger.latest_turn(ana.ledger, ana.session).id) == []
+
+
+def test_a_noted_write_the_team_never_committed_is_forgotten(members):
+    """A note whose write never reached the team (the connection lost before its commit) is
+    dropped at the next write, and nothing is taken in for it."""
+    from gate.memory import pending
+
+    ana, _ = members
+    ana.turn("remember how deploys work")
+    ana.search("deploy")
+    with store.writing(ana.ledger):
+        pending.note(ana.ledger, "never-sent", ledger.latest_turn(ana.ledger, ana.session), tool_use_id=None,
+                     digest="d", kept=[])
+    ana.write([{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}])
+    assert ana.ledger.execute("SELECT id FROM team_writes").fetchall() == []
+    assert [row[0] for row in ana.ledger.execute("SELECT id FROM writes")] != ["never-sent"]
+    assert ana.ledger.execute("SELECT count(*) FROM writes WHERE id = 'never-sent'").fetchone() == (0,)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gate.engine import postgres
@@ -155,6 +155,20 @@ class TeamFacts:
             ),
         ).fetchone()[0]
         self._unlined.append((seq, fact_id, op))
+
+    def revisions(self, ids: Iterable[int]) -> dict[int, int]:
+        """The revision now of each of `ids` the project holds."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        return dict(self.conn.execute(
+            "SELECT id, rev FROM facts WHERE project = %s AND id = ANY(%s)", (self.project, wanted)).fetchall())
+
+    def lines_of_write(self, write_id: str) -> list[dict]:
+        """The lines of the changes write `write_id` made, in order; none if it never committed."""
+        return [line for (line,) in self.conn.execute(
+            "SELECT line FROM changes WHERE project = %s AND line->>'write' = %s ORDER BY seq",
+            (self.project, write_id))]
 
     def record_lines(self, entries: Sequence[dict]) -> None:
         """Give the changes just recorded their lines, as write.log would hold them (the change

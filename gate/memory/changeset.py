@@ -57,8 +57,11 @@ class Facts(Protocol):
     def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None: ...
     def delete(self, fact_id: int, before: dict[str, str], *, stamp: str) -> None: ...
     def confirm(self, fact_id: int, *, stamp: str) -> None: ...
-    # A team's only (local False): the changes just made get their write.log-shaped lines.
+    # A team's only (local False): the changes just made get their write.log-shaped lines; the
+    # revisions the ledger records a turn read at; a write's lines, to settle a write the ledger missed.
     def record_lines(self, entries: Any) -> None: ...
+    def revisions(self, ids: Any) -> dict[int, int]: ...
+    def lines_of_write(self, write_id: str) -> list[dict]: ...
 
 
 @dataclass(frozen=True)
@@ -86,11 +89,12 @@ def cli_turn(conn: apsw.Connection, command: str, session: str = CLI_SESSION) ->
 class ChangeSet:
     """Changes to facts made in one write, each logged; `finish` before the caller's COMMIT."""
 
-    def __init__(self, conn: apsw.Connection, author: Author, log: Path | None, facts: "Facts | None" = None):
+    def __init__(self, conn: apsw.Connection, author: Author, log: Path | None, facts: "Facts | None" = None,
+                 *, write_id: str | None = None):
         self.conn, self.author, self.log = conn, author, log
         # Where the facts are changed: the local memory's own table, unless a team's (TeamFacts).
         self.facts = facts if facts is not None else LocalFacts(conn)
-        self.write_id = uuid.uuid4().hex
+        self.write_id = write_id or uuid.uuid4().hex
         self.stamp = clock.now()
         self.changed: list[int] = []
         self.logged = 0
@@ -186,7 +190,8 @@ class ChangeSet:
             from gate.search import teamvectors
 
             teamvectors.sync(self.facts, ids, ahead)
-        seq = ledger.record_write(self.conn, turn)
+        revisions = None if self.facts.local else self.facts.revisions(ledger.read_ids(self.conn, turn.id))
+        seq = ledger.record_write(self.conn, turn, revisions)
         self.conn.execute(
             "INSERT INTO writes (id, session, turn, seq, tool_use_id, digest, changes, answer, at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

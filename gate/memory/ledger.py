@@ -220,13 +220,20 @@ def unanswered(conn: apsw.Connection, turn_id: int) -> list[int]:
     return [row[0] for row in rows]
 
 
-def record_write(conn: apsw.Connection, turn: Turn) -> int:
+def record_write(conn: apsw.Connection, turn: Turn, revisions: "dict[int, int] | None" = None) -> int:
     """An accepted write answered for everything the turn read, each fact now at the revision
-    the write left it (its own updates included); return the session's count."""
-    conn.execute(
-        "UPDATE reads SET answered = 1, rev = (SELECT rev FROM facts WHERE facts.id = reads.fact) WHERE turn = ?",
-        (turn.id,),
-    )
+    the write left it (its own updates included); return the session's count. `revisions`: each
+    read fact's revision now, where the facts are not this file's (a team's memory); a fact
+    missing from it is gone."""
+    if revisions is None:
+        conn.execute(
+            "UPDATE reads SET answered = 1, rev = (SELECT rev FROM facts WHERE facts.id = reads.fact) WHERE turn = ?",
+            (turn.id,),
+        )
+    else:
+        conn.execute("UPDATE reads SET answered = 1, rev = NULL WHERE turn = ?", (turn.id,))
+        conn.executemany("UPDATE reads SET rev = ? WHERE turn = ? AND fact = ?",
+                         [(rev, turn.id, fact) for fact, rev in revisions.items()])
     conn.execute("UPDATE turns SET wrote = wrote + 1 WHERE id = ?", (turn.id,))
     return bump(conn, turn.session)
 

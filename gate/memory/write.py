@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date as Date
@@ -29,7 +30,7 @@ import apsw
 from gate import clock, credentials
 from gate.engine import store
 from gate.engine.facts import LocalFacts
-from gate.memory import changeset, ledger
+from gate.memory import changeset, ledger, pending
 from gate.search import embeddings, vectors
 
 KINDS = ("state", "event", "decision", "trap")
@@ -338,11 +339,38 @@ def apply(
     ahead = None
     if endpoint is not None and not problems:
         ahead = _embed_ahead(conn, endpoint, parsed) if facts.local else _embed_ahead_team(facts, endpoint, parsed)
+    write_id = uuid.uuid4().hex
+    noted = not facts.local and not problems
+    if noted:
+        # Noted before it goes to the team, in case the ledger's commit fails after the team's.
+        with store.writing(conn):
+            pending.note(conn, write_id, attribute(conn), tool_use_id=tool_use_id, digest=key, kept=kept_ids)
+    try:
+        return _apply_noted(conn, facts, parsed, kept_ids, problems, key, ahead, write_id,
+                            attribute=attribute, log=log, tool_use_id=tool_use_id, today=today)
+    except Refused:
+        if noted:
+            with store.writing(conn):  # nothing of it reached the team
+                pending.done(conn, write_id)
+        raise
+
+
+def _apply_noted(conn: apsw.Connection, facts: "changeset.Facts", parsed: list[Op], kept_ids: list[int],
+                 problems: list[str], key: str, ahead: vectors.Prepared | None, write_id: str, *,
+                 attribute: Callable[[apsw.Connection], ledger.Turn], log: Path | None,
+                 tool_use_id: str | None, today: str | None) -> Outcome:
     with store.writing(conn), facts.transaction():
         turn = attribute(conn)
+        if not facts.local:
+            # A write of the session's that the team committed and this ledger missed: taken in
+            # first, so that the same write sent again is a replay, not a second copy.
+            pending.settle(conn, facts, turn.session, writing=write_id)
+            turn = ledger.get_turn(conn, turn.id) or turn
         owes_search = turn.opened_by_hook and turn.searched == 0
         replay = _replay(conn, turn, key, tool_use_id)
         if replay is not None:
+            if not facts.local:
+                pending.done(conn, write_id)
             replay.owes_search = owes_search
             return replay
         found, changed = _check_against_memory(conn, facts, turn, parsed, kept_ids)
@@ -357,7 +385,8 @@ def apply(
             refused = Refused(problems)
         else:
             refused = None
-            changes = changeset.ChangeSet(conn, changeset.author(turn), log if facts.local else None, facts)
+            changes = changeset.ChangeSet(conn, changeset.author(turn), log if facts.local else None, facts,
+                                          write_id=write_id)
             outcome = _apply(changes, parsed, kept_ids, today or Date.today().isoformat())
             # An update that changed nothing is in `done` too: its fact may still be owed a vector.
             changes.finish(
@@ -366,6 +395,8 @@ def apply(
             )
             if turn.opened_by_hook and not owes_search:
                 ledger.met_by_write(conn, turn.id)  # the answer "nothing owed" (serve/render.py)
+            if not facts.local:
+                pending.done(conn, write_id)
     if refused is not None:
         raise refused
     outcome.owes_search = owes_search
