@@ -254,3 +254,48 @@ BEGIN
 END
 $$;
 SELECT memory_gate_vectors();
+
+-- version 5: the local index's bit prefilter, for a project past vectors.EXACT_LIMIT vectors
+
+-- As gate/search/vectors.py does locally: once a project holds more vectors than exact search
+-- should measure one by one, each vector also keeps one bit per dimension, set where it lies
+-- above `center` (the mean of the project's vectors then, float32 one after another), and a
+-- search ranks by Hamming distance first (bit_count of the XOR: 128 bytes a fact at 1024
+-- dimensions, against 4 KB for the exact distance) and measures only the best candidates
+-- exactly. At 100k facts of 1024 dimensions exact search took about a second a query.
+ALTER TABLE vector_spaces ADD COLUMN center bytea;
+
+CREATE OR REPLACE FUNCTION memory_gate_vectors() RETURNS boolean LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF to_regclass('facts_vec') IS NOT NULL THEN
+        RETURN true;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') THEN
+        IF NOT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') THEN
+            RETURN false;
+        END IF;
+    END IF;
+    BEGIN
+        CREATE EXTENSION IF NOT EXISTS vector;
+        CREATE TABLE IF NOT EXISTS facts_vec (
+            project   integer NOT NULL,
+            id        bigint NOT NULL,
+            embedding vector NOT NULL,
+            -- Set against the project's center, once it has one (NULL before).
+            bits      bit varying,
+            PRIMARY KEY (project, id),
+            FOREIGN KEY (project, id) REFERENCES facts (project, id) ON DELETE CASCADE
+        );
+    EXCEPTION WHEN insufficient_privilege THEN
+        RETURN false;
+    END;
+    RETURN true;
+END
+$$;
+DO $$
+BEGIN
+    IF to_regclass('facts_vec') IS NOT NULL THEN
+        ALTER TABLE facts_vec ADD COLUMN IF NOT EXISTS bits bit varying;
+    END IF;
+END
+$$;

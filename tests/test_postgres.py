@@ -107,6 +107,29 @@ def test_the_schema_makes_a_pgvector_table_whose_vectors_go_with_their_facts(pos
     conn.close()
 
 
+def test_vectors_stored_before_the_bits_get_the_column_on_upgrade(postgres_url):
+    """Section 5 gives a facts_vec made by section 4 its bits column, and every project's space a
+    center, as a fresh database has them."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {postgres.SCHEMA}")
+        conn.execute(f"SET search_path TO {postgres.SCHEMA}, public")
+        for number, _, sql in postgres.schema_steps()[:4]:
+            conn.execute(sql)
+            conn.execute("UPDATE memory_gate_schema SET version = %s", (number,))
+        assert "bits" not in columns(conn, "facts_vec")
+    upgraded = postgres.connect(postgres_url)
+    assert {"bits"} <= columns(upgraded, "facts_vec") and {"center"} <= columns(upgraded, "vector_spaces")
+    upgraded.close()
+
+
+def columns(conn, table: str) -> set[str]:
+    return {name for (name,) in conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s",
+        (postgres.SCHEMA, table))}
+
+
 def test_a_database_newer_than_this_memory_gate_is_refused_with_the_mend(postgres_url):
     conn = postgres.connect(postgres_url)
     conn.execute("UPDATE memory_gate_schema SET version = 99")

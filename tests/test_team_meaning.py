@@ -279,3 +279,83 @@ def test_a_rebuild_embeds_every_fact_again_and_an_endpoint_down_leaves_the_vecto
     assert member.one("SELECT count(*) FROM facts_to_embed WHERE project = %s", member.project) == 0
     with member.team.transaction():
         assert not teamvectors.needs_reference(member.facts())
+
+
+def test_past_the_exact_limit_both_engines_prefilter_by_the_same_bits_and_find_the_same(member, tmp_path):
+    """A project of more vectors than exact search measures one by one: the team keeps each
+    vector's bits against the project's center, as the local index does, and ranks a Hamming
+    pool of the same distances exactly, so that the nearest facts and memory's spread are the
+    local index's, but for facts tied in Hamming distance at the pool's edge (taken by id on
+    the team, in vec0's order locally). Dense vectors in a narrow cone, as e5's are, so that bits
+    against the center are not bits against zero; stored as a write stores them (sync)."""
+    rng = random.Random(4)
+    cone = [rng.gauss(0, 1) for _ in range(48)]
+
+    def unit() -> tuple[float, ...]:
+        raw = [3 * c + rng.gauss(0, 1) for c in cone]
+        norm = sum(x * x for x in raw) ** 0.5
+        return tuple(x / norm for x in raw)
+
+    local = store.connect(tmp_path / "local.db")
+    store.load_vectors(local)
+    facts = world(21, vectors.EXACT_LIMIT + 88)
+    ledger.open_turn(local, "s-local", "p1", "fill")
+    member.turn()
+    for start in range(0, len(facts), 100):
+        member.write(facts[start : start + 100], None)
+        tools.memory_write(local, facts[start : start + 100], [], tools.Caller("s-local"), log=tmp_path / "write.log")
+    texts = {row[0]: vectors.fact_text(row[1], row[2]) for row in local.execute("SELECT id, topic, text FROM facts")}
+    answer = embeddings.Vectors("cone", [unit() for _ in texts])
+    prepared = vectors.Prepared(answer, dict(zip(texts.values(), answer.rows)), [])
+    with store.writing(local):
+        vectors.sync(local, list(texts), prepared)
+    with member.team.transaction():
+        member.team.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (member.project,))
+        teamvectors.sync(member.facts(), list(texts), prepared)
+    with member.team.transaction():
+        assert teamvectors.status(member.facts())["stored"]["search"].startswith("bit prefilter")
+        center = teamvectors.space(member.facts()).center
+    assert center is not None and center == vectors.space(local).center
+    compared = 0
+    for _ in range(40):
+        query = embeddings.Vectors("cone", [unit()])
+        mine = vectors.neighbourhood(local, query, limit=30)
+        with member.team.transaction():
+            theirs = teamvectors.neighbourhood(member.facts(), query, limit=30)
+            their_pool = dict(teamvectors.hamming_pool(member.facts(), query.rows[0], center, vectors.POOL))
+        my_pool = dict(local.execute("SELECT rowid, distance FROM facts_vec WHERE bits MATCH vec_bit(?) AND k = ?",
+                                     (vectors.bits(query.rows[0], center), vectors.POOL)))
+        assert sorted(their_pool.values()) == sorted(int(h) for h in my_pool.values())  # the same pool's distances
+        edge = max(their_pool.values())
+        assert {f for f, h in their_pool.items() if h < edge} == {f for f, h in my_pool.items() if h < edge}
+        assert theirs.mean == pytest.approx(mine.mean, abs=1e-6) and theirs.spread == pytest.approx(mine.spread, abs=1e-6)
+        # Each answer is its pool ranked exactly: the facts both pools hold come in the same order
+        # at the same distances, the edge facts only one pool holds falling between them.
+        assert set(their_pool) >= {f for f, _ in theirs.nearest} and set(my_pool) >= {f for f, _ in mine.nearest}
+        ours = [d for f, d in theirs.nearest if f in my_pool]
+        others = [d for f, d in mine.nearest if f in their_pool]
+        common = min(len(ours), len(others))
+        assert ours[:common] == pytest.approx(others[:common], abs=1e-6)
+        compared += common
+    local.close()
+    assert compared >= 40 * 20, f"only {compared} facts compared: the pools share too little for the test to hold"
+
+
+def test_a_project_far_past_the_limit_without_bits_gets_them_between_turns_not_in_a_write(member, fake_embeddings,
+                                                                                          monkeypatch):
+    """Vectors of a memory-gate from before the bits (or a sync of many at once): centering reads
+    every vector, so a write leaves it to the member's server, whose catch-up between turns does it."""
+    monkeypatch.setattr(teamvectors, "RECENTER_IN_A_WRITE", 40)  # a project "far past" 30 vectors
+    monkeypatch.setattr(vectors, "EXACT_LIMIT", 30)
+    endpoint = endpoint_of(fake_embeddings)
+    member.turn()
+    member.write(world(8, 60), endpoint)  # 60 vectors in one write: past both
+    with member.team.transaction():
+        assert teamvectors.status(member.facts())["stored"]["search"].startswith("exact")
+        assert teamvectors.needs_center(member.facts())
+    settle(member, endpoint)  # what the server does after the write
+    with member.team.transaction():
+        assert teamvectors.status(member.facts())["stored"]["search"].startswith("bit prefilter")
+        assert member.one("SELECT count(*) FROM facts_vec WHERE project = %s AND bits IS NULL", member.project) == 0
+    member.turn()
+    assert member.search("redis cache", endpoint).results

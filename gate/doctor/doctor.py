@@ -152,7 +152,7 @@ TEAM_RIGHTS = {
     "lexemes": ("SELECT", "INSERT", "UPDATE", "DELETE"),
     "vector_spaces": ("SELECT", "INSERT", "UPDATE", "DELETE"),
     "facts_to_embed": ("SELECT", "INSERT", "DELETE"),
-    "facts_vec": ("SELECT", "INSERT", "DELETE"),  # when pgvector made it
+    "facts_vec": ("SELECT", "INSERT", "UPDATE", "DELETE"),  # when pgvector made it; UPDATE: its bits
 }
 
 

@@ -6,12 +6,14 @@ is missing or stale (schema-postgres.sql section 4, kept by triggers whoever cha
 search never trusts a vector it lists. Requests to the endpoint happen outside the team's
 transactions; `sync` stores, inside the write's, the vectors whose text is still the fact's.
 
-What differs is how near is measured: pgvector 0.6 has no bit type to prefilter with, so the
-distance to each of the project's vectors is computed exactly, in the database (bench/team.py
-has what that costs). How far memory at large lies from a query is estimated from the same
-vectors as locally (all of them up to vectors.EXACT_LIMIT, else vectors.sample_ids' evenly
-spread SAMPLE), with the same REFERENCE vectors, so that `search.near` judges both engines'
-neighbourhoods alike.
+Near is measured as locally too: exactly up to vectors.EXACT_LIMIT vectors; past it, by the
+same bits (one per dimension, against the project's center, schema-postgres.sql section 5), kept
+in a PostgreSQL bit string since pgvector 0.6 has none, a Hamming ranking picking vectors.POOL
+candidates that the exact distance then ranks. How far memory at large lies from a query is
+estimated from the same vectors as locally (all of them up to vectors.EXACT_LIMIT, else
+vectors.sample_ids' evenly spread SAMPLE), with the same REFERENCE vectors, so that
+`search.near` judges both engines' neighbourhoods alike. What differs: candidates tied in
+Hamming distance at the pool's edge are taken by id here, in vec0's order there.
 
 Every function takes a TeamFacts (gate/engine/teamfacts.py): its connection and project. This
 module never imports psycopg.
@@ -48,8 +50,44 @@ def available(team) -> bool:
 def space(team) -> vectors.Space | None:
     """The project's vector space (center None: search is exact), or None while it has none."""
     row = team.conn.execute(
-        "SELECT model, dimension FROM vector_spaces WHERE project = %s", (team.project,)).fetchone()
-    return vectors.Space(row[0], row[1], None) if row else None
+        "SELECT model, dimension, center FROM vector_spaces WHERE project = %s", (team.project,)).fetchone()
+    if not row:
+        return None
+    return vectors.Space(row[0], row[1], vectors.unpack(bytes(row[2])) if row[2] is not None else None)
+
+
+def bit_string(vector: Sequence[float], center: Sequence[float] | None) -> str:
+    """vectors.bits as PostgreSQL's bit string text ('0110...'), for facts_vec.bits."""
+    return "".join(format(byte, "08b") for byte in vectors.bits(vector, center))
+
+
+def hamming_pool(team, vector: Sequence[float], center: Sequence[float], size: int) -> list[tuple[int, int]]:
+    """The `size` vectors of the project nearest `vector` by Hamming distance over the bits
+    against `center` (ties by id): (id, distance), nearest first."""
+    return team.conn.execute(
+        "SELECT id, bit_count(bits # %s::varbit) AS hamming FROM facts_vec WHERE project = %s"
+        " ORDER BY hamming, id LIMIT %s", (bit_string(vector, center), team.project, size)).fetchall()
+
+
+def recenter(team) -> int:
+    """vectors.recenter over the project: the mean of its vectors (as float32, as pgvector keeps
+    them, summed in id order) as the center, and every row's bits against it. Runs once when the
+    project outgrows exact search; returns the rows."""
+    conn, project = team.conn, team.project
+    conn.execute("SET LOCAL statement_timeout = 0")  # reading every vector: seconds past 10k facts
+    rows = [(fact, vectors.as_float32(values)) for fact, values in conn.execute(
+        "SELECT id, embedding::real[] FROM facts_vec WHERE project = %s ORDER BY id", (project,))]
+    if not rows:
+        return 0
+    total = [0.0] * len(rows[0][1])
+    for _, vector in rows:
+        total = list(map(float.__add__, total, vector))
+    center = tuple(value / len(rows) for value in total)
+    conn.execute("UPDATE vector_spaces SET center = %s WHERE project = %s", (vectors.pack(center), project))
+    with conn.cursor() as cursor:
+        cursor.executemany("UPDATE facts_vec SET bits = %s::varbit WHERE project = %s AND id = %s",
+                           [(bit_string(vector, center), project, fact) for fact, vector in rows])
+    return len(rows)
 
 
 def missing(team) -> int:
@@ -115,20 +153,36 @@ def sync(team, ids: Iterable[int], prepared: vectors.Prepared | None) -> int:
     if prepared is None or not stale:
         return 0
     try:
-        _ensure_space(team, prepared.vectors)
+        found = _ensure_space(team, prepared.vectors)
     except VectorError:
         return 0
     rows = []
     for fact in stale:
         vector = prepared.by_text.get(current.get(fact, ""))
         if vector is not None:
-            rows.append((project, fact, literal(vector)))
+            bits = bit_string(vector, found.center) if found.center is not None else None
+            rows.append((project, fact, literal(vector), bits))
     if rows:
         with conn.cursor() as cursor:
-            cursor.executemany("INSERT INTO facts_vec (project, id, embedding) VALUES (%s, %s, %s::vector)", rows)
+            cursor.executemany("INSERT INTO facts_vec (project, id, embedding, bits) VALUES (%s, %s, %s::vector, %s::varbit)",
+                               rows)
         conn.execute("DELETE FROM facts_to_embed WHERE project = %s AND id = ANY(%s)",
-                     (project, [fact for _, fact, _ in rows]))
+                     (project, [fact for _, fact, _, _ in rows]))
+        if found.center is None and vectors.EXACT_LIMIT < stored(team) <= RECENTER_IN_A_WRITE:
+            recenter(team)
     return len(rows)
+
+
+# A write that takes the project past vectors.EXACT_LIMIT sets its center, which reads every
+# vector: a few ms for a project just past it. A project already far past it (one of an earlier
+# memory-gate, whose vectors were never given bits) is centered by the member's server between
+# turns, or by a reindex, never inside a write the agent waits on (a minute at 100k facts).
+RECENTER_IN_A_WRITE = 4 * vectors.EXACT_LIMIT
+
+
+def needs_center(team) -> bool:
+    found = space(team)
+    return found is not None and found.center is None and stored(team) > vectors.EXACT_LIMIT
 
 
 def _ensure_space(team, answer: Vectors) -> vectors.Space:
@@ -192,11 +246,22 @@ def neighbourhood(team, query: Vectors, *, limit: int) -> vectors.Neighbourhood 
     vectors.check(found, query)
     conn, project, vector = team.conn, team.project, literal(query.rows[0])
     count = stored(team)
-    nearest = conn.execute(
-        "SELECT v.id, v.embedding <=> %s::vector AS distance FROM facts_vec v WHERE v.project = %s"
-        " AND NOT EXISTS (SELECT 1 FROM facts_to_embed w WHERE w.project = v.project AND w.id = v.id)"
-        " ORDER BY distance, v.id LIMIT %s", (vector, project, limit),
-    ).fetchall()
+    if found.center is None:
+        nearest = conn.execute(
+            "SELECT v.id, v.embedding <=> %s::vector AS distance FROM facts_vec v WHERE v.project = %s"
+            " AND NOT EXISTS (SELECT 1 FROM facts_to_embed w WHERE w.project = v.project AND w.id = v.id)"
+            " ORDER BY distance, v.id LIMIT %s", (vector, project, limit),
+        ).fetchall()
+    else:
+        # The best candidates by Hamming distance, ranked exactly; a vector not trusted is left
+        # out after, as locally, so that both engines rank the same pool.
+        pool = [fact for fact, _ in hamming_pool(team, query.rows[0], found.center, max(vectors.POOL, limit))]
+        ranked = conn.execute(
+            "SELECT v.id, v.embedding <=> %s::vector AS distance, EXISTS (SELECT 1 FROM facts_to_embed w"
+            "  WHERE w.project = v.project AND w.id = v.id) FROM facts_vec v WHERE v.project = %s AND v.id = ANY(%s)"
+            " ORDER BY distance, v.id", (vector, project, pool),
+        ).fetchall()
+        nearest = [(fact, distance) for fact, distance, waits in ranked if not waits][:limit]
     if count <= vectors.EXACT_LIMIT:  # every stored vector, trusted or not, as locally
         sample = [row[0] for row in conn.execute(
             "SELECT embedding <=> %s::vector FROM facts_vec WHERE project = %s", (vector, project))]
@@ -242,6 +307,11 @@ def catch_up(team, endpoint: Endpoint, *, hold: Callable[[], ContextManager[obje
         if not stored_now:
             return done  # changed meanwhile, or answered in another space
         done += stored_now
+    if until is None:
+        with hold(), team.transaction():
+            if needs_center(team):
+                team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
+                recenter(team)
     with hold(), team.transaction():
         if until is not None or not needs_reference(team):
             return done
@@ -299,6 +369,9 @@ def rebuild(team, endpoint: Endpoint, *, progress: Callable[[int, int], None] | 
             pending, ahead = waiting(team, limit=batch, chars=1 << 30, after=last), None
     known = _reference_vectors(endpoint, batch, timeout)
     with team.transaction():
+        if needs_center(team):
+            team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
+            recenter(team)
         if known is not None:
             store_reference(team, known)
         result.space = space(team)
@@ -335,6 +408,7 @@ def status(team) -> dict:
     found = space(team)
     report: dict = {"facts_without_vector": missing(team)}
     if found is not None:
+        search = "exact (pgvector)" if found.center is None else f"bit prefilter, {vectors.POOL} rescored (pgvector)"
         report["stored"] = {"model": found.model, "dimension": found.dimension, "vectors": stored(team),
-                            "search": "exact (pgvector)"}
+                            "search": search}
     return report

@@ -415,6 +415,14 @@ def _unpack(blob: bytes) -> tuple[float, ...]:
     return struct.unpack(f"<{len(blob) // 4}f", blob)
 
 
+pack, unpack = _pack, _unpack  # a vector as float32 bytes, and back (a team's center: gate/search/teamvectors.py)
+
+
+def as_float32(values: Sequence[float]) -> tuple[float, ...]:
+    """The values as float32 holds them: what this index reads back of a stored vector."""
+    return _unpack(_pack(values))
+
+
 # -- rebuilding -----------------------------------------------------------------------------
 
 REINDEX_BATCH = 16
