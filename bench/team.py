@@ -1,6 +1,7 @@
 """Team memory on PostgreSQL beside the local SQLite file, in one run: search by words, and writes.
 
     python bench/team.py [--sizes 10000 100000] [--queries 200] [--members 8] [--writes 50]
+                         [--dimension 1024] [--no-meaning]
 
 Search: the same facts (bench/_corpus.py) in a SQLite memory and in one project of a team
 database, the same queries (1-4 words of one fact), timed in turns so that both meet the same
@@ -9,6 +10,14 @@ TeamIndex (the same tiers and judgement; PostgreSQL's GIN index for the match, F
 computed in Python), p50 and p95, with the ratio of the p50s. PostgreSQL runs on this machine
 over loopback TCP (tests/postgres_server.py, pgserver's binaries), so its figures include a
 round trip per statement and no network beyond it.
+
+Meaning (unless `--no-meaning`): the same facts given the same vectors on both engines, as
+writes store them (vectors.sync / teamvectors.sync: past vectors.EXACT_LIMIT both are centered and
+keep a bit a dimension), `--dimension` wide, drawn in a narrow cone as e5's are and around 200
+subjects, no model needed; then the neighbourhood a search by meaning reads (vectors.neighbourhood over sqlite-vec
+beside teamvectors.neighbourhood over pgvector), p50 and p95, how many answers' nearest facts
+differ (candidates tied in Hamming distance at the pool's edge are taken in another order), and
+each engine's recall of the exact nearest (numpy over the same vectors).
 
 Writes: `--members` threads, each a member with a connection of its own, each inserting
 `--writes` facts one transaction at a time through a change set (gate/engine/teamfacts.py: the
@@ -22,6 +31,8 @@ No target is met or missed here; the figures say where the team engine stands (i
 from __future__ import annotations
 
 import argparse
+import math
+import random
 import statistics
 import sys
 import tempfile
@@ -35,12 +46,14 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import _corpus  # noqa: E402
+import numpy  # noqa: E402  (the recall of search by meaning; a test dependency)
 import _team  # noqa: E402
 
 from gate.engine import postgres, store  # noqa: E402
 from gate.engine.teamfacts import TeamFacts, Who, project  # noqa: E402
 from gate.memory import changeset  # noqa: E402
-from gate.search import search  # noqa: E402
+from gate.search import search, teamvectors, vectors  # noqa: E402
+from gate.search.embeddings import Vectors  # noqa: E402
 from gate.search.team import TeamIndex  # noqa: E402
 
 
@@ -49,7 +62,7 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def search_round(size: int, queries_count: int, url: str) -> None:
+def search_round(size: int, queries_count: int, url: str, dimension: int) -> None:
     rows = _corpus.facts(size)
     queries = _corpus.queries(rows, queries_count)
     with tempfile.TemporaryDirectory() as folder:
@@ -79,13 +92,81 @@ def search_round(size: int, queries_count: int, url: str) -> None:
                     team.rollback()
                     theirs.append((time.perf_counter() - started) * 1000)
             differ += found[0] != found[1]
+        line(size, built_local, built_team, mine, theirs, differ, "words")
+        if dimension:
+            line(size, *meaning_round(local, team, pid, rows, len(queries), dimension), "meaning")
         local.close()
         team.close()
+
+
+def line(size: int, built_local: float, built_team: float, mine: list[float], theirs: list[float], differ: int,
+         what: str) -> None:
     p50_local, p50_team = statistics.median(mine), statistics.median(theirs)
     print(
         f"{size:>7}  {built_local:>6.1f} / {built_team:<6.1f}  {p50_local:>8.2f} {percentile(mine, 0.95):>7.2f}"
-        f"  {p50_team:>8.2f} {percentile(theirs, 0.95):>7.2f}  {p50_team / p50_local:>6.1f}  {differ:>4}/{len(queries)}"
+        f"  {p50_team:>8.2f} {percentile(theirs, 0.95):>7.2f}  {p50_team / p50_local:>6.1f}  {differ:>4}/{len(mine):<4}"
+        f"  {what}", flush=True,
     )
+
+
+def meaning_round(local, team, pid: int, rows, count: int, dimension: int):
+    """Vectors for every fact on both engines, stored through each engine's sync (the first
+    EXACT_LIMIT + 1 alone, so that each centers on them as a growing memory does), then `count`
+    neighbourhoods asked of each in turns: (build s local, build s team, local ms, team ms, differ)."""
+    rng = random.Random(17)
+    cone = [rng.gauss(0, 1) for _ in range(dimension)]
+    # Subjects: texts about one lie near each other, as a model's vectors of them do.
+    subjects = [[rng.gauss(0, 1) for _ in range(dimension)] for _ in range(200)]
+
+    def unit() -> tuple[float, ...]:
+        subject = rng.choice(subjects)
+        raw = [3 * c + 1.5 * s + rng.gauss(0, 0.7) for c, s in zip(cone, subject)]
+        norm = math.sqrt(sum(x * x for x in raw))
+        return tuple(x / norm for x in raw)
+
+    ids = list(range(1, len(rows) + 1))
+    texts = [vectors.fact_text(topic, text) for topic, _, text in rows]
+    answer = Vectors("bench-cone", [unit() for _ in ids])
+    prepared = vectors.Prepared(answer, dict(zip(texts, answer.rows)), [])
+    facts = TeamFacts(team, pid, Who("bench", "bench"))
+    first = vectors.EXACT_LIMIT + 1
+    store.load_vectors(local)
+    started = time.perf_counter()
+    for part in (ids[:first], ids[first:]):
+        with store.writing(local):
+            vectors.sync(local, part, prepared)
+    built_local = time.perf_counter() - started
+    started = time.perf_counter()
+    for start, end in [(0, first)] + [(at, at + 2000) for at in range(first, len(ids), 2000)]:
+        with team.transaction():
+            team.execute("SET LOCAL statement_timeout = 0")
+            teamvectors.sync(facts, ids[start:end], prepared)
+    team.execute("ANALYZE facts_vec")
+    team.commit()
+    built_team = time.perf_counter() - started
+    matrix = numpy.array(answer.rows, dtype=numpy.float32)
+    mine, theirs, differ, recall = [], [], 0, [0, 0]
+    for number in range(count):
+        query = Vectors("bench-cone", [unit()])
+        found = {}
+        for which in ((0, 1) if number % 2 == 0 else (1, 0)):
+            started = time.perf_counter()
+            if which == 0:
+                found[0] = vectors.neighbourhood(local, query, limit=search.CANDIDATES)
+                mine.append((time.perf_counter() - started) * 1000)
+            else:
+                with team.transaction():
+                    found[1] = teamvectors.neighbourhood(facts, query, limit=search.CANDIDATES)
+                theirs.append((time.perf_counter() - started) * 1000)
+        differ += [fact for fact, _ in found[0].nearest] != [fact for fact, _ in found[1].nearest]
+        # The exact nearest (ids are rows + 1): how many of them each engine's prefilter kept.
+        exact = set((numpy.argsort(-(matrix @ numpy.array(query.rows[0], dtype=numpy.float32)))[: search.CANDIDATES] + 1).tolist())
+        for which in (0, 1):
+            recall[which] += len(exact & {fact for fact, _ in found[which].nearest})
+    total = count * search.CANDIDATES
+    print(f"{'':>7}  recall@{search.CANDIDATES} of exact search by meaning: sqlite {recall[0] / total:.3f},"
+          f" postgresql {recall[1] / total:.3f}")
+    return built_local, built_team, mine, theirs, differ
 
 
 def writes(members: int, each: int, url: str) -> None:
@@ -162,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--members", type=int, default=8)
     parser.add_argument("--writes", type=int, default=50, help="inserts per member")
+    parser.add_argument("--dimension", type=int, default=1024, help="the vectors' width (bge-m3's: 1024)")
+    parser.add_argument("--no-meaning", action="store_true", help="words and writes only")
     args = parser.parse_args(argv)
     started = _team.start("bench/team.py")
     if started is None:
@@ -174,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'facts':>7}  {'build s sqlite / pg':>19}  {'sqlite p50':>10} {'p95':>7}  {'pg p50':>8} {'p95':>7}"
               f"  {'ratio':>6}  {'differ':>9}")
         for size in args.sizes:
-            search_round(size, args.queries, url)
+            search_round(size, args.queries, url, 0 if args.no_meaning else args.dimension)
         writes(args.members, args.writes, url)
     finally:
         server.stop()
