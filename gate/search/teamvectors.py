@@ -79,10 +79,7 @@ def recenter(team) -> int:
         "SELECT id, embedding::real[] FROM facts_vec WHERE project = %s ORDER BY id", (project,))]
     if not rows:
         return 0
-    total = [0.0] * len(rows[0][1])
-    for _, vector in rows:
-        total = list(map(float.__add__, total, vector))
-    center = tuple(value / len(rows) for value in total)
+    center = vectors.mean(vector for _, vector in rows)
     conn.execute("UPDATE vector_spaces SET center = %s WHERE project = %s", (vectors.pack(center), project))
     with conn.cursor() as cursor:
         cursor.executemany("UPDATE facts_vec SET bits = %s::varbit WHERE project = %s AND id = %s",

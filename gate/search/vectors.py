@@ -211,10 +211,7 @@ def recenter(conn: apsw.Connection) -> int:
     rows = [(rowid, _unpack(blob)) for rowid, blob in conn.execute("SELECT rowid, embedding FROM facts_vec")]
     if not rows:
         return 0
-    total = [0.0] * len(rows[0][1])
-    for _, vector in rows:
-        total = list(map(float.__add__, total, vector))
-    center = tuple(value / len(rows) for value in total)
+    center = mean(vector for _, vector in rows)
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('vector_center', ?)"
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -225,6 +222,17 @@ def recenter(conn: apsw.Connection) -> int:
         conn.execute("DELETE FROM facts_vec WHERE rowid = ?", (rowid,))
         _insert(conn, rowid, vector, center)
     return len(rows)
+
+
+def mean(stored: Iterable[Sequence[float]]) -> tuple[float, ...]:
+    """The center of stored vectors: their mean, summed in the order given (both engines' centers
+    are the same only if their vectors are summed alike). At least one vector."""
+    total: list[float] = []
+    count = 0
+    for vector in stored:
+        total = list(map(float.__add__, total, vector)) if total else list(vector)
+        count += 1
+    return tuple(value / count for value in total)
 
 
 def forget(conn: apsw.Connection) -> None:
