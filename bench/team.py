@@ -132,9 +132,9 @@ def meaning_round(local, team, pid: int, rows, count: int, dimension: int):
     first = vectors.EXACT_LIMIT + 1
     store.load_vectors(local)
     started = time.perf_counter()
-    for part in (ids[:first], ids[first:]):
-        with store.writing(local):
-            vectors.sync(local, part, prepared)
+    for start, end in [(0, first)] + [(at, at + 500) for at in range(first, len(ids), 500)]:
+        with store.writing(local):  # in batches, as a change set syncs (one SQL variable a fact)
+            vectors.sync(local, ids[start:end], prepared)
     built_local = time.perf_counter() - started
     started = time.perf_counter()
     for start, end in [(0, first)] + [(at, at + 2000) for at in range(first, len(ids), 2000)]:
