@@ -83,7 +83,7 @@ def _verify_vectors(conn, embed) -> None:
     for fact, blob in conn.execute("SELECT rowid, embedding FROM facts_vec"):
         assert fact in facts, f"a vector for fact {fact}, which is gone"
         if fact not in owed:
-            stored, expected = vectors._unpack(blob), embed(facts[fact])
+            stored, expected = vectors.unpack(blob), embed(facts[fact])
             assert max(abs(a - b) for a, b in zip(stored, expected)) < 1e-5, f"fact {fact}'s vector is not its text's"
     with_vector = {row[0] for row in conn.execute("SELECT rowid FROM facts_vec")}
     assert set(facts) - owed <= with_vector, "a fact neither has its vector nor waits for one"

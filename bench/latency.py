@@ -270,7 +270,7 @@ def meaning(conn, rows, size: int, queries: list[str], args) -> dict:
     conn.execute(f"CREATE VIRTUAL TABLE bench_exact USING vec0(embedding float[{args.dimension}] distance_metric=cosine, chunk_size=256)")
     with store.writing(conn):
         conn.executemany("INSERT INTO bench_exact (rowid, embedding) VALUES (?, ?)",
-                         ((i, vectors._pack(v)) for i, v in zip(ids, made)))
+                         ((i, vectors.pack(v)) for i, v in zip(ids, made)))
     probes = space.rewordings(made, min(len(queries), 100))
     answers = dict(zip(queries, probes))
     for vector in probes[:10]:  # warm the page cache
@@ -278,7 +278,7 @@ def meaning(conn, rows, size: int, queries: list[str], args) -> dict:
     figures: dict = {"size": size, "build": built, "nearest": [], "exact": [], "hybrid": [], "tool": []}
     hits = 0
     for vector in probes:
-        packed = vectors._pack(vector)
+        packed = vectors.pack(vector)
         started = time.perf_counter()
         truth = {row[0] for row in conn.execute("SELECT rowid FROM bench_exact WHERE embedding MATCH ? AND k = 30", (packed,))}
         figures["exact"].append((time.perf_counter() - started) * 1000)

@@ -52,7 +52,7 @@ def test_bits_are_packed_as_sqlite_vec_packs_them(vconn, dimension):
     rng = random.Random(dimension)
     vector = [rng.uniform(-1, 1) for _ in range(dimension)]
     ours = vectors.bits(vector)
-    theirs = vconn.execute("SELECT vec_quantize_binary(?)", (vectors._pack(vector),)).fetchone()[0]
+    theirs = vconn.execute("SELECT vec_quantize_binary(?)", (vectors.pack(vector),)).fetchone()[0]
     assert ours == theirs
 
 
@@ -251,4 +251,4 @@ def test_the_reference_vectors_join_the_background(vconn):
 
 
 def _stored(conn):
-    return [vectors._unpack(blob) for (blob,) in conn.execute("SELECT embedding FROM facts_vec")]
+    return [vectors.unpack(blob) for (blob,) in conn.execute("SELECT embedding FROM facts_vec")]

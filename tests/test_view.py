@@ -234,7 +234,7 @@ def test_an_edit_and_its_undo_keep_the_facts_vector_in_step(tmp_path, home, nano
         """The cosine of the fact's stored vector with the endpoint's vector of its text now."""
         topic, text = conn.execute("SELECT topic, text FROM facts WHERE id = ?", (fact_id,)).fetchone()
         assert conn.execute("SELECT count(*) FROM facts_to_embed WHERE id = ?", (fact_id,)).fetchone()[0] == 0
-        stored = vectors._unpack(conn.execute("SELECT embedding FROM facts_vec WHERE rowid = ?", (fact_id,)).fetchone()[0])
+        stored = vectors.unpack(conn.execute("SELECT embedding FROM facts_vec WHERE rowid = ?", (fact_id,)).fetchone()[0])
         now = endpoint.embed([vectors.fact_text(topic, text)], role="document", timeout=30).rows[0]
         return sum(a * b for a, b in zip(stored, now))
 

@@ -182,6 +182,14 @@ def needs_center(team) -> bool:
     return found is not None and found.center is None and stored(team) > vectors.EXACT_LIMIT
 
 
+def center_if_due(team) -> None:
+    """Center a project past vectors.EXACT_LIMIT that has no center yet, under the project's lock
+    (the member's server between turns, and reindex), in the caller's transaction."""
+    if needs_center(team):
+        team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
+        recenter(team)
+
+
 def _ensure_space(team, answer: Vectors) -> vectors.Space:
     """The project's space, made from `answer` if it has none; VectorError when the answer is of
     another kind. Under the project's lock, so two members' first vectors make one space."""
@@ -306,9 +314,7 @@ def catch_up(team, endpoint: Endpoint, *, hold: Callable[[], ContextManager[obje
         done += stored_now
     if until is None:
         with hold(), team.transaction():
-            if needs_center(team):
-                team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
-                recenter(team)
+            center_if_due(team)
     with hold(), team.transaction():
         if until is not None or not needs_reference(team):
             return done
@@ -366,9 +372,7 @@ def rebuild(team, endpoint: Endpoint, *, progress: Callable[[int, int], None] | 
             pending, ahead = waiting(team, limit=batch, chars=1 << 30, after=last), None
     known = _reference_vectors(endpoint, batch, timeout)
     with team.transaction():
-        if needs_center(team):
-            team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
-            recenter(team)
+        center_if_due(team)
         if known is not None:
             store_reference(team, known)
         result.space = space(team)

@@ -65,7 +65,7 @@ def space(conn: apsw.Connection) -> Space | None:
     return Space(
         meta["vector_model"],
         int(meta["vector_dimension"]),
-        _unpack(base64.b64decode(center)) if center else None,
+        unpack(base64.b64decode(center)) if center else None,
     )
 
 
@@ -201,21 +201,21 @@ def _ensure_space(conn: apsw.Connection, vectors: Vectors) -> Space:
 def _insert(conn: apsw.Connection, fact: int, vector: Sequence[float], center: Sequence[float] | None) -> None:
     conn.execute(
         "INSERT INTO facts_vec (rowid, bits, embedding) VALUES (?, vec_bit(?), ?)",
-        (fact, bits(vector, center), _pack(vector)),
+        (fact, bits(vector, center), pack(vector)),
     )
 
 
 def recenter(conn: apsw.Connection) -> int:
     """Take the mean of all stored vectors as the center and set every row's bits against it.
     Runs once when the index outgrows exact search, and after a reindex. Returns the rows."""
-    rows = [(rowid, _unpack(blob)) for rowid, blob in conn.execute("SELECT rowid, embedding FROM facts_vec")]
+    rows = [(rowid, unpack(blob)) for rowid, blob in conn.execute("SELECT rowid, embedding FROM facts_vec")]
     if not rows:
         return 0
     center = mean(vector for _, vector in rows)
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('vector_center', ?)"
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (base64.b64encode(_pack(center)).decode(),),
+        (base64.b64encode(pack(center)).decode(),),
     )
     for rowid, vector in rows:
         # vec0 0.1.9 cannot UPDATE a bit column: delete and insert.
@@ -295,7 +295,7 @@ def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neigh
     if found is None:
         return None
     check(found, query)
-    vector = _pack(query.rows[0])
+    vector = pack(query.rows[0])
     if found.center is None:
         every = list(conn.execute("SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec", (vector,)))
         rows, sample = every, [distance for _, distance in every]
@@ -347,13 +347,13 @@ def sample_ids(top: int) -> list[int]:
 
 def unpack_reference(blob: bytes, dimension: int) -> list[tuple[float, ...]]:
     """The REFERENCE vectors packed one after another, or none when they are not all there."""
-    values = _unpack(blob)
+    values = unpack(blob)
     rows = [values[start : start + dimension] for start in range(0, len(values), dimension)]
     return rows if len(rows) == len(REFERENCE) and len(rows[-1]) == dimension else []
 
 
 def pack_reference(rows: Sequence[Sequence[float]]) -> bytes:
-    return b"".join(_pack(row) for row in rows)
+    return b"".join(pack(row) for row in rows)
 
 
 def reference(conn: apsw.Connection, found: Space) -> list[tuple[float, ...]]:
@@ -415,20 +415,18 @@ def _bytes(dimension: int) -> int:
     return (dimension + 7) // 8
 
 
-def _pack(vector: Sequence[float]) -> bytes:
+def pack(vector: Sequence[float]) -> bytes:
+    """A vector as float32 bytes, little-endian: how both engines keep a center, and this one its vectors."""
     return struct.pack(f"<{len(vector)}f", *vector)
 
 
-def _unpack(blob: bytes) -> tuple[float, ...]:
+def unpack(blob: bytes) -> tuple[float, ...]:
     return struct.unpack(f"<{len(blob) // 4}f", blob)
-
-
-pack, unpack = _pack, _unpack  # a vector as float32 bytes, and back (a team's center: gate/search/teamvectors.py)
 
 
 def as_float32(values: Sequence[float]) -> tuple[float, ...]:
     """The values as float32 holds them: what this index reads back of a stored vector."""
-    return _unpack(_pack(values))
+    return unpack(pack(values))
 
 
 # -- rebuilding -----------------------------------------------------------------------------
