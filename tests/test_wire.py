@@ -8,6 +8,7 @@ import json
 import signal
 import threading
 
+import anyio
 import pytest
 from conftest import child_env
 from fake_embeddings import FakeEmbeddings
@@ -93,6 +94,48 @@ def test_a_batch_gets_an_answer_for_each_request(server):
     server.send('[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]')
     found = server.answers({1, 2})
     assert {1, 2} <= found.keys() and "batches are not supported" in found[1][0]["error"]["message"]
+
+
+# Each id MCP forbids (a string or an integer only), in a cancellation and in a request.
+ILL_TYPED_IDS = ["[1]", '{"a": 1}', "1.5", "1.0", "true", "null"]
+
+
+def test_a_cancellation_or_a_request_with_an_ill_typed_id_ends_nothing(server):
+    server.start()
+    for value in ILL_TYPED_IDS:
+        server.send('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s}}' % value)
+    server.send('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}')
+    for value in ILL_TYPED_IDS:
+        server.send('{"jsonrpc":"2.0","id":%s,"method":"ping"}' % value)
+    server.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    found = server.answers({1})
+    assert found.get(1) == [{"jsonrpc": "2.0", "id": 1, "result": {}}], server.stderr[-2000:]
+    # Notifications are never answered; each request is, with id null since its own cannot be named.
+    refusals = found[None]
+    assert len(refusals) == len(ILL_TYPED_IDS)
+    assert all('"id" must be a string or an integer' in answer["error"]["message"] for answer in refusals)
+    assert "ignored a cancellation whose requestId is an array" in server.stderr
+    assert "Traceback" not in server.stderr and server.process.poll() is None
+
+
+def test_a_cancellation_by_the_ids_string_form_settles_the_request():
+    # The SDK takes "7" and 7 for one id: a call cancelled as "7" is never answered, so the
+    # stop must not wait for it.
+    wiring = wire.Wire()
+    send, receive = anyio.create_memory_object_stream(10)
+
+    async def forward(*lines):
+        for line in lines:
+            await wiring._forward(line.encode(), send, send)
+
+    anyio.run(forward, '{"jsonrpc":"2.0","id":7,"method":"ping"}', '{"jsonrpc":"2.0","id":"8","method":"ping"}')
+    assert wiring._pending == {7, 8}
+    anyio.run(forward, '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"7"}}',
+              '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}',
+              '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":[7]}}')
+    assert wiring._pending == set()
+    send.close()
+    receive.close()
 
 
 @pytest.mark.parametrize("line", [r'"\ud83d"', "42", "null", '{"id": 1, "method": "ping", "params": [1]}'])

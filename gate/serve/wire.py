@@ -6,7 +6,9 @@ about 200 levels, `params` sent as an array. In Claude Code an unanswered tool c
 agent. Here a line the SDK refuses is read again with Python's json: each lone surrogate becomes
 U+FFFD (as invalid UTF-8 bytes already do on the way in) and the call is served; what still cannot
 be served gets a JSON-RPC error that says what to change, with the request's id whenever the line
-names one.
+names one. A request whose id is no string or integer (an object, an array, a fraction, a boolean,
+null) is one MCP forbids and the SDK would take for a notification and never answer: it is
+refused with id null, as JSON-RPC says. A cancellation naming no such id is ignored.
 
 Stopping: reads never block in a thread (the wire waits on the event loop for stdin to be
 readable), so a signal is obeyed in every state. Once told to stop, the wire reads no further
@@ -25,6 +27,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.shared.dispatcher import as_request_id, coerce_request_id
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
@@ -60,9 +63,12 @@ def read_line(line: str) -> Inbound:
     if not line.strip():
         return Inbound()
     try:
-        return Inbound(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError:
         pass
+    else:
+        if not isinstance(message, types.JSONRPCNotification) or not _names_an_id(json.loads(line)):
+            return Inbound(message)
     head_ids, depth = _head(line)
     if depth > MAX_DEPTH:
         return _refused(head_ids, types.INVALID_REQUEST, (
@@ -90,7 +96,8 @@ def read_line(line: str) -> Inbound:
         except ValidationError:
             pass
         else:
-            return Inbound(message, note=f"replaced {replaced} lone surrogate(s) with U+FFFD in message {_id(data)!r}")
+            if not isinstance(message, types.JSONRPCNotification) or not _names_an_id(data):
+                return Inbound(message, note=f"replaced {replaced} lone surrogate(s) with U+FFFD in message {_id(data)!r}")
     code, problem = _what_is_wrong(data)
     if "method" not in data or "id" not in data:
         # A notification or a response: JSON-RPC answers neither, so stderr is told.
@@ -126,12 +133,18 @@ def _refused(request_ids: Any, code: int, message: str) -> Inbound:
 
 
 def _id(data: dict) -> int | str | None:
-    value = data.get("id")
-    return value if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)) else None
+    return as_request_id(data.get("id"))
+
+
+def _names_an_id(data: Any) -> bool:
+    """Whether a message the SDK read as a notification has an id member: a request, then (JSON-RPC
+    calls a message with an id a request, whatever the id), whose id the SDK dropped."""
+    return isinstance(data, dict) and "id" in data
 
 
 def _kind(value: Any) -> str:
-    return {list: "an array", dict: "an object", str: "a string", bool: "a boolean", type(None): "null"}.get(
+    return {list: "an array", dict: "an object", str: "a string", bool: "a boolean", type(None): "null",
+            float: "a decimal number"}.get(
         type(value), "a number"
     )
 
@@ -148,7 +161,9 @@ def _what_is_wrong(data: dict) -> tuple[int, str]:
     if "method" in data and not isinstance(data["method"], str):
         return types.INVALID_REQUEST, '"method" must be a string, e.g. "tools/call"'
     if "id" in data and _id(data) is None:
-        return types.INVALID_REQUEST, f'"id" must be a string or an integer (got {_kind(data["id"])})'
+        return types.INVALID_REQUEST, (
+            f'"id" must be a string or an integer (got {_kind(data["id"])}), e.g. "id": 7; a notification has no id'
+        )
     params = data.get("params")
     if isinstance(params, list):
         return types.INVALID_PARAMS, (
@@ -258,7 +273,8 @@ class Wire:
         self._stopping = False
         self._waiting: anyio.CancelScope | None = None
         self._grace: anyio.CancelScope | None = None
-        self._pending: set[tuple[type, Any]] = set()
+        # The requests in flight, by id as the SDK correlates them ("7" and 7 are one).
+        self._pending: set[int | str] = set()
         self._settled = anyio.Event()
 
     def stop(self) -> None:
@@ -347,14 +363,19 @@ class Wire:
         if message is None:
             return
         if isinstance(message, types.JSONRPCRequest) and message.method not in OPEN_ENDED:
-            self._pending.add((type(message.id), message.id))
+            self._pending.add(coerce_request_id(message.id))
         elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
             cancelled = (message.params or {}).get("requestId")
+            if as_request_id(cancelled) is None:
+                # No request has such an id: nothing to cancel, and a notification is never answered.
+                self.log(f"ignored a cancellation whose requestId is {_kind(cancelled)}, not a string or an integer")
+                return
             self._settle(cancelled)  # a cancelled request is never answered
         await inbound.send(SessionMessage(message))
 
     def _settle(self, request_id: Any) -> None:
-        self._pending.discard((type(request_id), request_id))
+        if as_request_id(request_id) is not None:
+            self._pending.discard(coerce_request_id(request_id))
         if not self._pending:
             self._settled.set()
             self._settled = anyio.Event()
