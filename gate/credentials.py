@@ -30,21 +30,70 @@ _WORDS = frozenset(
     "hidden masked unset undefined default test testing value values foobar foo bar baz".split()
 )
 # Substrings that mark a template or a placeholder: `${VAR}`, `{{ x }}`, `<token>`, `sk-...`,
-# `ghp_XXXX`, `***`, `your-token-here`, `CHANGE_ME`.
-_MARKS = ("${", "{{", "}}", "<", ">", "...", "\u2026", "xxx", "***", "your", "here", "changeme",
+# `***`, `CHANGE_ME`.
+_MARKS = ("${", "{{", "}}", "<", ">", "...", "\u2026", "***", "\u2022\u2022", "changeme",
           "change_me", "change-me", "replace", "placeholder", "redacted", "insert_", "enter_")
-# Leading text of a reference: variables, expressions, YAML tags, secret-manager addresses, paths.
-_LEADS = ("$", "%", "{", "[", "(", "!", "&", "*", "@", "op://", "vault:", "vault://", "arn:",
-          "enc[", "ref+", "secret://", "sm://", "file:", "env:", "/", "./", "~/", "../", "process.env",
+# Words that mark a placeholder only as whole words (`your-token-here`, `YOUR_API_KEY`), not
+# inside a password (`Sphere2026!`, `Yourself99`).
+_MARK_WORDS = frozenset(("your", "here", "my", "put", "set", "fill"))
+# Leading text of a reference: variables, expressions, secret-manager addresses, relative paths.
+_LEADS = ("$", "{", "[", "(", "&", "op://", "vault:", "vault://", "arn:",
+          "enc[", "ref+", "secret://", "sm://", "file:", "env:", "./", "~/", "../", "process.env",
           "os.environ", "os.getenv", "getenv", "env(", "env::", "change", "secrets.")
+
+
+def _words(value: str) -> list[str]:
+    """The lowercase words of a value, split at non-letters and at camelCase humps."""
+    words, word = [], ""
+    for at, ch in enumerate(value):
+        if not ch.isalpha():
+            words, word = words + [word] if word else words, ""
+            continue
+        if word and ch.isupper() and value[at - 1].islower():
+            words, word = words + [word], ""
+        word += ch.lower()
+    return words + [word] if word else words
+
+
+def _crossed_out(low: str) -> bool:
+    """A run of x standing for hidden characters (`ghp_XXXX`, `xxx-xxx`), not one inside a
+    word (`Maxxxine1`)."""
+    at = low.find("xxx")
+    while at >= 0:
+        end = at
+        while end < len(low) and low[end] == "x":
+            end += 1
+        if end - at >= 5 or ((at == 0 or not low[at - 1].isalpha()) and (end == len(low) or not low[end].isalpha())):
+            return True
+        at = low.find("xxx", end)
+    return False
+
+
+def _reference_lead(value: str) -> bool:
+    """A value whose first character makes it a reference, not a password starting with a symbol:
+    a YAML tag or alias (`!vault`, `*defaults`), `%VAR%` or `%(name)s`, `@Microsoft.KeyVault(...)`
+    or `@var`, an absolute path (`/run/secrets/db`)."""
+    lead, rest = value[:1], value[1:]
+    if lead in "!*@":
+        return rest.replace("_", "").replace("-", "").replace(".", "").isalpha() or "(" in rest or "/" in rest
+    if lead == "%":
+        return "%" in rest or rest.startswith("(") or rest.startswith("{")
+    if lead == "/":
+        return "/" in rest or "." in rest or rest.replace("_", "").replace("-", "").isalpha()
+    return False
 
 
 def _placeholder(value: str) -> bool:
     low = value.lower()
+    words = _words(value)
     return (
         low in _WORDS
         or any(mark in low for mark in _MARKS)
         or low.startswith(_LEADS)
+        or _reference_lead(value)
+        or _crossed_out(low)
+        or (len(words) > 1 and not _MARK_WORDS.isdisjoint(words))
+        or (low.startswith("your") and low.endswith(("here", "key", "token", "password", "secret")))
         or len(set(low)) <= 3
     )
 
@@ -61,14 +110,44 @@ def _expression(value: str) -> bool:
     return ("(" in value or "[" in value or "::" in value) and value[:1].isalpha()
 
 
-def literal(value: str, *, quoted: bool = False) -> bool:
+# Words that make a letters-only value a name in code or a type, not a password
+# (`userPassword`, `SecretStr`, `PasswordField`).
+_CODE_WORDS = frozenset("password passwd pass pwd secret token key auth credential credentials field str string "
+                        "type input hash hashed value env config settings name form user".split())
+
+
+def letters_password(value: str) -> bool:
+    """A letters-only value that reads as a password rather than a word or a name: joined
+    capitalised words (`HarborStoneMoon`), or lowercase letters no language would write
+    (`fsgskmiotze`: few vowels, or a long run of consonants)."""
+    if len(value) < 8 or not value.isalpha() or not value.isascii():
+        return False
+    words = _words(value)
+    if not _CODE_WORDS.isdisjoint(words) or value.lower() in _WORDS:
+        return False
+    if value[0].isupper() and sum(ch.isupper() for ch in value) >= 2 and not value.isupper():
+        return True
+    if not value.islower():
+        return False
+    vowels = sum(ch in "aeiouy" for ch in value)
+    run = longest = 0
+    for ch in value:
+        run = 0 if ch in "aeiouy" else run + 1
+        longest = max(longest, run)
+    return vowels / len(value) < 0.25 or longest >= 4
+
+
+def literal(value: str, *, quoted: bool = False, password: bool = False) -> bool:
     """Whether an assigned value looks like a real password or key and not a reference, a
-    placeholder or a word. A quoted value may be any mix of letters (`"SuperSecret"`)."""
+    placeholder or a word. A quoted value may be any mix of letters (`"SuperSecret"`); so may a
+    password's when it reads as one (`letters_password`)."""
     value = value.strip()
     if len(value) < 6 or _placeholder(value) or _expression(value):
         return False
     if value.isupper() and _is_word_like(value):
         return False  # an environment variable's name: `password: DB_PASSWORD`
+    if password and letters_password(value):
+        return True
     if quoted:
         return not (value.islower() and _is_word_like(value))
     return not _is_word_like(value)
@@ -78,9 +157,9 @@ def _password(value: str, *, quoted: bool = False) -> bool:
     """A password named in prose ("the password is ..."): quoted, or with a digit or a symbol."""
     if quoted:
         return len(value) >= 6 and not _placeholder(value)
-    if not literal(value):
+    if not literal(value, password=True):
         return False
-    return any(not ch.isalpha() for ch in value)
+    return any(not ch.isalpha() for ch in value) or letters_password(value)
 
 
 def random_looking(value: str) -> bool:
@@ -113,6 +192,10 @@ def _aws_secret(value: str) -> bool:
         and not all(ch in "0123456789abcdefABCDEF" for ch in value)
         and _token(value)
     )
+
+
+def _password_literal(value: str) -> bool:
+    return literal(value, password=True)
 
 
 def _pem_private(value: str) -> bool:
@@ -186,7 +269,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
      r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<value>[A-Za-z0-9/_-]{20,})", _token),
     ("a Discord webhook", ("discord",),
      r"discord(?:app)?\.com/api/webhooks/(?P<value>\d+/[A-Za-z0-9_-]{40,})", _token),
-    ("a Discord bot token", ("discord",),
+    ("a Discord bot token", ("discord", "token", "bot"),
      _L + r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _R, _token),
     ("a Google API key", ("aiza",), _L + r"AIza[0-9A-Za-z_-]{35}" + _R, _token),
     ("a Google OAuth client secret", ("gocspx-",), _L + r"GOCSPX-[A-Za-z0-9_-]{24,40}", _token),
@@ -194,7 +277,11 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     ("an npm token", ("npm_",), _L + r"npm_[A-Za-z0-9]{36}" + _R, _token),
     ("a PyPI token", ("pypi-",), _L + r"pypi-AgE[A-Za-z0-9_-]{50,}", None),
     ("a SendGrid key", ("sg.",), _L + r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}", _token),
-    ("a Twilio API key", ("twilio",), _L + r"SK[0-9a-fA-F]{32}" + _R, _token),
+    ("a Twilio API key", ("twilio", "token", "key", "secret"), _L + r"SK[0-9a-fA-F]{32}" + _R,
+     _Near(("twilio", "token", "key", "secret"), _token, 200)),
+    ("an Okta API token", ("ssws",), r"\bSSWS\s+(?P<value>[A-Za-z0-9_-]{20,})", _token),
+    ("an Okta API token", ("okta",), _L + r"00[A-Za-z0-9_-]{40}" + _R, _Near(("okta",), _token, 300)),
+    ("a Supabase token", ("sbp_", "sb_secret_"), _L + r"(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,})" + _R, _token),
     ("a Mailgun key", ("key-",), _L + r"key-[0-9a-f]{32}" + _R, _token),
     ("a Mailchimp key", ("-us",), _L + r"[0-9a-f]{32}-us\d{1,2}" + _R, _token),
     ("a Hugging Face token", ("hf_",), _L + r"hf_[A-Za-z0-9]{30,}" + _R, _token),
@@ -224,7 +311,8 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
      r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])", _Near(("aws", "secret", "akia", "asia"), _aws_secret, 100, lines=True)),
     # Credentials in a URL, a header or a command line.
     ("a connection string with a password", ("://",),
-     r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<value>[^\s@/]+)@[^\s/]+", literal),
+     r"(?i)\b[a-z][a-z0-9+.-]*://(?P<user>[^\s:/@]*(?:@[^\s:/@]+)?):(?P<value>[/@]?[^\s@/]+)@[^\s/]+",
+     lambda v, match: v.lower() != match.group("user").lower() and literal(v, password=True)),
     ("an Authorization header", ("authorization",),
      r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|bot|digest|apikey|api-token|"
      r"sso-key)\s+(?P<value>[A-Za-z0-9._~+/=@-]{8,})",
@@ -239,13 +327,20 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     ("a Kubernetes secret value", ("kind: secret", "kind: 'secret'", 'kind: "secret"'),
      r"(?m)^[ \t]+[\w.-]+:[ \t]*(?:[|>][-+]?[ \t]*\n[ \t]+)?[\"']?(?P<value>[A-Za-z0-9+/]{10,}={0,2})[\"']?[ \t]*$",
      lambda v: len(v) % 4 == 0 and not _is_word_like(v) and not v.isdigit()),
-    ("a password on a command line", ("mysql",), r"\s-p(?P<value>[^\s'\"]{4,})", _Near(("mysql",), literal)),
+    ("a password on a command line", ("mysql",), r"\s-p(?P<value>[^\s'\"]{4,})", _Near(("mysql",), _password_literal)),
     ("a password on a command line", ("redis-cli",), r"\s-a\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-     _Near(("redis-cli",), literal)),
+     _Near(("redis-cli",), _password_literal)),
     ("a password on a command line", ("sshpass",), r"\s-p\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-     _Near(("sshpass",), literal)),
+     _Near(("sshpass",), _password_literal)),
     ("a password on a command line", ("docker login",), r"\s(?:-p|--password)[= ]\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-     _Near(("docker login",), literal)),
+     _Near(("docker login",), _password_literal)),
+    # A flag that names what it takes, then a space: `--token <value>`, `--db-password <value>`
+    # (`--token=<value>` is an assignment).
+    ("a password or key on a command line", ("--",),
+     r"(?<![\w-])--(?P<flag>[\w-]*?(?:token|key|secret|password|passwd|pass|pwd|senha))[ \t]+(?P<q>[\"']?)"
+     r"(?P<value>[^\s\"']+)(?P=q)",
+     lambda v, match: random_looking(v) if match.group("flag").lower().endswith("key") else
+     literal(v, password=match.group("flag").lower().endswith(("password", "passwd", "pass", "pwd", "senha")))),
     ("a password or key assignment", ("requirepass", "masterauth"),
      r"\b(?:requirepass|masterauth)\s+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)", literal),
 ]
@@ -253,43 +348,67 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
 # Names whose value is a secret: `DB_PASSWORD`, `client_secret`, `apiKey`, `x-api-key`,
 # `_authToken`, `PGPASSWORD`. A bare `key` is too common a name (`sort_key`, `key=value`) and gets
 # the stricter random_looking check below, unless it says public.
-_STRONG = (r"password|passwd|passphrase|pass|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
+_STRONG = (r"password|passwd|passphrase|pass|pwd|senha|secret|token|api[_-]?key|apikey|access[_-]?key|"
            r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig")
 _VALUE = (r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]*)(?P=q)"
           r"|(?P<value>(?:[^\s\"'`,;)}\]&<]|&(?![\w.-]+=))+))")
-_ASSIGN = r"[\"']?\s*(?::=|=>|=|:(?!//))\s*"  # not `https://`: a URL's scheme names nothing
+# Not `https://`: a URL's scheme names nothing. Not across a line: `openai:` above `  api_key: ...`
+# is a YAML parent, whose first child must still be read as an assignment of its own.
+_ASSIGN = r"[\"']?[ \t]*(?::=|=>|=|:(?!//))[ \t]*"
 # The name is matched whole and its ending checked apart (`_NAMES`): a pattern that looked for
 # the secret word inside every word would cost a long text quadratic time.
-_NAMES = {"strong": rf"(?i)(?:{_STRONG})$", "weak": r"(?i)[a-z0-9][_-]?key(?:[_-]?base)?$"}
+_NAMES = {"strong": rf"(?i)(?:{_STRONG})$", "weak": r"(?i)(?:[a-z0-9][_-]?key(?:[_-]?base)?|appid)$",
+          "password": r"(?i)(?:password|passwd|passphrase|pass|pwd|senha)$"}
+# What may stand between a secret's name and "is" in prose: "for prod", "do banco", "de produção".
+_OF = r"(?:\s+(?:for|of|on|to|in|at|do|da|de|dos|das|no|na|para)(?:\s+[\w.@/-]+){1,4}?)?"
+_PROSE_VALUE = r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^\s\"'`,;]+))"
 _ASSIGNMENTS = [
-    ("a password or key assignment", ("pass", "pwd", "secret", "token", "key", "auth", "credential", "sig"),
+    ("a password or key assignment", ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "sig", "appid"),
      rf"(?<![\w.-])(?P<name>[\w.-]+){_ASSIGN}{_VALUE}", "name"),
     # An environment variable followed by its value after a space: `AWS_SECRET_ACCESS_KEY <key>`.
     ("a password or key assignment", ("pass", "pwd", "secret", "token", "key"),
      r"(?<![\w-])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|_PASS|_PWD)[ \t]+(?P<q>[\"']?)"
      r"(?P<value>[^\s\"']+)(?P=q)", "weak"),
     # Prose: "the password is ...", "my pw for the vpn is ...", "the API key is ...".
-    ("a password in prose", ("pass", "pw", "pin ", "pin:", "pin="),
-     r"(?i)\b(?:passwords?|passphrase|passwd|pw|pwd|passcode|pin)\b(?:\s+(?:for|of|on|to|in)\s+(?:[\w.@/-]+\s+){0,3}?)?"
-     r"\s*(?:is|was|are|=|:)\s+(?:now\s+|still\s+|just\s+|set\s+to\s+)?"
-     r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,120})(?P=q)|(?P<value>[^\s\"'`,;]+))", "password"),
-    ("a key or token in prose", ("secret", "token", "key", "credential"),
-     r"(?i)\b(?:secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin)\s+(?:key|token)|token|credentials?)\b"
-     r"(?:\s+(?:for|of|on|to|in)\s+(?:[\w.@/-]+\s+){0,3}?)?\s*(?:is|was|are|=|:)\s+(?:now\s+|still\s+|set\s+to\s+)?"
-     r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^\s\"'`,;]+))", "weak"),
+    # Prose, English or Portuguese: "the password is ...", "password for prod: ...", "a senha do
+    # banco é ...", "my pw for the vpn is ...", "the API key is ...", "a chave do X é ...".
+    ("a password in prose", ("pass", "pw", "pin ", "pin:", "pin=", "senha"),
+     r"(?i)\b(?:passwords?|passphrase|passwd|pw|pwd|passcode|pin|senhas?)\b" + _OF +
+     r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|just\s+|set\s+to\s+|agora\s+)?" + _PROSE_VALUE, "password"),
+    ("a key or token in prose", ("secret", "token", "key", "credential", "chave", "segredo"),
+     r"(?i)\b(?:secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin)\s+(?:key|token)|token|(?<!public )key|"
+     r"credentials?|chave|segredo)\b" + _OF + r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
+     + _PROSE_VALUE, "weak"),
+    # A name and then the value, as in a topic or a note: "senha K5uq...", "Datadog key f691...".
+    ("a password in prose", ("pass", "pw", "senha"),
+     r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+(?P<value>[^\s\"'`,;]+)", "password-bare"),
+    ("a key or token in prose", ("token", "key", "secret", "chave", "segredo"),
+     r"(?i)\b(?:(?<!public )key|token|secret|chave|segredo)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,})", "bare"),
 ]
 
 
 def _check_assignment(how: str, value: str, quoted: bool, name: str | None = None) -> bool:
     if how == "name":  # `name = value`: how strong a name decides how the value is checked
         if _pattern(_NAMES["strong"]).search(name):
-            return literal(value, quoted=quoted)
+            return literal(value, quoted=quoted, password=bool(_pattern(_NAMES["password"]).search(name)))
         low = name.lower()
         return bool(_pattern(_NAMES["weak"]).search(name)) and "public" not in low and random_looking(value)
     value = value.rstrip(".)") if not quoted else value
     if how == "password":
         return _password(value, quoted=quoted)
+    if how == "password-bare":  # no "is" to say a value follows: letters alone are a word
+        return literal(value) and any(not ch.isalpha() for ch in value) and "://" not in value
+    if how == "bare":
+        return random_looking(value) and not _digest(value)
     return random_looking(value)
+
+
+def _digest(value: str) -> bool:
+    """A UUID, or a commit or a SHA-256 in hex: ids and hashes, not keys."""
+    low = value.lower()
+    if len(low) == 36 and low.count("-") == 4 and all(ch in "0123456789abcdef-" for ch in low):
+        return True
+    return len(low) in (40, 64) and all(ch in "0123456789abcdef" for ch in low)
 
 
 # -- finding and redacting ------------------------------------------------------------------------
@@ -349,6 +468,8 @@ def _hits(text: str, *, first: bool = False):
             value = text[span[0] : span[1]]
             if isinstance(check, _Near):
                 ok = check(value, text, match.start())
+            elif "user" in match.re.groupindex or "flag" in match.re.groupindex:
+                ok = check(value, match)  # type: ignore[operator]
             else:
                 ok = check is None or check(value)  # type: ignore[operator]
             if ok:
@@ -381,6 +502,48 @@ def _hits(text: str, *, first: bool = False):
                 nested = value and "=" in value and len(value) <= NESTED_MAX
                 inner = match.start(group) if nested else match.end()
                 at = max(inner, match.start() + 1)
+    if "|" in text and not present.isdisjoint(_TABLE_PASSWORDS | _TABLE_KEYS):
+        for hit in _table_hits(text):
+            yield hit
+            if first:
+                return
+
+
+# A markdown table column whose header holds one of these words holds secrets in its cells.
+_TABLE_PASSWORDS = frozenset(("password", "passwd", "pwd", "senha", "pass"))
+_TABLE_KEYS = frozenset(("secret", "segredo", "token", "key", "chave", "credential", "credencial", "value", "valor"))
+
+
+def _table_hits(text: str):
+    """(start, end, kind) of each secret in a markdown table's password or key column: a header
+    row, a `|---|` row, then cells checked as a password's or a key's value."""
+    columns: dict[int, bool] = {}  # column -> whether it holds passwords
+    at, previous = 0, None
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        cells = stripped.strip("|").split("|") if stripped.startswith("|") else None
+        if cells and previous and all(set(cell.strip()) <= set("-: ") and cell.strip() for cell in cells):
+            columns = {}
+            for index, head in enumerate(previous):
+                words = set(_words(head))
+                if not words.isdisjoint(_TABLE_PASSWORDS):
+                    columns[index] = True
+                elif not words.isdisjoint(_TABLE_KEYS):
+                    columns[index] = False
+        elif cells and columns:
+            offset = at + line.index("|") + 1
+            for index, cell in enumerate(cells):
+                value = cell.strip().strip("`")
+                if index in columns and value and (
+                    literal(value, password=True) if columns[index] else random_looking(value) and not _digest(value)
+                ):
+                    start = offset + cell.index(value)
+                    yield start, start + len(value), "a secret in a table"
+                offset += len(cell) + 1
+        elif not cells:
+            columns = {}
+        previous = cells
+        at += len(line)
 
 
 def triggered(text: str) -> bool:
