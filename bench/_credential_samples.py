@@ -28,6 +28,9 @@ B64 = ALNUM + "+/"
 URLSAFE = ALNUM + "-_"
 
 
+PARTS = ("tuning", "held-out")
+
+
 @dataclass(frozen=True)
 class Sample:
     group: str  # the provider or the kind of look-alike
@@ -315,7 +318,7 @@ def samples(part: str) -> tuple[list[Sample], list[Sample]]:
         sid, token = "AC" + _hexrun(rng, 32), _hexrun(rng, 32)
         secrets.append(Sample("twilio sid and token", "config", _PAIRS[part](sid, token), token))
     benign: list[Sample] = []
-    for _ in range(18):
+    for _ in range(19):
         for group, make in benign_makers:
             _, env, _, label, _ = rng.choice(providers)
             benign.append(Sample(group, "", make(rng, env, label)))

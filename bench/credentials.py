@@ -13,6 +13,13 @@ claude-mem-lite benchmark (developer prose full of "token", "password reset", "A
 rotation"). The tables of tests/test_secrets.py are shown apart: they were written with the
 detector, so they are no evidence, only a check.
 
+Then the generated set (bench/_credential_samples.py, a tuning and a held-out part, each of
+about 330 credentials of 45 providers and 5 password shapes and 300 look-alikes): a credential is
+caught only when it is caught on every path where text lands: a fact's text (insert, update,
+import and the page's edit all check it with gate.memory.write.check_field), its topic when the
+sample fits on one (one line, 100 characters), and the owner's prompt (redacted: no 8 characters
+of the secret may remain). A look-alike is refused when `find` names it or redaction changes it.
+
 Also checked: that a redacted secret sample no longer holds a credential, that redaction leaves
 benign text untouched, and the cost per text. (Not named secrets.py: tests put bench/ on
 sys.path, where that name would hide the standard library's secrets module.)
@@ -35,7 +42,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 import _credentials_baseline as baseline  # noqa: E402
 from test_secrets import NEGATIVE, POSITIVE  # noqa: E402
 
+import _credential_samples as generated  # noqa: E402
+
 from gate import credentials  # noqa: E402
+from gate.memory import write  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "credentials.json"
 SEED = ROOT.parent / "shared" / "data" / "claude-mem-lite" / "seed-data.json"
@@ -108,12 +118,61 @@ def table(detail, show: int) -> None:
             print(f"        refused as {kind}: {text[:100]!r}")
 
 
+def leaked(value: str, text: str) -> bool:
+    """Whether `text` still holds 8 characters of the secret `value` (all of a shorter one)."""
+    n = min(len(value), 8)
+    return any(value[at : at + n] in text for at in range(len(value) - n + 1))
+
+
+def missed_paths(sample: generated.Sample) -> list[str]:
+    """The paths where text lands on which a generated credential gets through."""
+    missed = []
+    if write.check_field("text", sample.text)[1] is None:
+        missed.append("text")
+    if "\n" not in sample.text and len(sample.text) <= write.MAX_TOPIC and write.check_field("topic", sample.text)[1] is None:
+        missed.append("topic")
+    if leaked(sample.value, credentials.redact(sample.text)):
+        missed.append("prompt")
+    return missed
+
+
+def generated_figures(part: str) -> dict:
+    """Caught and refused on one part of the generated set."""
+    secrets, benign = generated.samples(part)
+    missed = [(sample, paths) for sample in secrets if (paths := missed_paths(sample))]
+    refused = [sample for sample in benign if credentials.find(sample.text) or credentials.redact(sample.text) != sample.text]
+    return {
+        "secrets": len(secrets), "providers": len({sample.group for sample in secrets}), "missed": missed,
+        "benign": len(benign), "refused": refused,
+        "caught": 1 - len(missed) / len(secrets), "refused_rate": len(refused) / len(benign),
+    }
+
+
+def report_generated(show: int) -> None:
+    for part in generated.PARTS:
+        figures = generated_figures(part)
+        print(f"generated, {part}: caught {figures['secrets'] - len(figures['missed'])} of {figures['secrets']} "
+              f"credentials of {figures['providers']} groups on every path ({100 * figures['caught']:.1f} %); "
+              f"refused {len(figures['refused'])} of {figures['benign']} look-alikes ({100 * figures['refused_rate']:.2f} %)")
+        by_context = defaultdict(int)
+        for sample, _ in figures["missed"]:
+            by_context[sample.context] += 1
+        if by_context:
+            print("    missed by context: " + ", ".join(f"{context} {count}" for context, count in sorted(by_context.items())))
+        for sample, paths in figures["missed"][:show]:
+            print(f"        missed on {'/'.join(paths)} ({sample.group}, {sample.context}): {sample.text[:90]!r}")
+        for sample in figures["refused"][:show]:
+            print(f"        refused ({sample.group}): {sample.text[:90]!r}")
+    print()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--show", type=int, default=3, help="examples printed per group (default 3)")
     args = parser.parse_args(argv)
     sets = samples()
     failed = False
+    report_generated(args.show)
     for half, kinds in sets.items():
         secret, benign = kinds["secret"], kinds["benign"]
         print(f"{half}: {len(secret)} credentials, {len(benign)} benign texts")

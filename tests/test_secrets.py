@@ -190,3 +190,58 @@ def test_the_filed_triggers_are_all_the_triggers_the_text_holds(parts):
     # fewer than a search for every one of them finds.
     low = "".join(parts).lower()
     assert credentials._present(low) == {trigger for trigger in credentials._TRIGGERS if trigger in low}
+
+
+# Each shape issue 30 found missed on every path where text lands (made up, shaped as issued).
+MISSED_SHAPES = {
+    "a password starting with !": "DB_PASSWORD=!Falcon2019#",
+    "a password starting with @": "postgres:\n  password: @Copper2021#\n  host: db",
+    "a password starting with *": "the admin password is *Harbor2020$",
+    "a password starting with %": "redis://:%Meadow2015$@cache.internal:6379/0",
+    "a password starting with /": "password for prod: /Orange2018$",
+    "a password holding here": "DB_PASSWORD=Sphere2026!",
+    "a password holding your": "the password is Yourself1999?",
+    "a password holding xxx": "DB_PASSWORD=Maxxxine2020!",
+    "a letters-only password": "DB_PASSWORD=HarborStoneMoon",
+    "a letters-only password in a redis URL": "redis://:fsgskmiotze@cache.internal:6379/0",
+    "the first key under a YAML parent": "openai:\n  api_key: Tr0ub4dor-staging-42\n  model: gpt-4o",
+    "Portuguese prose": "a senha do banco é Pinhal1994#",
+    "password for prod": "password for prod: Cerrado2010.",
+    "an SMTP URL whose user is an e-mail address": "smtp://alerts@example.com:Pinhal2016.@smtp.example.com:587",
+    "appid=": "https://api.openweathermap.org/data/2.5/weather?q=Lisbon&appid=0f14a90c2dc26a22119a282305811a56",
+    "Okta SSWS": "Authorization: SSWS 00YdF0rSB7bHEMEYtIwboylVlnjudcPwSukttGHL3r",
+    "Supabase sbp_": "SUPABASE_TOKEN is in CI: sbp_605e1d315e20047017d3fba567265922642e8b74",
+    "a --token flag": "deploy --token 94ab7532a624b537fe5f32f3bddab1ba --env prod",
+    "a Twilio SID and token pair": "twilio: account AC0f14a90c2dc26a22119a282305811a56 token 1554359b77b0a422bbfeb2ed1c691a7c",
+    "a Discord token with no discord near it": "bot token NFza8JHiyu0LwVJYbUi3o8shR8.aYUVUS.P4Q3RqoRCtWce_-ELR8SauRjsIx8D7ZeaAmFiY",
+    "a markdown table of secrets": "| host | user | password |\n|---|---|---|\n| db01 | admin | !Jabuti2030# |",
+}
+
+
+@pytest.mark.parametrize("text", MISSED_SHAPES.values(), ids=MISSED_SHAPES.keys())
+def test_each_shape_once_missed_is_refused_and_redacted(text):
+    assert credentials.find(text) is not None
+    redacted = credentials.redact(text)
+    assert credentials.find(redacted) is None
+    assert "Tr0ub4dor" not in redacted  # the YAML parent's child was refused, but its name redacted
+
+
+@pytest.mark.parametrize("text", [
+    "password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256",
+    "password: %DB_PASSWORD%",
+    "password: /run/secrets/db_password",
+    "DB_PASSWORD=your-password-here",
+    "GITHUB_TOKEN=ghp_XXXXXXXXXXXX",
+    "postgres://postgres:postgres@localhost:5432/test",
+    "openai:\n  api_key: ${OPENAI_API_KEY}\n  model: gpt-4o",
+    "a senha do banco fica no cofre da equipe",
+    "password for prod: ask the on-call lead",
+    "Okta API calls use the SSWS scheme; the token is in Vault.",
+    "deploy --token-file ~/.config/deploy/token",
+    "| service | where the key lives |\n|---|---|\n| billing | 1Password |",
+    "the password strength meter rejects short ones",
+    "request key 3f1c9a2e-5b7d-4c1e-a9f8-0e7d6c5b4a39 failed",
+])
+def test_the_look_alikes_of_those_shapes_stay_allowed(text):
+    assert credentials.find(text) is None
+    assert credentials.redact(text) == text
