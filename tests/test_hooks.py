@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import child_env
+from loaded import REPO, loaded_by, module_source
 
 from gate import config
 from gate.claude import hooks
@@ -209,29 +210,33 @@ def test_a_locked_database_fails_open_within_the_hook_timeout(home, project):
 
 
 def test_the_hook_path_imports_the_standard_library_and_apsw_only(home, project):
-    script = (
-        "import sys, io, json\n"
-        "sys.stdin = io.StringIO(json.dumps({'session_id': 's', 'prompt_id': 'p', 'prompt': 'x', 'cwd': sys.argv[1]}))\n"
-        "sys.argv = ['memory-gate', 'hook', 'UserPromptSubmit']\n"
-        "from gate.cli.entry import main\n"
-        "main()\n"
-        "loaded = {name.split('.')[0] for name in sys.modules}\n"
-        "print(json.dumps(sorted(loaded - set(sys.stdlib_module_names))), file=sys.stderr)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script, str(project)], capture_output=True, text=True,
-                            env=child_env(home))
-    outside = {
-        name for name in json.loads(result.stderr.strip().splitlines()[-1])
-        if name != "__main__" and "editable" not in name and "distutils" not in name  # install machinery
-    }
-    assert outside == {"apsw", "gate"}
-    assert not outside & {"mcp", "pydantic", "httpx", "numpy", "anyio", "sqlite_vec"}
+    """Every module the hook itself loads comes from the standard library or apsw, or is one of
+    memory-gate's hook-path modules (tests/loaded.py: what the interpreter loaded before the hook
+    ran, a distribution's sitecustomize among it, is not the hook's doing)."""
+    payload = {"session_id": "s", "prompt_id": "p", "prompt": "x", "cwd": str(project)}
+    result, by_source = loaded_by(["hook", "UserPromptSubmit"], payload, child_env(home))
+    assert set(by_source) == {"stdlib", "apsw", "gate"}, by_source
+    assert by_source["gate"] <= MODULES["hook UserPromptSubmit"]
+    assert not set().union(*by_source.values()) & {"mcp", "pydantic", "httpx", "numpy", "anyio", "sqlite_vec"}
+
+
+def test_module_source_tells_the_standard_library_from_what_is_installed():
+    import json as stdlib_json
+
+    import apsw
+    import pytest as installed
+
+    assert module_source("json", stdlib_json.__spec__.origin) == "stdlib"
+    assert module_source("sys", "built-in") == "stdlib"
+    assert module_source("apsw", apsw.__spec__.origin) == "apsw"
+    assert module_source("gate.config", str(REPO / "gate" / "config.py")) == "gate"
+    assert module_source("pytest", installed.__spec__.origin) == str(Path(installed.__spec__.origin).resolve())
+    assert module_source("gate", installed.__spec__.origin) != "gate"  # a name alone proves nothing
 
 
 # -- the command Claude Code runs loads nothing it does not need ---------------------------------
 
 
-REPO = Path(__file__).resolve().parent.parent
 HOOK_FILES = [REPO / "hooks" / "hooks.json", REPO / "mods" / "memory-gate" / "hooks" / "hooks.json",
               REPO / "mods" / "injected-context" / "hooks" / "hooks.json"]
 HOOK_PATH = {"gate", "gate.cli", "gate.cli.entry", "gate.config", "gate.claude", "gate.claude.hookio", "gate.jsonlite",

