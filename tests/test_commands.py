@@ -91,7 +91,7 @@ def test_stats_prints_every_figure(capsys, memory):
     assert "facts: 1 (state 1, event 0, decision 0, trap 0)" in out
     # p-2 complied when its write left nothing owed; p-3 was settled by hand above.
     assert "turns gated: 2" in out and "complied: 2 (100.0%): 2 at once, 0 after" in out
-    assert "released unmet: 0" in out and "facts read per turn that searched: 2.0" in out
+    assert "released unmet: 0" in out and "facts read per turn that searched: 1.0" in out
     assert "a search costs the context " in out and " tokens " in out
     report = json.loads(run(capsys, "stats", "--json")[1])
     assert report["searches"]["recorded"] == 1 and report["searches"]["chars_per_search"] > 100
@@ -246,6 +246,7 @@ def test_import_embeds_what_it_brought_in(capsys, memory, tmp_path, fake_embeddi
     dump = tmp_path / "facts.jsonl"
     run(capsys, "export", "-o", str(dump))
     monkeypatch.setenv("MEMORY_GATE_EMBED_URL", fake_embeddings.url)
+    monkeypatch.setenv("MEMORY_GATE_MEANING", "on")
     report = json.loads(run(capsys, "--db", str(tmp_path / "v" / "memory.db"), "import", "--json", str(dump))[1])
     assert report["vectors"] == {"embedded": 1, "waiting": 0}
     doctor = json.loads(run(capsys, "--db", str(tmp_path / "v" / "memory.db"), "doctor", "--json", "--no-claude")[1])
@@ -258,6 +259,7 @@ def test_import_says_when_vectors_wait(capsys, memory, tmp_path, down_url, monke
     dump = tmp_path / "facts.jsonl"
     run(capsys, "export", "-o", str(dump))
     monkeypatch.setenv("MEMORY_GATE_EMBED_URL", down_url)
+    monkeypatch.setenv("MEMORY_GATE_MEANING", "on")
     code, out, _ = run(capsys, "--db", str(tmp_path / "v" / "memory.db"), "import", str(dump))
     assert code == 0 and "1 facts wait for a vector" in out and "memory-gate reindex" in out
 

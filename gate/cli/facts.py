@@ -14,9 +14,9 @@ import sys
 from gate import clock, credentials
 from gate.cli import terminal
 from gate.cli.terminal import fact_json, print_fact
-from gate.engine.facts import load_facts
+from gate.engine import store
 from gate.memory import listing, opening
-from gate.search import query, search
+from gate.search import lookup, query, ranking, search
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -26,22 +26,21 @@ def cmd_search(args: argparse.Namespace) -> int:
         # are left out of the expression.
         found = query.parse(terms).expression()
         print(f"match  {found.text if found else '(nothing to search for)'}")
-        print(f"keep   a fact whose terms carry >= {search.COVERAGE:g} of the query's weight and >= "
-              f"{search.LEAD:g} of the best-covered fact's, scoring >= {search.RELATIVE:g} of the best bm25;")
-        print("       a fact holding only some terms, none in its topic, only if no such fact holds one in its topic")
+        print(f"score  {ranking.WORD_WEIGHT:g} x a fact's bm25 as a share of the best fact's, plus the standard "
+              "deviations it stands nearer the query than memory at large (meaning), for each query")
+        print(f"keep   every fact scoring >= {ranking.SHARE:g} of the best, when memory holds something on the subject: "
+              f"words whose terms carry >= {search.COVERAGE:g} of the query's weight, or a fact meaning calls near")
         return 0
-    with opening.open_memory(opening.settings(args)) as opened:
+    settings = opening.settings(args)
+    with opening.open_memory(settings) as opened:
+        # memory_search's ranking, words and meaning alike, recording nothing (gate.search.lookup).
         if opened.team is None:
-            ranked = search.by_words(opened.conn, terms)[: args.limit]
-            facts = load_facts(opened.conn, ranked)
-        else:
-            from gate.search.team import TeamIndex
-
-            team = opened.team
-            with team.transaction():
-                ranked = search.by_words_in(TeamIndex(team.conn, team.project), terms, limit=args.limit)
-                facts = team.load(ranked)
-        found = [facts[rowid] for rowid in ranked if rowid in facts]
+            store.load_vectors(opened.conn)
+        answer = lookup.rank(opened.conn, terms, limit=args.limit, endpoint=opening.patient_endpoint(settings),
+                             team=opened.team)
+        found = answer.facts
+        for note in answer.notes:
+            print(f"memory-gate: {note}", file=sys.stderr)
         keys = ("id", "topic", "kind", "text", "date")
         # Redacted for display: a database from before the credential check may hold some.
         shown = [credentials.redact_json({key: getattr(fact, key) for key in keys}) for fact in found]

@@ -21,7 +21,7 @@ import apsw
 from gate import config
 from gate.engine import store
 from gate.memory import audit
-from gate.search import embeddings, vectors
+from gate.search import sources, vectors
 
 PROBLEM, WARNING, NOTE = "problem", "warning", "note"
 
@@ -140,7 +140,7 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
             f"{len(check.missing)} committed write(s) lack log lines in {log}",
             mend="The log was edited, truncated or replaced: restore it from a backup if you have one; the facts themselves are intact.",
         ))
-    report["meaning"], found = vectors.status(conn, embeddings.Endpoint.from_settings(settings))
+    report["meaning"], found = vectors.status(conn, sources.source(settings), sources.why_words_only(settings))
     findings += stated(found)
 
 
@@ -219,7 +219,7 @@ def _team_database(conn, found, report: dict, findings: list[Finding], *, wanted
         findings.append(Finding(
             "pgvector is on the server but not installed in the team database, and this member's role may not "
             "install it, so the team's memory is searched by words only", PROBLEM if wanted else NOTE,
-            mend=f"have the database's owner (or a superuser) run CREATE EXTENSION vector there, then `memory-gate doctor`",
+            mend="have the database's owner (or a superuser) run CREATE EXTENSION vector there, then `memory-gate doctor`",
         ))
     held = conn.execute("SELECT facts FROM projects WHERE key = %s", (found.project,)).fetchone()
     report["facts"] = held[0] if held else 0

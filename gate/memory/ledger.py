@@ -101,6 +101,11 @@ def open_turn(conn: apsw.Connection, session: str, prompt_id: str, prompt: str |
     return get_turn(conn, turn_id)  # type: ignore[return-value]
 
 
+def prompt_turn(conn: apsw.Connection, session: str, prompt_id: str) -> Turn | None:
+    """The turn the hooks opened for this prompt, if they did; nothing recorded."""
+    return _turn(conn, "session = ? AND prompt_id = ?", (session, prompt_id))
+
+
 def latest_turn(conn: apsw.Connection, session: str) -> Turn | None:
     return _turn(conn, "session = ? ORDER BY id DESC LIMIT 1", (session,))
 

@@ -14,7 +14,7 @@ import apsw
 from gate import config
 from gate.engine import store
 from gate.memory import audit, changeset
-from gate.search import embeddings
+from gate.search import embeddings, sources
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,9 +127,11 @@ def open_existing(settings: config.Settings) -> tuple[Path, apsw.Connection]:
 
 
 def patient_endpoint(settings: config.Settings) -> embeddings.Endpoint | None:
-    """The embeddings endpoint for a command a person waits on: seconds, not a turn's fraction."""
-    if not settings.embed_url:
-        return None
+    """Where a command a person waits on gets its vectors: the installed model, or the endpoint
+    given seconds, not a turn's fraction (embeddings.source); None for words only."""
+    found = sources.source(settings)
+    if not isinstance(found, embeddings.Endpoint):
+        return found
     return embeddings.Endpoint(
         settings.embed_url, settings.embed_model, settings.max_distance,
         write_timeout=PATIENT_TIMEOUT, quiet_after_timeout=0.0,

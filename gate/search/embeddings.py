@@ -79,12 +79,20 @@ class Endpoint:
     _quiet_until: dict[str, float] = field(default_factory=dict, init=False, repr=False)
     _quiet_reason: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     _timeouts: dict[str, int] = field(default_factory=dict, init=False, repr=False)  # in a row
+    # Query vectors kept for texts searched again (a turn's owner words): text -> (model, row).
+    remembered: dict[str, tuple[str, tuple[float, ...]]] = field(default_factory=dict, init=False, repr=False,
+                                                                compare=False)
 
     @classmethod
     def from_settings(cls, settings: config.Settings) -> Endpoint | None:
         if not settings.embed_url:
             return None
         return cls(settings.embed_url, settings.embed_model, settings.max_distance)
+
+    def patient(self) -> Endpoint:
+        """The same endpoint for work that can wait (the background catch-up, a command a person
+        runs): no quiet spell after time-outs, which would silence the searches' queries."""
+        return Endpoint(self.url, self.model, self.max_distance, quiet_after_timeout=0.0)
 
     def embed(self, texts: Sequence[str], *, role: str, timeout: float) -> Vectors:
         """One request for all `texts`; `role` is QUERY or DOCUMENT. Raises VectorError."""

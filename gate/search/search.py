@@ -6,7 +6,7 @@ score is weighed by the share of the query's weight (idf) the fact's terms carry
 about the whole question rank above one that repeats a single rare word. Facts holding every term
 as typed come first, then those holding every term in some form, then the rest. Precision
 matters doubly here, since every fact returned costs the agent context and a decision in its
-write: `_judge` keeps a candidate only if its terms carry a fair share of the query, not far less
+write: `judge` keeps a candidate only if its terms carry a fair share of the query, not far less
 than the best-covered candidate's, and its score is not far behind the best. All three are
 shares, so they hold whatever the size of memory and the length of the query. And a topic says
 what a fact is about: when the query names the topic of some facts that hold only part of it,
@@ -42,7 +42,7 @@ from gate.search import embeddings, vectors
 CANDIDATES = 30
 RESULTS = 8
 RRF_K = 60
-# Facts bm25 ranks before the judgement (gate/search/search.py `_judge`) picks the ones worth returning.
+# Facts bm25 ranks before the judgement (gate/search/search.py `judge`) picks the ones worth returning.
 POOL = 60
 # The judgement's shares, chosen on LoCoMo conversations 26, 30 and 41 (bench/locomo.py), never
 # on the sets they are reported on.
@@ -84,12 +84,12 @@ def by_words(conn: apsw.Connection, typed: str | fts.Query, *, limit: int = RESU
 
 def words(conn: apsw.Connection, typed: str | fts.Query, *, limit: int = RESULTS) -> WordHits:
     """by_words, telling the strong hits from the loose ones."""
-    return _judge(_candidates(conn, typed, wanted=limit)).first(limit)
+    return judge(_candidates(conn, typed, wanted=limit)).first(limit)
 
 
 def by_words_in(index, typed: str | fts.Query, *, limit: int = RESULTS) -> list[int]:
     """by_words over any Index (gate/search/team.py: a team's memory on PostgreSQL)."""
-    return _judge(candidates_in(index, typed, wanted=limit)).first(limit).ranked()
+    return judge(candidates_in(index, typed, wanted=limit)).first(limit).ranked()
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,7 @@ def candidates_in(index, typed: str | fts.Query, *, wanted: int = RESULTS) -> li
 TIERS = ("exact", "forms", "some")  # Candidate.tier's names
 
 
-def _judge(candidates: list[Candidate]) -> WordHits:
+def judge(candidates: list[Candidate]) -> WordHits:
     """The candidates worth the agent's context, best first. A fact holding only a weak share of
     the query is a poor match, and one far behind the best is noise: keep a candidate whose terms
     carry at least COVERAGE of the query's weight and at least LEAD of what the best-covered
@@ -212,10 +212,7 @@ def _judge(candidates: list[Candidate]) -> WordHits:
     one's topic does: the query names a subject, and that fact is not about it."""
     if not candidates:
         return WordHits([], [])
-    # When the query names the topic of some facts that hold only part of it, another such fact,
-    # whose topic it does not name, holds those words in passing: judged out before the shares.
-    if any(candidate.named for candidate in candidates):
-        candidates = [candidate for candidate in candidates if candidate.tier < 2 or candidate.named]
+    candidates = on_subject(candidates)
     best = max(candidate.score for candidate in candidates)
     widest = max(candidate.coverage for candidate in candidates)
     chosen = [
@@ -224,6 +221,15 @@ def _judge(candidates: list[Candidate]) -> WordHits:
         and candidate.coverage >= LEAD * widest
     ]
     return WordHits([c.id for c in chosen if c.tier < 2], [c.id for c in chosen if c.tier == 2])
+
+
+def on_subject(candidates: list[Candidate]) -> list[Candidate]:
+    """The topic rule: when the query names the topic of some facts that hold only part of it,
+    another such fact, whose topic it does not name, holds those words in passing, and is left
+    out. A fact holding every term stays whatever its topic."""
+    if any(candidate.named for candidate in candidates):
+        return [candidate for candidate in candidates if candidate.tier < 2 or candidate.named]
+    return candidates
 
 
 def by_meaning(conn: apsw.Connection, query: embeddings.Vectors, *, max_distance: float | None = None,
@@ -281,7 +287,7 @@ def ranking_in(index, typed: str, meaning: Callable[[], list[int]] | None, *,
     """ranking over any Index, with `meaning` giving the facts near the query, closest first,
     or None for words alone: a team's memory is searched by it as well as the local one."""
     pool = candidates_in(index, typed, wanted=limit or POOL)
-    hits = _judge(pool).first(limit or POOL)
+    hits = judge(pool).first(limit or POOL)
     ids = hits.ranked() if meaning is None else combine(hits, meaning(), limit=limit)
     return Ranking(ids, {candidate.id: candidate for candidate in pool}, set(hits.ranked()))
 

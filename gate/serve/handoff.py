@@ -56,6 +56,17 @@ def safe_id(tool_use_id: str) -> bool:
     return 0 < len(tool_use_id) <= 128 and all(ch.isascii() and (ch.isalnum() or ch in "_-") for ch in tool_use_id)
 
 
+def peek(where: Path, tool_use_id: str) -> Note | None:
+    """The note the mod left for this call, left in place for `claim`."""
+    if not safe_id(tool_use_id):
+        return None
+    try:
+        with open(where / f"{tool_use_id}.json", "rb") as handle:
+            return parse(handle.read(MAX_BYTES + 1))
+    except OSError:
+        return None
+
+
 def claim(where: Path, tool_use_id: str) -> Note | None:
     """The note the mod left for this call, removed as it is read; None when there is none fit
     to use (then the call is attributed by its session)."""

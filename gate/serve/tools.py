@@ -23,9 +23,9 @@ import apsw
 
 from gate import clock, config, credentials
 from gate.engine import postgres, store
-from gate.engine.facts import Fact, load_facts
+from gate.engine.facts import Fact
 from gate.memory import audit, ledger, searches, write
-from gate.search import embeddings, search, vectors
+from gate.search import embeddings, lookup, search, sources, vectors
 from gate.serve import handoff, render
 
 TYPE_CHECKING = False
@@ -56,6 +56,21 @@ class Caller:
 
     def context(self, conn: apsw.Connection) -> str:
         return ledger.context(conn, self.tool_use_id, self.process)
+
+    def owner_words(self, conn: apsw.Connection) -> str | None:
+        """What the owner wrote in the call's turn, as the hooks stored it (credentials
+        redacted), or None; read before the search's transaction and recording nothing, so that
+        their vector is asked for outside it. Found as `attribute` finds the turn."""
+        turn = None
+        if self.tool_use_id:
+            turn = ledger.turn_of_tool_call(conn, self.tool_use_id)
+            if turn is None and self.handoff is not None:
+                note = handoff.peek(self.handoff, self.tool_use_id)
+                if note is not None and note.prompt_id:
+                    turn = ledger.prompt_turn(conn, note.session, note.prompt_id)
+        if turn is None:
+            turn = ledger.latest_turn(conn, self.session)
+        return turn.prompt if turn is not None and turn.prompt else None
 
 
 SEARCH_EXAMPLE = '{"terms": "deploy staging"}'
@@ -139,22 +154,25 @@ def memory_search(
         return SearchAnswer(terms, [], None)
     notes: list[str] = []
     shared: list[Fact] | None = None
+    # The owner's words of the turn are the second query: a correction's own words find the
+    # fact it makes false where the agent's keywords miss it (gate.search.ranking).
+    queries = lookup.queries_for(terms, caller.owner_words(conn))
     if team is not None:
         # Before the local transaction: the ledger's lock is never held across the network, and
         # a team out of reach (postgres.Unreachable, raised from here) leaves the ledger as it was.
-        shared, query, waiting = _search_team(team, terms, endpoint, notes, limit)
+        shared, query, waiting = lookup.search_team(team, queries, endpoint, notes, limit)
     else:
-        query = _embed_query(conn, terms, endpoint, notes)
-        waiting = _catch_up(conn, endpoint, notes) if query is not None else 0
+        query = lookup.embed_queries(conn, queries, endpoint, notes)
+        waiting = lookup.catch_up(conn, endpoint, notes) if query is not None else 0
     recorded_terms = searches.kept_terms(terms)
     try:
         with store.writing(conn):
             turn = caller.attribute(conn)
             if shared is None:
-                ordered, _ = _ranked(conn, terms, query, endpoint, notes, limit)
+                ordered, _ = lookup.ranked(conn, queries, query, endpoint, notes, limit)
             else:
                 ordered = shared
-            _say_waiting(waiting, endpoint, query, notes)
+            lookup.say_waiting(waiting, endpoint, query, notes)
             context = caller.context(conn)
             seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered], context)
             results = [render.Result(fact, full=seen.get(fact.id) != fact.rev) for fact in ordered]
@@ -163,219 +181,15 @@ def memory_search(
             searches.record_search(
                 conn, turn.id, facts=len(results), full=sum(result.full for result in results),
                 chars=searches.answer_chars(answer.structured()), at=clock.now(), terms=recorded_terms,
-                meaning=_meaning(endpoint, query, notes),
+                meaning=lookup.meaning_state(endpoint, query, notes),
             )
     except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError) as error:
         # Memory can still be read: answer, and say the turn's reads were not recorded.
         notes.append(f"this search was not recorded: {store.explain(error)}")
-        ordered = shared if shared is not None else _ranked(conn, terms, query, endpoint, notes, limit)[0]
-        _say_waiting(waiting, endpoint, query, notes)
+        ordered = shared if shared is not None else lookup.ranked(conn, queries, query, endpoint, notes, limit)[0]
+        lookup.say_waiting(waiting, endpoint, query, notes)
         return SearchAnswer(terms, [render.Result(fact, full=True) for fact in ordered], None, notes)
     return answer
-
-
-def _search_team(team: "TeamFacts", terms: str, endpoint: embeddings.Endpoint | None, notes: list[str],
-                 limit: int) -> tuple[list[Fact], embeddings.Vectors | None, int]:
-    """A team's facts for the search, best first (_ranked_team), after a short catch-up of the
-    facts still waiting for their vector. Also the query's vector (None: words only, the reason
-    in `notes`) and how many facts still wait for their vector after the catch-up."""
-    query = _embed(terms, endpoint, notes)
-    waiting = _catch_up_team(team, endpoint, notes) if query is not None else 0
-    ranking = _ranked_team(team, terms, query, endpoint, notes, limit)
-    return ranking.facts, ranking.query, waiting
-
-
-def _ranked_team(team: "TeamFacts", terms: str, query: embeddings.Vectors | None,
-                 endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ranking:
-    """_ranked over a team's facts, as the local ones are ranked: words by gate/search/team.py,
-    meaning by gate/search/teamvectors.py (pgvector), judged by the same search.ranking_in, in one
-    snapshot of the team's facts. The ranking's query is None when meaning was not used (the
-    reason in `notes`)."""
-    from gate.search import teamvectors
-    from gate.search.team import TeamIndex
-
-    index = TeamIndex(team.conn, team.project)
-    with team.transaction():
-        meaning = None
-        if query is not None and not teamvectors.available(team):
-            notes.append(f"{WORDS_ONLY}{teamvectors.NO_PGVECTOR}")
-            query = None
-        elif query is not None:
-            cut = endpoint.max_distance if endpoint else None
-            meaning = lambda: search.near(  # noqa: E731
-                teamvectors.neighbourhood(team, query, limit=search.CANDIDATES), max_distance=cut)
-        try:
-            why = search.ranking_in(index, terms, meaning, limit=limit)
-        except embeddings.VectorError as error:
-            notes.append(f"{WORDS_ONLY}{error}")
-            query = None
-            why = search.ranking_in(index, terms, None, limit=limit)
-        found = team.load(why.ids)
-    return Ranking([found[fact] for fact in why.ids if fact in found], query, notes, why)
-
-
-def _catch_up_team(team: "TeamFacts", endpoint: embeddings.Endpoint, notes: list[str]) -> int:
-    """_catch_up over a team's project: the facts waiting for a vector (one a member's write
-    could not embed in time, or another member's) embedded for at most SEARCH_CATCH_UP seconds
-    before ranking; returns how many still wait."""
-    from gate.search import teamvectors
-
-    with team.transaction():
-        if not teamvectors.available(team):
-            return 0
-        waiting = teamvectors.missing(team)
-    if not waiting or waiting > SEARCH_CATCH_UP_MOST:
-        return waiting
-    patient = replace(endpoint, quiet_after_timeout=0.0)
-    teamvectors.catch_up(team, patient, hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
-                         timeout=SEARCH_CATCH_UP, until=time.monotonic() + SEARCH_CATCH_UP)
-    with team.transaction():
-        return teamvectors.missing(team)
-
-
-# How long a search may spend embedding facts still waiting for their vector before it ranks,
-# and how many a request: a CPU-served bge-m3 on a busy machine takes 0.1-0.3 s a text, so a
-# request stays well under the deadline and none is abandoned half done.
-SEARCH_CATCH_UP = 3.0
-SEARCH_CATCH_UP_BATCH = vectors.CATCH_UP_BATCH
-# More waiting than this is no burst of writes but a memory never embedded (an endpoint
-# configured for an old memory): searches leave it to the background and to `memory-gate
-# reindex` rather than each paying the whole deadline.
-SEARCH_CATCH_UP_MOST = 128
-
-
-def _catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[str]) -> int:
-    """Embed the facts still waiting for a vector, for at most SEARCH_CATCH_UP seconds, before
-    ranking; returns how many still wait. Meaning cannot find a fact without a vector, and a
-    fact just written, whose write found the endpoint slow, is what a search is most likely
-    after. The background embedder (gate/serve/server.py) does the same, but a search right after the
-    writes would run ahead of it and answer differently for the same memory. Outside the
-    search's transaction: the write lock is never held across a request."""
-    waiting = vectors.missing(conn)
-    if not waiting or waiting > SEARCH_CATCH_UP_MOST:
-        return waiting
-    # A request cut short by this deadline must not silence the writes' embedding for a spell.
-    patient = replace(endpoint, quiet_after_timeout=0.0)
-    try:
-        vectors.catch_up(conn, patient, hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
-                         timeout=SEARCH_CATCH_UP, until=time.monotonic() + SEARCH_CATCH_UP)
-    except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.BusyError) as error:
-        # Memory can still be searched; the vectors wait for a write that can store them.
-        notes.append(f"facts waiting for a vector could not be given one: {store.explain(error)}")
-    return vectors.missing(conn)
-
-
-def _say_waiting(waiting: int, endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None,
-                 notes: list[str]) -> None:
-    """Tell the agent that meaning, used, could not see some facts (by words it still can)."""
-    if not waiting or _meaning(endpoint, query, notes) != "used":
-        return
-    if waiting > SEARCH_CATCH_UP_MOST:
-        notes.append(f"{waiting} facts have no vector yet, so meaning cannot find them; the owner can run "
-                     "`memory-gate reindex` to embed them all now")
-    elif waiting == 1:
-        notes.append("1 fact still waits for its vector, so meaning cannot find it yet; it is being embedded")
-    else:
-        notes.append(f"{waiting} facts still wait for their vectors, so meaning cannot find them yet; they are being embedded")
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """What memory_search would return for these terms, and how it ranked them."""
-
-    facts: list[Fact]
-    query: embeddings.Vectors | None  # the query's vector; None: words only
-    notes: list[str]
-    why: search.Ranking | None = None  # None: words could not search the query
-
-
-def rank(
-    conn: apsw.Connection | None,
-    terms: str,
-    *,
-    limit: int = search.RESULTS,
-    endpoint: embeddings.Endpoint | None = None,
-    team: "TeamFacts | None" = None,
-) -> Ranking:
-    """memory_search's ranking, recording nothing (no turn, no read, no vector caught up): for
-    people looking at memory (`memory-gate view`). With a `team`, of the team's facts (`conn`
-    is then not read)."""
-    notes: list[str] = []
-    if team is not None:
-        return _ranked_team(team, terms, _embed(terms, endpoint, notes), endpoint, notes, limit)
-    query = _embed_query(conn, terms, endpoint, notes)
-    facts, why = _ranked(conn, terms, query, endpoint, notes, limit)
-    return Ranking(facts, query, notes, why)
-
-
-def _ranked(
-    conn: apsw.Connection,
-    terms: str,
-    query: embeddings.Vectors | None,
-    endpoint: embeddings.Endpoint | None,
-    notes: list[str],
-    limit: int,
-) -> tuple[list[Fact], search.Ranking | None]:
-    """The facts to return, best first, by words and meaning (or words alone, saying why), and
-    why each came back (None when words could not search the query)."""
-    why: search.Ranking | None = None
-    try:
-        cut = endpoint.max_distance if endpoint else None
-        why = search.ranking(conn, terms, query, max_distance=cut, limit=limit)
-        ranked = why.ids
-    except embeddings.VectorError as error:
-        notes.append(f"{WORDS_ONLY}{error}")
-        why = search.ranking(conn, terms, None, limit=limit)
-        ranked = why.ids
-    except search.MalformedQuery as error:
-        # A bug of the query builder, never the agent's doing: say it on stderr for the owner,
-        # answer by meaning alone rather than with a traceback.
-        print(f"memory-gate: bug: {error}", file=sys.stderr)
-        notes.append("words could not search this query (a memory-gate bug, reported on stderr)")
-        try:
-            ranked = search.by_meaning(conn, query, max_distance=cut)[:limit] if query is not None else []
-        except embeddings.VectorError:
-            ranked = []
-    facts = load_facts(conn, ranked)
-    return [facts[rowid] for rowid in ranked if rowid in facts], why
-
-
-def _meaning(endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None, notes: list[str]) -> str | None:
-    """How the search used meaning, as stats records it: None without an endpoint, 'used', or
-    the reason it ran on words alone."""
-    if endpoint is None:
-        return None
-    for note in notes:
-        if note.startswith(WORDS_ONLY):
-            return note.removeprefix(WORDS_ONLY)
-    return "used" if query is not None else None
-
-
-WORDS_ONLY = "words only: "
-
-
-def _embed_query(
-    conn: apsw.Connection, terms: str, endpoint: embeddings.Endpoint | None, notes: list[str]
-) -> embeddings.Vectors | None:
-    """The query's vector, or None with the reason in `notes` (nothing said when no endpoint is
-    configured: words only is then the owner's choice, not a failure)."""
-    if endpoint is None or not terms.strip():
-        return None
-    if not store.vectors_loaded(conn):
-        notes.append(f"{WORDS_ONLY}sqlite-vec cannot be loaded (memory-gate doctor says why)")
-        return None
-    return _embed(terms, endpoint, notes)
-
-
-def _embed(terms: str, endpoint: embeddings.Endpoint | None, notes: list[str]) -> embeddings.Vectors | None:
-    """The query's vector from the endpoint, or None (the reason in `notes` when embedding failed)."""
-    if endpoint is None or not terms.strip():
-        return None
-    try:
-        return endpoint.embed([terms], role=embeddings.QUERY, timeout=endpoint.search_timeout)
-    except embeddings.VectorError as error:
-        notes.append(f"{WORDS_ONLY}{error}")
-        return None
 
 
 @dataclass
@@ -453,7 +267,12 @@ class Memory:
         # This process: one per Claude Code process, so one per context that reads results.
         self.process = uuid.uuid4().hex[:12]
         self.handoff = handoff.folder(settings.plugin_data)
-        self.endpoint = embeddings.Endpoint.from_settings(settings)
+        self.endpoint = sources.source(settings)
+        # Said once, on the first search, when meaning is off for want of a model.
+        self.words_only = sources.why_words_only(settings) if settings.meaning else None
+        if hasattr(self.endpoint, "warm"):
+            # The installed model loads while the session starts, not in the first search.
+            threading.Thread(target=self.endpoint.warm, name="memory-gate-model", daemon=True).start()
         self.lock = threading.Lock()
         self._conn: apsw.Connection | None = None
         self._path: Path | None = None
@@ -503,7 +322,7 @@ class Memory:
             return
         conn = self._conn
         # Its own endpoint: a long deadline, and no quiet spell that would silence searches.
-        endpoint = embeddings.Endpoint(self.endpoint.url, self.endpoint.model, quiet_after_timeout=0.0)
+        endpoint = self.endpoint.patient()
 
         def run() -> None:
             # An endpoint just started, or restarting, refuses for a while: try again, less and
@@ -535,7 +354,7 @@ class Memory:
         facts = member.open_facts()
         if facts is None:
             return
-        endpoint = embeddings.Endpoint(self.endpoint.url, self.endpoint.model, quiet_after_timeout=0.0)
+        endpoint = self.endpoint.patient()
 
         @contextlib.contextmanager
         def held():
@@ -620,6 +439,10 @@ def search_call(memory: Memory, terms: str, caller: Caller) -> SearchAnswer:
                 except postgres.Unreachable as error:
                     member.drop()
                     answer = unreachable_search(conn, terms, caller, unreachable(error, member.team))
+            if memory.words_only:
+                # Meaning is off for want of a model: said on the first search, not on every one.
+                answer.notes.append(memory.words_only)
+                memory.words_only = None
             memory.catch_up()
         except config.ConfigError as error:
             raise CallFailed(str(error)) from error

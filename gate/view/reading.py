@@ -1,5 +1,5 @@
 """What the pages show, read over a connection as plain values; nothing here changes memory,
-and a search here records nothing as read (tools.rank: memory_search's ranking, no turn).
+and a search here records nothing as read (gate.search.lookup.rank: memory_search's ranking, no turn).
 
 Lists are pages (LIMIT and OFFSET over the index `show` reads in order), so a memory of any
 size answers a page in milliseconds; bench/view.py measures it at 100k facts.
@@ -17,7 +17,7 @@ from gate.memory import changeset, history, listing, stats
 from gate.memory.opening import Opened
 from gate.search import embeddings, search
 from gate.engine.facts import Fact, load_facts
-from gate.serve import tools
+from gate.search import lookup
 
 PER_PAGE = 50
 TURNS_PER_PAGE = 20
@@ -139,12 +139,11 @@ TIER_MEANING = {
 def find(memory: Opened, terms: str, endpoint: embeddings.Endpoint | None) -> Found:
     """memory_search's answer for `terms`, recording nothing, with why each fact came back.
 
-    The answer holds every fact words return and, after them, what meaning adds
-    (search.combine), so a fact came by words exactly when words alone return it: the ranking
-    says which, from the candidates it judged (search.ranking), at no cost of its own. A second
-    search, by words or by meaning, to tell why, cost as much as the ranking at 100k facts and
-    put a page over its 200 ms."""
-    ranking = tools.rank(memory.conn, terms, endpoint=endpoint, team=memory.team)
+    The ranking (gate.search.ranking) says which facts some query's words found and what share
+    of the terms each holds, at no cost of its own: a fact it did not find by words came by
+    meaning. A second search, by words or by meaning, to tell why, cost as much as the ranking at
+    100k facts and put a page over its 200 ms."""
+    ranking = lookup.rank(memory.conn, terms, endpoint=endpoint, team=memory.team)
     why = ranking.why
     by_words = why.candidates if why else {}
     returned = why.by_words if why else set()

@@ -1,0 +1,267 @@
+"""Search as a use case: what memory_search, `memory-gate search` and the memory page return for
+the same terms, on the local memory or a team's (one ranking everywhere: gate.search.ranking).
+
+A search embeds its queries (the agent's terms, and the owner's words of the turn when there are
+some) before any transaction, catches up briefly on facts still waiting for a vector, then ranks.
+When meaning fails it ranks by words and says why in one note (`WORDS_ONLY` ...). Recording what a
+search showed the turn is the MCP edge's business (gate.serve.tools), not this module's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from dataclasses import dataclass, replace
+
+import apsw
+
+from gate.engine import store
+from gate.engine.facts import Fact, load_facts
+from gate.search import embeddings, ranking, search, vectors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # a team's memory is imported only where one is used
+    from gate.engine.teamfacts import TeamFacts
+
+
+def search_team(team: "TeamFacts", queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str],
+                 limit: int) -> tuple[list[Fact], embeddings.Vectors | None, int]:
+    """A team's facts for the search, best first (ranked_team), after a short catch-up of the
+    facts still waiting for their vector. Also the queries' vectors (None: words only, the
+    reason in `notes`) and how many facts still wait for their vector after the catch-up."""
+    query = embed(queries, endpoint, notes)
+    waiting = catch_up_team(team, endpoint, notes) if query is not None else 0
+    ranking = ranked_team(team, queries, query, endpoint, notes, limit)
+    return ranking.facts, ranking.query, waiting
+
+
+def ranked_team(team: "TeamFacts", queries: list[str], query: embeddings.Vectors | None,
+                 endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ranking:
+    """ranked over a team's facts, as the local ones are ranked (gate.search.ranking): words by
+    gate.search.team, meaning by gate.search.teamvectors (pgvector), in one snapshot of the
+    team's facts. The ranking's query is None when meaning was not used (the reason in
+    `notes`)."""
+    from gate.search import teamvectors
+    from gate.search.team import TeamIndex
+
+    index = TeamIndex(team.conn, team.project)
+    with team.transaction():
+        if query is not None and not teamvectors.available(team):
+            notes.append(f"{WORDS_ONLY}{teamvectors.NO_PGVECTOR}")
+            query = None
+        near = lambda vector: teamvectors.neighbourhood(team, vector, limit=ranking.POOL)  # noqa: E731
+        why, query = fused(index, queries, query, near, endpoint, notes, limit)
+        found = team.load(why.ids)
+    return Ranking([found[fact] for fact in why.ids if fact in found], query, notes, why)
+
+
+def fused(index, queries: list[str], query: embeddings.Vectors | None, near, endpoint: embeddings.Endpoint | None,
+           notes: list[str], limit: int) -> tuple[ranking.Ranked, embeddings.Vectors | None]:
+    """gate.search.ranking's answer for the queries, with meaning when `query` holds their
+    vectors; by words alone, the reason in `notes`, when meaning fails. Also the vectors used
+    (None: words only)."""
+    cut = endpoint.max_distance if endpoint else None
+    if query is not None:
+        try:
+            return ranking.rank(index, queries, split(query), near, max_distance=cut, limit=limit), query
+        except embeddings.VectorError as error:
+            notes.append(f"{WORDS_ONLY}{error}")
+    return ranking.rank(index, queries, limit=limit), None
+
+
+def split(query: embeddings.Vectors) -> list[embeddings.Vectors]:
+    """One Vectors per query, from one answer for all of them."""
+    return [embeddings.Vectors(query.model, [row]) for row in query.rows]
+
+def catch_up_team(team: "TeamFacts", endpoint: embeddings.Endpoint, notes: list[str]) -> int:
+    """catch_up over a team's project: the facts waiting for a vector (one a member's write
+    could not embed in time, or another member's) embedded for at most SEARCH_CATCH_UP seconds
+    before ranking; returns how many still wait."""
+    from gate.search import teamvectors
+
+    with team.transaction():
+        if not teamvectors.available(team):
+            return 0
+        waiting = teamvectors.missing(team)
+    if not waiting or waiting > SEARCH_CATCH_UP_MOST:
+        return waiting
+    patient = replace(endpoint, quiet_after_timeout=0.0)
+    teamvectors.catch_up(team, patient, hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
+                         timeout=SEARCH_CATCH_UP, until=time.monotonic() + SEARCH_CATCH_UP)
+    with team.transaction():
+        return teamvectors.missing(team)
+
+
+# How long a search may spend embedding facts still waiting for their vector before it ranks,
+# and how many a request: a CPU-served bge-m3 on a busy machine takes 0.1-0.3 s a text, so a
+# request stays well under the deadline and none is abandoned half done.
+SEARCH_CATCH_UP = 3.0
+SEARCH_CATCH_UP_BATCH = vectors.CATCH_UP_BATCH
+# More waiting than this is no burst of writes but a memory never embedded (an endpoint
+# configured for an old memory): searches leave it to the background and to `memory-gate
+# reindex` rather than each paying the whole deadline.
+SEARCH_CATCH_UP_MOST = 128
+
+
+def catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[str]) -> int:
+    """Embed the facts still waiting for a vector, for at most SEARCH_CATCH_UP seconds, before
+    ranking; returns how many still wait. Meaning cannot find a fact without a vector, and a
+    fact just written, whose write found the endpoint slow, is what a search is most likely
+    after. The background embedder (gate/serve/server.py) does the same, but a search right after the
+    writes would run ahead of it and answer differently for the same memory. Outside the
+    search's transaction: the write lock is never held across a request."""
+    waiting = vectors.missing(conn)
+    if not waiting or waiting > SEARCH_CATCH_UP_MOST:
+        return waiting
+    # A request cut short by this deadline must not silence the writes' embedding for a spell.
+    patient = replace(endpoint, quiet_after_timeout=0.0)
+    try:
+        vectors.catch_up(conn, patient, hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
+                         timeout=SEARCH_CATCH_UP, until=time.monotonic() + SEARCH_CATCH_UP)
+    except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.BusyError) as error:
+        # Memory can still be searched; the vectors wait for a write that can store them.
+        notes.append(f"facts waiting for a vector could not be given one: {store.explain(error)}")
+    return vectors.missing(conn)
+
+
+def say_waiting(waiting: int, endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None,
+                 notes: list[str]) -> None:
+    """Tell the agent that meaning, used, could not see some facts (by words it still can)."""
+    if not waiting or meaning_state(endpoint, query, notes) != "used":
+        return
+    if waiting > SEARCH_CATCH_UP_MOST:
+        notes.append(f"{waiting} facts have no vector yet, so meaning cannot find them; the owner can run "
+                     "`memory-gate reindex` to embed them all now")
+    elif waiting == 1:
+        notes.append("1 fact still waits for its vector, so meaning cannot find it yet; it is being embedded")
+    else:
+        notes.append(f"{waiting} facts still wait for their vectors, so meaning cannot find them yet; they are being embedded")
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """What memory_search would return for these terms, and how it ranked them."""
+
+    facts: list[Fact]
+    query: embeddings.Vectors | None  # the queries' vectors; None: words only
+    notes: list[str]
+    why: ranking.Ranked | None = None  # None: words could not search the query
+
+
+def rank(
+    conn: apsw.Connection | None,
+    terms: str,
+    *,
+    limit: int = search.RESULTS,
+    endpoint: embeddings.Endpoint | None = None,
+    team: "TeamFacts | None" = None,
+    owner: str | None = None,
+) -> Ranking:
+    """memory_search's ranking, recording nothing (no turn, no read, no vector caught up): for
+    people looking at memory (`memory-gate search`, `memory-gate view`). `owner`: words an
+    owner wrote, searched beside the terms as a turn's are. With a `team`, of the team's facts
+    (`conn` is then not read)."""
+    notes: list[str] = []
+    queries = queries_for(terms, owner)
+    if team is not None:
+        return ranked_team(team, queries, embed(queries, endpoint, notes), endpoint, notes, limit)
+    query = embed_queries(conn, queries, endpoint, notes)
+    facts, why = ranked(conn, queries, query, endpoint, notes, limit)
+    return Ranking(facts, query if why is not None and why.meaning else None, notes, why)
+
+
+# The owner's words searched beside the terms: about a fact's length of them (a pasted log
+# would cost the model a second and find nothing the first lines do not).
+OWNER_CHARS = 600
+
+
+def queries_for(terms: str, owner: str | None) -> list[str]:
+    """The search's queries: the agent's terms, then what the owner wrote this turn if it says
+    something the terms do not."""
+    words = (owner or "").strip()[:OWNER_CHARS]
+    return [terms, words] if words and words != terms.strip() else [terms]
+
+
+def ranked(
+    conn: apsw.Connection,
+    queries: list[str],
+    query: embeddings.Vectors | None,
+    endpoint: embeddings.Endpoint | None,
+    notes: list[str],
+    limit: int,
+) -> tuple[list[Fact], ranking.Ranked | None]:
+    """The facts to return, best first, by words and meaning (or words alone, saying why), and
+    why each came back (None when words could not search the query)."""
+    near = lambda vector: vectors.neighbourhood(conn, vector, limit=ranking.POOL)  # noqa: E731
+    why: ranking.Ranked | None = None
+    try:
+        why, _ = fused(search.Index(conn), queries, query, near, endpoint, notes, limit)
+        ranked = why.ids
+    except search.MalformedQuery as error:
+        # A bug of the query builder, never the agent's doing: say it on stderr for the owner,
+        # answer by meaning alone rather than with a traceback.
+        print(f"memory-gate: bug: {error}", file=sys.stderr)
+        notes.append("words could not search this query (a memory-gate bug, reported on stderr)")
+        cut = endpoint.max_distance if endpoint else None
+        try:
+            ranked = search.by_meaning(conn, split(query)[0], max_distance=cut)[:limit] if query is not None else []
+        except embeddings.VectorError:
+            ranked = []
+    facts = load_facts(conn, ranked)
+    return [facts[rowid] for rowid in ranked if rowid in facts], why
+
+
+def meaning_state(endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None, notes: list[str]) -> str | None:
+    """How the search used meaning, as stats records it: None without an endpoint, 'used', or
+    the reason it ran on words alone."""
+    if endpoint is None:
+        return None
+    for note in notes:
+        if note.startswith(WORDS_ONLY):
+            return note.removeprefix(WORDS_ONLY)
+    return "used" if query is not None else None
+
+
+WORDS_ONLY = "words only: "
+
+
+def embed_queries(
+    conn: apsw.Connection, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str]
+) -> embeddings.Vectors | None:
+    """The queries' vectors, or None with the reason in `notes` (nothing said when meaning is
+    off: words only is then the owner's choice, or was said once already)."""
+    if endpoint is None or not queries[0].strip():
+        return None
+    if not store.vectors_loaded(conn):
+        notes.append(f"{WORDS_ONLY}sqlite-vec cannot be loaded (memory-gate doctor says why)")
+        return None
+    return embed(queries, endpoint, notes)
+
+
+# The owner's words of a turn are embedded once however often the turn searches: the vectors of
+# the last few are kept on the endpoint.
+REMEMBERED = 16
+
+
+def embed(queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str]) -> embeddings.Vectors | None:
+    """The queries' vectors, one row each, or None (the reason in `notes` when embedding failed)."""
+    if endpoint is None or not queries[0].strip():
+        return None
+    kept = endpoint.remembered
+    asked = [queries[0]] + [text for text in queries[1:] if text not in kept]
+    try:
+        answer = endpoint.embed(asked, role=embeddings.QUERY, timeout=endpoint.search_timeout)
+    except embeddings.VectorError as error:
+        notes.append(f"{WORDS_ONLY}{error}")
+        return None
+    rows = dict(zip(asked, answer.rows))
+    for text in asked[1:]:
+        if len(kept) >= REMEMBERED:
+            kept.pop(next(iter(kept)))
+        kept[text] = (answer.model, rows[text])
+    # A remembered vector of another model (the endpoint changed its own) is not used.
+    return embeddings.Vectors(answer.model, [rows[text] if text in rows else kept[text][1] for text in queries]
+                              if all(text in rows or kept[text][0] == answer.model for text in queries)
+                              else list(endpoint.embed(queries, role=embeddings.QUERY,
+                                                       timeout=endpoint.search_timeout).rows))

@@ -1,0 +1,133 @@
+"""One ranking for every search: the agent's terms and the owner's words, by words and by meaning.
+
+Memory stays true only when the search of a turn that corrects a fact brings that fact back: the
+gate then makes the turn update or delete it. The agent's keywords often miss it (they name the
+subject in other words than the fact does, or in another language), but the turn also knows what
+the owner wrote, and a correction's own words are the best query for what it contradicts. So a
+search asks up to two queries, the terms and the owner's words of the turn, and each by two
+signals:
+
+- words: bm25 over topic and text (gate.search.search's candidates, before its judgement), as a
+  share of the best fact's score, so that 1 is the best word match of that query;
+- meaning: how many standard deviations closer to the query a fact's vector stands than memory
+  at large does (gate.search.vectors.Neighbourhood), the scale on which search by meaning calls
+  a fact near at STAND_OUT.
+
+A fact's score adds them up, a word share counting WORD_WEIGHT times, which is STAND_OUT: the
+best word match of a query weighs what a fact meaning just calls near does. The answer is every fact
+scoring at least SHARE of the best, at most `limit`, best first: a fact that stands out on every
+signal returns alone, a subject several facts share returns them together. But only when memory
+holds something on the subject at all: some query's words pass gate.search.search's judgement,
+or meaning calls a fact near (STAND_OUT standard deviations), or both queries' words find one
+same fact. Otherwise nothing comes back, rather than the least bad of unrelated facts.
+
+Without vectors (MEMORY_GATE_MEANING=off, no model installed, an endpoint down) it is the same
+with words alone. SHARE and the rule were chosen on the truth-maintenance development set
+(shared/data/truth) and checked on LoCoMo conversations 26, 30 and 41 (bench/locomo.py), where
+the judgement's topic rule and a larger word weight bought LoCoMo recall at the cost of
+corrections found, and were left out: held-out sets judge the choice. docs/search.md has the
+figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from gate.search import search
+from gate.search.embeddings import Vectors
+from gate.search.vectors import Neighbourhood
+
+# A fact returns when it scores at least this share of the best fact's score.
+SHARE = 0.5
+# How much a query's best word match weighs against meaning's standard deviations: as much as a
+# fact meaning calls near (gate.search.search.STAND_OUT).
+WORD_WEIGHT = search.STAND_OUT
+# Facts each signal offers to the fusion, per query.
+POOL = search.POOL
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A search's answer (`ids`, best first) and why: each fact's fused score, the candidates
+    the agent's terms found by words (`candidates`, with the share of the query each holds), and
+    every fact some query's words found (`by_words`: a fact of the answer not in it came by
+    meaning alone)."""
+
+    ids: list[int]
+    scores: dict[int, float] = field(default_factory=dict)
+    candidates: dict[int, search.Candidate] = field(default_factory=dict)
+    by_words: set[int] = field(default_factory=set)
+    meaning: bool = False  # whether any query was ranked by meaning
+
+
+Near = Callable[[Vectors], "Neighbourhood | None"]
+
+
+def rank(index, queries: Sequence[str], vectors: Sequence[Vectors | None] = (), near: Near | None = None, *,
+         max_distance: float | None = None, limit: int = search.RESULTS) -> Ranked:
+    """The facts for `queries` (the agent's terms first, then the owner's words if any), best
+    first. `vectors[i]` is query i's vector (None: words only for it), `near` finds a vector's
+    neighbourhood in this memory (gate.search.vectors.neighbourhood, or a team's). `index` is
+    where words are looked up (gate.search.search.Index, or a team's)."""
+    scores: dict[int, float] = {}
+    candidates: dict[int, search.Candidate] = {}
+    used_meaning = False
+    something = False  # memory holds something on the subject (see the module docstring)
+    by_words: list[set[int]] = []
+    for position, text in enumerate(dict.fromkeys(query for query in queries if query and query.strip())):
+        pool = search.candidates_in(index, text, wanted=limit)
+        something = something or bool(search.judge(pool).ranked())
+        if position == 0:
+            candidates = {candidate.id: candidate for candidate in pool}
+        by_words.append({candidate.id for candidate in pool})
+        for fact, share in word_shares(pool):
+            scores[fact] = scores.get(fact, 0.0) + WORD_WEIGHT * share
+        vector = vectors[position] if position < len(vectors) else None
+        if vector is None or near is None:
+            continue
+        found = near(vector)
+        if found is None:
+            continue
+        used_meaning = True
+        for fact, stands in standing(found, max_distance=max_distance):
+            scores[fact] = scores.get(fact, 0.0) + stands
+            something = something or stands >= search.STAND_OUT
+    something = something or (len(by_words) > 1 and bool(by_words[0] & by_words[1]))
+    found_by_words = set().union(*by_words)
+    if not scores or not something:
+        return Ranked([], scores, candidates, found_by_words, used_meaning)
+    order = sorted(scores, key=lambda fact: (-scores[fact], fact))
+    top = scores[order[0]]
+    ids = [fact for fact in order if scores[fact] >= SHARE * top][:limit]
+    return Ranked(ids, scores, candidates, found_by_words, used_meaning)
+
+
+def word_shares(pool: list[search.Candidate]) -> list[tuple[int, float]]:
+    """Each candidate's word score as a share of the best (bm25 weighed by the share of the
+    query it holds), in the candidates' order: facts holding every term as typed first, then
+    every term in some form, then some (gate.search.search). A fact of a better tier scores at
+    least what any fact after it scores, so a short fact repeating one term never outweighs a
+    fact that holds the whole query."""
+    floor, shares = 0.0, []
+    for candidate in reversed(pool):
+        floor = max(floor, candidate.score)
+        shares.append((candidate.id, floor))
+    best = floor
+    return [(fact, score / best) for fact, score in reversed(shares)] if best > 0 else []
+
+
+def standing(found: Neighbourhood, *, max_distance: float | None = None) -> list[tuple[int, float]]:
+    """How far each of the nearest facts stands out from memory at large, in standard deviations
+    of the query's distances (only those closer than the mean); with a fixed cut-off
+    (MEMORY_GATE_MAX_DISTANCE), only the facts under it count."""
+    if found.spread <= 0.0:
+        return []  # a handful of facts: nothing stands out
+    out = []
+    for fact, distance in found.nearest:
+        if max_distance is not None and distance >= max_distance:
+            continue
+        stands = (found.mean - distance) / found.spread
+        if stands > 0:
+            out.append((fact, stands))
+    return out
