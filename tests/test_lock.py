@@ -29,8 +29,8 @@ def wanted(*extras: str) -> list[Requirement]:
 
 
 @pytest.mark.parametrize("lock, requirements", [
-    ("runtime", wanted()),
-    ("team", wanted("team")),
+    ("runtime", wanted("meaning")),
+    ("team", wanted("team", "meaning")),
     ("test", wanted("test")),
     ("build", [Requirement(text) for text in ["hatchling>=1.21", "editables"]]),
 ], ids=["runtime", "team", "test", "build"])
