@@ -49,7 +49,8 @@ OFFLINE_ENV = {
     "CLAUDE_CODE_MCP_STARTUP_WAIT_MS": "45000",
     "MCP_TIMEOUT": "45000",
 }
-PASSTHROUGH_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "SYSTEMROOT")
+# PYTHONPATH: the memory-gate under test, also where PATH's is another checkout's editable install.
+PASSTHROUGH_ENV = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "SYSTEMROOT")
 DEFAULT_TIMEOUT = 60.0
 
 
