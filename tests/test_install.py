@@ -187,7 +187,7 @@ def test_an_enabled_plugin_is_pointed_out():
 # -- the server merge --------------------------------------------------------------------------
 
 
-SERVER = {"type": "stdio", "command": EXE, "args": ["serve"], "env": {}}
+SERVER = {"type": "stdio", "command": EXE, "args": ["serve"], "env": {}, "alwaysLoad": True}
 STATE = {"numStartups": 7, "mcpServers": {"other": {"command": "x"}}, "projects": {"/p": {"allowedTools": []}}, "userID": "u"}
 
 
@@ -212,7 +212,7 @@ def test_the_project_server_goes_into_the_projects_local_entry():
 def test_our_server_is_updated_keeping_the_users_env():
     mine = {"command": "/old/memory-gate", "args": ["serve"], "env": {"MEMORY_GATE_EMBED_URL": "http://127.0.0.1:1"}}
     edit = add_server({"mcpServers": {"memory-gate": mine}}, EXE)
-    assert edit.data["mcpServers"]["memory-gate"] == {**mine, "command": EXE}
+    assert edit.data["mcpServers"]["memory-gate"] == {**mine, "command": EXE, "alwaysLoad": True}
     assert edit.changes[0].startswith("~ MCP server memory-gate") and add_server(edit.data, EXE).changes == []
 
 

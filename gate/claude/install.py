@@ -112,8 +112,10 @@ def hook_groups(exe: str) -> dict[str, dict]:
 
 
 def server_entry(exe: str) -> dict:
-    """The MCP server entry, shaped as `claude mcp add memory-gate -- EXE serve` writes it."""
-    return {"type": "stdio", "command": exe, "args": ["serve"], "env": {}}
+    """The MCP server entry, shaped as `claude mcp add memory-gate -- EXE serve` writes it, with
+    `alwaysLoad`: without it Claude Code 2.1.332 keeps the memory tools behind tool search and
+    tells the model so in its first request (tests/test_e2e_host.py)."""
+    return {"type": "stdio", "command": exe, "args": ["serve"], "env": {}, "alwaysLoad": True}
 
 
 def is_our_hook(hook: Any) -> bool:
@@ -305,7 +307,7 @@ def add_server(data: dict, exe: str, at: Path_ = ()) -> Edit:
         edit.changes.append(f"+ MCP server {SERVER}: {exe} serve")
         edit.added.append(place + (SERVER,))
     elif is_our_server(existing):
-        entry = {**existing, "command": exe, "args": ["serve"]}  # keeps the user's env
+        entry = {**existing, "command": exe, "args": ["serve"], "alwaysLoad": True}  # keeps the user's env
         if entry == existing:
             return edit
         was = " ".join(map(str, [existing["command"], *existing["args"]]))
