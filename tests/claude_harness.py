@@ -49,8 +49,10 @@ OFFLINE_ENV = {
     "CLAUDE_CODE_MCP_STARTUP_WAIT_MS": "45000",
     "MCP_TIMEOUT": "45000",
 }
+# PYTHONPATH: the memory-gate under test, also where PATH's is another checkout's editable install.
 # MEMORY_GATE_MEANING: the suite's choice (tests/conftest.py) reaches the servers Claude Code starts.
-PASSTHROUGH_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "SYSTEMROOT", "MEMORY_GATE_MEANING")
+PASSTHROUGH_ENV = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "SYSTEMROOT",
+                   "MEMORY_GATE_MEANING")
 DEFAULT_TIMEOUT = 60.0
 
 

@@ -307,9 +307,12 @@ def test_a_model_that_never_complies_still_ends_the_turn(gate):
 
 
 def told_owner(run) -> list[str]:
-    """Lines shown to the owner: the mod's `$.ui.log` lines and the hooks' systemMessages."""
+    """Lines shown to the owner: the mod's `$.ui.log` lines, after the plugin's name as Claude Code
+    shows them, and the hooks' systemMessages. None names memory-gate twice."""
     notices = [e.get("content", "") for e in run.of_type("system", "informational")]
-    return run.ui_logs("memory-gate") + [n.split(" says: ", 1)[1] for n in notices if " says: " in n]
+    lines = [f"memory-gate: {text}" for text in run.ui_logs("memory-gate")] + [n.split(" says: ", 1)[1] for n in notices if " says: " in n]
+    assert not any("memory-gate: memory-gate:" in line for line in lines), lines
+    return lines
 
 
 # -- 6. a fact shown earlier comes back as its id only, in full again after /compact ---------------

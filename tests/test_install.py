@@ -41,6 +41,7 @@ def expected_hooks(quoted: str = QUOTED) -> dict:
 
 
 RULES = [f"{TOOLS}memory_search", f"{TOOLS}memory_write"]
+AUTO_MEMORY_OFF = "+ autoMemoryEnabled: false (Claude Code's own file memory off: the model is told of one memory, memory-gate's)"
 USER_STOP = {"hooks": [{"type": "command", "command": "notify-send done"}]}
 BUSY_SETTINGS = {
     "model": "opus",
@@ -61,10 +62,10 @@ def install_then_uninstall(data: dict) -> tuple[dict, dict | None]:
 
 def test_fresh_settings_get_the_four_hooks_and_the_two_rules():
     edit = add_to_settings({}, EXE)
-    assert edit.data == {"hooks": expected_hooks(), "permissions": {"allow": RULES}}
+    assert edit.data == {"hooks": expected_hooks(), "permissions": {"allow": RULES}, "autoMemoryEnabled": False}
     assert edit.changes == [
         "+ hook UserPromptSubmit", "+ hook PreToolUse", "+ hook SessionStart", "+ hook Stop",
-        f"+ allow {RULES[0]}", f"+ allow {RULES[1]}",
+        f"+ allow {RULES[0]}", f"+ allow {RULES[1]}", AUTO_MEMORY_OFF,
     ]
     assert {("hooks",), ("hooks", "Stop"), ("hooks", "Stop", install.HOOK), ("permissions", "allow", RULES[0])} <= set(edit.added)
 
@@ -73,7 +74,7 @@ def test_what_is_there_stays_in_its_order_and_ours_goes_last():
     before = json.loads(json.dumps(BUSY_SETTINGS))
     data = add_to_settings(BUSY_SETTINGS, EXE).data
     assert BUSY_SETTINGS == before, "the merge must not change its input"
-    assert list(data) == ["model", "hooks", "permissions", "env"]
+    assert list(data) == ["model", "hooks", "permissions", "env", "autoMemoryEnabled"]
     assert list(data["hooks"]) == ["Stop", "PostToolUse", "UserPromptSubmit", "PreToolUse", "SessionStart"]
     assert data["hooks"]["Stop"] == [USER_STOP, *expected_hooks()["Stop"]]
     assert data["hooks"]["PostToolUse"] == BUSY_SETTINGS["hooks"]["PostToolUse"]
@@ -142,15 +143,19 @@ def test_entries_there_before_install_stay_until_uninstall_runs_without_a_record
     assert first.data == {
         "permissions": {"allow": [RULES[1], RULES[0]]},
         "hooks": {"UserPromptSubmit": hooks["UserPromptSubmit"], "PreToolUse": hooks["PreToolUse"], "SessionStart": hooks["SessionStart"], "Stop": [USER_STOP]},
+        "autoMemoryEnabled": False,
     }
     [note] = first.notes
     assert note.startswith("left hook UserPromptSubmit, hook PreToolUse, hook SessionStart, allow") and "again" in note
-    assert remove_from_settings(first.data, None).data == {"hooks": {"Stop": [USER_STOP]}}
+    # Nothing marks the setting as memory-gate's: without a record it stays, and uninstall says so.
+    second = remove_from_settings(first.data, None)
+    assert second.data == {"hooks": {"Stop": [USER_STOP]}, "autoMemoryEnabled": False}
+    assert second.notes[0].startswith("left autoMemoryEnabled: false: no record")
 
 
 def test_without_a_record_uninstall_removes_only_what_it_empties():
     data = add_to_settings({"permissions": {"deny": ["Read(.env)"]}}, EXE).data
-    assert remove_from_settings(data, None).data == {"permissions": {"deny": ["Read(.env)"]}}
+    assert remove_from_settings(data, None).data == {"permissions": {"deny": ["Read(.env)"]}, "autoMemoryEnabled": False}
 
 
 def test_uninstall_with_nothing_installed_changes_nothing():
@@ -182,7 +187,7 @@ def test_an_enabled_plugin_is_pointed_out():
 # -- the server merge --------------------------------------------------------------------------
 
 
-SERVER = {"type": "stdio", "command": EXE, "args": ["serve"], "env": {}}
+SERVER = {"type": "stdio", "command": EXE, "args": ["serve"], "env": {}, "alwaysLoad": True}
 STATE = {"numStartups": 7, "mcpServers": {"other": {"command": "x"}}, "projects": {"/p": {"allowedTools": []}}, "userID": "u"}
 
 
@@ -207,7 +212,7 @@ def test_the_project_server_goes_into_the_projects_local_entry():
 def test_our_server_is_updated_keeping_the_users_env():
     mine = {"command": "/old/memory-gate", "args": ["serve"], "env": {"MEMORY_GATE_EMBED_URL": "http://127.0.0.1:1"}}
     edit = add_server({"mcpServers": {"memory-gate": mine}}, EXE)
-    assert edit.data["mcpServers"]["memory-gate"] == {**mine, "command": EXE}
+    assert edit.data["mcpServers"]["memory-gate"] == {**mine, "command": EXE, "alwaysLoad": True}
     assert edit.changes[0].startswith("~ MCP server memory-gate") and add_server(edit.data, EXE).changes == []
 
 
@@ -254,7 +259,7 @@ def test_a_fresh_home_gets_both_files_and_uninstall_leaves_it_as_it_was(where, t
     before = tree(tmp_path)
     report = install.install(scope, EXE, record=record)
     assert [change.action for change in report.files] == ["created", "created"]
-    assert json.loads(scope.settings.read_text()) == {"hooks": expected_hooks(), "permissions": {"allow": RULES}}
+    assert json.loads(scope.settings.read_text()) == {"hooks": expected_hooks(), "permissions": {"allow": RULES}, "autoMemoryEnabled": False}
     assert json.loads(scope.state.read_text()) == {"mcpServers": {"memory-gate": SERVER}}
     assert stat.S_IMODE(scope.settings.stat().st_mode) == 0o600 and stat.S_IMODE(scope.state.stat().st_mode) == 0o600
     assert record.exists()

@@ -50,7 +50,8 @@ def test_every_command_a_plugin_runs_goes_through_its_launcher(plugin):
 
 def test_the_plugins_server_runs_through_the_launcher():
     server = json.loads(plugin_file("memory-gate", ".mcp.json").read_text())["mcpServers"]["memory"]
-    assert server == {"command": "${CLAUDE_PLUGIN_ROOT}/bin/memory-gate", "args": ["serve"]}
+    # alwaysLoad: the memory tools in front, never announced to the model as deferred (2.1.332).
+    assert server == {"command": "${CLAUDE_PLUGIN_ROOT}/bin/memory-gate", "args": ["serve"], "alwaysLoad": True}
 
 
 def launch(tmp_path, *argv, path="/usr/bin:/bin", installed=None, env=None, stdin=None):

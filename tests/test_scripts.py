@@ -3,6 +3,7 @@ without ~/.local/bin, and then the checkout moved away."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -45,6 +46,20 @@ def test_a_python_too_old_is_refused_before_anything_is_built(tmp_path):
     assert list(home.iterdir()) == []
 
 
+def test_a_claude_code_too_old_for_the_mod_is_refused_first_with_the_exact_mend(tmp_path):
+    fake = tmp_path / "bin" / "claude"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\ncase "$1" in --version) echo "2.1.197 (Claude Code)";; *) exit 1;; esac\n')
+    fake.chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    result = subprocess.run([REPO / "scripts" / "install"], capture_output=True, text=True, env=fresh_env(home, str(fake.parent)))
+    assert result.returncode == 1
+    assert "PROBLEM: Claude Code 2.1.197" in result.stderr and "mods need 2.1.287 or later" in result.stderr
+    assert "Mend: npm install -g @anthropic-ai/claude-code@2.1.332" in result.stderr and "Nothing was installed" in result.stderr
+    assert list(home.iterdir()) == []
+
+
 @needs_claude
 def test_install_survives_a_moved_checkout_and_uninstall_takes_it_out(tmp_path):
     home = tmp_path / "home"
@@ -59,6 +74,10 @@ def test_install_survives_a_moved_checkout_and_uninstall_takes_it_out(tmp_path):
     assert f"installed: {exe}" in installed.stdout and "this checkout is no longer needed" in installed.stdout
     assert (data / "marketplace" / "mods" / "memory-gate" / "bin" / "installed").read_text() == f"{exe}\n"
     assert (home / ".local" / "bin" / "memory-gate").resolve() == exe.resolve()
+    # ~/.local/bin is not on this PATH: the one line to add, for the owner's shell.
+    assert 'export PATH="$HOME/.local/bin:$PATH"' in installed.stdout
+    # What a plugin cannot bring: Claude Code's own auto memory off.
+    assert json.loads((home / ".claude" / "settings.json").read_text())["autoMemoryEnabled"] is False
     # Both engines' schemas ship in the package, beside the modules that apply them.
     [engine] = (data / "venv").glob("lib/python3*/site-packages/gate/engine")
     assert {"schema.sql", "schema-postgres.sql"} <= {path.name for path in engine.iterdir()}
@@ -75,3 +94,6 @@ def test_install_survives_a_moved_checkout_and_uninstall_takes_it_out(tmp_path):
     assert not data.exists() and not (home / ".local" / "bin" / "memory-gate").exists()
     plugins = subprocess.run([CLAUDE, "plugin", "list"], cwd=project, capture_output=True, text=True, env=env, timeout=120)
     assert "memory-gate@memory-gate" not in plugins.stdout
+    # Nothing of the plugin is left: not Claude Code's cached copies, not the setting install wrote.
+    assert not (home / ".claude" / "plugins" / "cache" / "memory-gate").exists()
+    assert "autoMemoryEnabled" not in (home / ".claude" / "settings.json").read_text()

@@ -140,3 +140,19 @@ def test_upgrading_to_contexts_keeps_tool_calls_and_forgets_what_was_shown(tmp_p
     assert list(upgraded.execute("SELECT id, turn, agent FROM tool_calls")) == [("toolu_1", 1, None)]
     assert list(upgraded.execute("SELECT * FROM shown")) == []
     assert dump(upgraded)[0] == dump(store.connect(tmp_path / "fresh.db"))[0]
+
+
+def test_the_default_memory_folder_is_made_private_again_when_claude_code_made_it_wide(tmp_path):
+    folder = tmp_path / "projects" / "-home-me-app" / "memory"
+    folder.mkdir(parents=True, mode=0o755)
+    folder.chmod(0o755)  # as Claude Code makes it for its own auto memory
+    store.connect(folder / "memory.db").close()
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+
+
+def test_a_folder_the_owner_chose_keeps_its_mode(tmp_path):
+    folder = tmp_path / "shared"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    store.connect(folder / "memory.db").close()
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o755

@@ -16,6 +16,8 @@ from conftest import REPO
 from gate.doctor import doctor, wiring
 
 BIN = Path(sys.executable).parent
+# The memory-gate under test, also where BIN's is another checkout's editable install.
+CODE = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
 
 
 def test_the_tested_version_is_the_one_the_tests_pin():
@@ -36,7 +38,7 @@ class User:
         self.home, self.project = root / "home", root / "project"
         self.home.mkdir()
         self.project.mkdir()
-        self.env = {"HOME": str(self.home), "PATH": os.pathsep.join([str(BIN), "/usr/bin", "/bin"]), **OFFLINE_ENV}
+        self.env = {"HOME": str(self.home), "PATH": os.pathsep.join([str(BIN), "/usr/bin", "/bin"]), **OFFLINE_ENV, **CODE}
 
     def run(self, *argv: str) -> subprocess.CompletedProcess:
         return subprocess.run(argv, cwd=self.project, capture_output=True, text=True, env=self.env, timeout=120)
@@ -87,6 +89,7 @@ def test_a_settings_install_is_all_well_and_its_server_lists_the_tools(tmp_path)
 def test_the_installed_plugin_is_all_well_and_install_refuses_to_wire_it_twice(tmp_path):
     user = User(tmp_path)
     user.plugin_from(marketplace_copy(tmp_path, str(BIN / "memory-gate")))
+    assert user.run(str(BIN / "memory-gate"), "install", "--plugin").returncode == 0  # as scripts/install does
     code, report, findings = user.doctor()
     assert (code, findings) == (0, []), findings
     assert report["plugin"]["runs"] == {"command": str(BIN / "memory-gate"), "found": "recorded by scripts/install"}
@@ -123,6 +126,41 @@ def test_a_plugin_that_cannot_find_memory_gate_is_memory_off(tmp_path):
 
 
 def test_without_claude_code_doctor_warns_and_checks_memory(tmp_path):
-    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "MEMORY_GATE_HOME": str(tmp_path / "mg")}
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "MEMORY_GATE_HOME": str(tmp_path / "mg"), **CODE}
     done = subprocess.run([str(BIN / "memory-gate"), "doctor", "--claude", "no-such-claude"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.returncode == 0 and "WARNING: Claude Code (`no-such-claude`) is not on PATH" in done.stdout and "no problems" in done.stdout
+
+
+def test_a_claude_code_too_old_for_the_mod_is_a_problem_with_the_exact_mend(tmp_path):
+    fake = tmp_path / "claude"
+    fake.write_text('#!/bin/sh\ncase "$1" in --version) echo "2.1.197 (Claude Code)";; plugin) echo "[]";; esac\n')
+    fake.chmod(0o755)
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", **CODE}
+    done = subprocess.run([str(BIN / "memory-gate"), "doctor", "--json", "--claude", str(fake)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    found = problems(json.loads(done.stdout)["findings"])
+    assert done.returncode == 1
+    assert any(problem.startswith("Claude Code 2.1.197 cannot run memory-gate's mod (mods need 2.1.287 or later)")
+               and problem.endswith(f"Run: npm install -g @anthropic-ai/claude-code@{wiring.TESTED}") for problem in found), found
+
+
+@needs_claude
+def test_doctor_says_whether_claude_codes_auto_memory_is_in_force(tmp_path):
+    user = User(tmp_path)
+    folder = user.home / ".claude" / "projects" / config_key(user.project) / "memory"
+    folder.mkdir(parents=True)
+    (folder / "MEMORY.md").write_text("Tests run with -q.\n")
+    user.plugin_from(marketplace_copy(tmp_path, str(BIN / "memory-gate")))
+    code, report, findings = user.doctor()
+    assert report["auto_memory"] == {"on": True, "by": "Claude Code's default (no setting)", "files": ["MEMORY.md"]}
+    assert [finding["severity"] for finding in findings] == ["warning", "note"], findings
+    assert "memory-gate install --plugin" in findings[0]["mend"] and "memory-gate import-auto-memory" in findings[1]["mend"]
+    assert user.run(str(BIN / "memory-gate"), "install", "--plugin").returncode == 0
+    code, report, findings = user.doctor()
+    assert report["auto_memory"]["on"] is False and "autoMemoryEnabled: false in" in report["auto_memory"]["by"]
+    assert code == 0 and [finding["severity"] for finding in findings] == ["note"], findings
+
+
+def config_key(folder: Path) -> str:
+    from gate import config
+
+    return config.project_key(folder)

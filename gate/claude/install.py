@@ -38,9 +38,11 @@ import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from gate.claude import automemory
 from gate.claude.settingsfile import (
     MISSING, Document, FileChange, FileError, Path_, dotted, get, make_dirs, pointer, put, save, unpointer, write_atomic,
 )
@@ -110,8 +112,10 @@ def hook_groups(exe: str) -> dict[str, dict]:
 
 
 def server_entry(exe: str) -> dict:
-    """The MCP server entry, shaped as `claude mcp add memory-gate -- EXE serve` writes it."""
-    return {"type": "stdio", "command": exe, "args": ["serve"], "env": {}}
+    """The MCP server entry, shaped as `claude mcp add memory-gate -- EXE serve` writes it, with
+    `alwaysLoad`: without it Claude Code 2.1.332 keeps the memory tools behind tool search and
+    tells the model so in its first request (tests/test_e2e_host.py)."""
+    return {"type": "stdio", "command": exe, "args": ["serve"], "env": {}, "alwaysLoad": True}
 
 
 def is_our_hook(hook: Any) -> bool:
@@ -169,10 +173,19 @@ def _strip_hooks(groups: list) -> tuple[list, int | None]:
     return kept, first
 
 
-def add_to_settings(data: dict, exe: str) -> Edit:
-    """Settings with memory-gate's hooks and allow rules in, exactly once each. A memory-gate hook
-    already there (another path, a hand-written line) is replaced where it sits; it counts as
-    there before install, not as added."""
+def add_to_settings(data: dict, exe: str, *, plugin: bool = False) -> Edit:
+    """Settings with memory-gate's hooks and allow rules in, exactly once each, and Claude Code's
+    auto memory off (gate.claude.automemory). A memory-gate hook already there (another path, a
+    hand-written line) is replaced where it sits; it counts as there before install, not as added.
+    `plugin`: the plugin brings hooks, server and rules; only what a plugin cannot set goes in."""
+    edit = Edit(data) if plugin else _add_hooks_and_rules(data, exe)
+    edit.data, changes, added = automemory.turn_off(edit.data)
+    edit.changes += changes
+    edit.added += added
+    return edit
+
+
+def _add_hooks_and_rules(data: dict, exe: str) -> Edit:
     edit = Edit(data)
     wanted = hook_groups(exe)
     hooks = get(data, ("hooks",), dict)
@@ -254,6 +267,8 @@ def remove_from_settings(data: dict, added: set[Path_] | None) -> Edit:
     """Settings without the hooks and allow rules install added (`added`: its record; None when
     there is none, and then without every memory-gate hook and rule)."""
     edit, left = Edit(data), []
+    edit.data, edit.changes, edit.notes = automemory.turn_back(data, added)
+    data = edit.data
     hooks = get(data, ("hooks",), dict)
     for event, groups in ({} if hooks is MISSING else hooks).items():
         if not isinstance(groups, list) or _strip_hooks(groups)[1] is None:
@@ -292,7 +307,7 @@ def add_server(data: dict, exe: str, at: Path_ = ()) -> Edit:
         edit.changes.append(f"+ MCP server {SERVER}: {exe} serve")
         edit.added.append(place + (SERVER,))
     elif is_our_server(existing):
-        entry = {**existing, "command": exe, "args": ["serve"]}  # keeps the user's env
+        entry = {**existing, "command": exe, "args": ["serve"], "alwaysLoad": True}  # keeps the user's env
         if entry == existing:
             return edit
         was = " ".join(map(str, [existing["command"], *existing["args"]]))
@@ -477,19 +492,22 @@ def _merge(doc: Document, merge, *args) -> Edit:
 
 
 def install(
-    scope: Scope, exe: str, *, record: Path, dry_run: bool = False, plugin_in: list[Path] | None = None
+    scope: Scope, exe: str, *, record: Path, dry_run: bool = False, plugin_in: list[Path] | None = None,
+    plugin: bool = False,
 ) -> Report:
-    """Put memory-gate's hooks, allow rules and server into the scope's files. Both files are read
-    and checked before either is written. Refused while the plugin is enabled in any of
-    `plugin_in` (settings files): the two together would leave the mod unable to hold answers."""
-    enabled = plugin_enabled_in(plugin_in or [])
+    """Put memory-gate's hooks, allow rules and server into the scope's files, and turn Claude
+    Code's auto memory off. Both files are read and checked before either is written. Refused
+    while the plugin is enabled in any of `plugin_in` (settings files): the two together would
+    leave the mod unable to hold answers. `plugin` (beside the plugin, by scripts/install): only
+    what a plugin cannot bring, the auto memory setting, goes in."""
+    enabled = [] if plugin else plugin_enabled_in(plugin_in or [])
     if enabled:
         raise InstallError(clash(enabled) + ". Nothing was changed.")
-    settings, state = Document.read(scope.settings), Document.read(scope.state)
-    edits = [
-        (settings, _merge(settings, add_to_settings, exe)),
-        (state, _merge(state, add_server, exe, scope.server_at)),
-    ]
+    settings = Document.read(scope.settings)
+    edits = [(settings, _merge(settings, partial(add_to_settings, plugin=plugin), exe))]
+    if not plugin:
+        state = Document.read(scope.state)
+        edits.append((state, _merge(state, add_server, exe, scope.server_at)))
     files, notes, added = [], [], read_record(record)
     for doc, edit in edits:
         change, made = save(doc, edit.data, edit.changes, dry_run=dry_run)
@@ -507,7 +525,7 @@ def install(
         if exposed:
             names = " and ".join(str(path.relative_to(scope.root)) for path in exposed)
             notes.append(f"git does not ignore {names}: add `.claude/*.local.json*` to .gitignore to keep your own settings out of commits")
-    if os.path.basename(exe) == exe:
+    if os.path.basename(exe) == exe and not plugin:
         notes.append(f"hooks and server run `{exe}` from PATH: Claude Code must be started where it is on PATH")
     return Report("install", scope, files, notes, dry_run)
 

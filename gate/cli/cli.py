@@ -32,7 +32,9 @@ EXAMPLES = {
     "reindex": "memory-gate reindex\n  MEMORY_GATE_EMBED_URL=http://127.0.0.1:8080/v1/embeddings memory-gate reindex",
     "install": "memory-gate install               # every project: ~/.claude/settings.json, ~/.claude.json\n"
     "  memory-gate install --project .   # this project only, in your personal files\n"
-    "  memory-gate install --dry-run",
+    "  memory-gate install --dry-run\n"
+    "  memory-gate install --plugin      # beside the plugin: only Claude Code's auto memory off (scripts/install runs it)",
+    "import-auto-memory": "memory-gate import-auto-memory --dry-run   # what would come in\n  memory-gate import-auto-memory",
     "uninstall": "memory-gate uninstall\n  memory-gate uninstall --project .",
     "show": "memory-gate show --kind trap\n  memory-gate show --topic deploy --since 2026-11-01 --json",
     "history": "memory-gate history 12\n  memory-gate history 12 --json",
@@ -75,9 +77,10 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
     "stats": ("facts by kind, how turns complied with the gate, and what a search costs the context", data.cmd_stats),
     "export": ("write every fact as JSON lines, ids and bookkeeping included (memory is unchanged)", data.cmd_export),
     "import": ("add the facts of a JSON lines file, all or none, each logged; duplicates are skipped", data.cmd_import),
+    "import-auto-memory": ("take Claude Code's own auto memory files (MEMORY.md and the *.md beside it) in as facts, each logged; the files stay", setup.cmd_import_auto_memory),
     "doctor": ("check memory (database, index, write.log) and how Claude Code runs it; each problem with its mend", setup.cmd_doctor),
     "reindex": ("rebuild the word index and the vectors from the facts (with an embeddings endpoint)", data.cmd_reindex),
-    "install": ("put memory-gate's hooks, MCP server and tool permissions into Claude Code's settings (no plugin needed)", setup.cmd_install),
+    "install": ("put memory-gate's hooks, MCP server and tool permissions into Claude Code's settings (no plugin needed), and turn Claude Code's own auto memory off", setup.cmd_install),
     "uninstall": ("take out of Claude Code's settings exactly what install put in", setup.cmd_uninstall),
     "view": ("a local page to see, search and (with --edit) correct memory, live", setup.cmd_view),
     "team": ("share this project's memory with a team on PostgreSQL (connect, push, pull, status, disconnect)", team.cmd_team),
@@ -216,6 +219,9 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument("--claude", metavar="CMD", help="the Claude Code to check (default: claude on PATH)")
     which.add_argument("--no-claude", action="store_true", help="check memory only, not how Claude Code runs memory-gate")
     add("reindex")
+    sub = add("import-auto-memory")
+    sub.add_argument("--dry-run", action="store_true", help="print the facts that would come in and change nothing")
+    sub.add_argument("--json", action="store_true", help="print what was imported as JSON")
     _add_view(add)
     sub = add("team")
     actions = sub.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -241,6 +247,7 @@ def parser() -> argparse.ArgumentParser:
         where.add_argument("--project", metavar="DIR", help="for the project at DIR only (its git root): DIR/.claude/settings.local.json and DIR's local entry in ~/.claude.json, both yours alone")
         sub.add_argument("--dry-run", action="store_true", help="print what would change and write nothing")
         if name == "install":
+            sub.add_argument("--plugin", action="store_true", help="beside the plugin, which brings hooks, server and rules: write only what a plugin cannot, autoMemoryEnabled false")
             sub.add_argument("--command", dest="exe", metavar="CMD", help="the memory-gate command hooks and server run (default: the absolute path of this one, so Claude Code finds it without PATH)")
     return top
 

@@ -68,7 +68,7 @@ def _install_run(args: argparse.Namespace, verb: str) -> int:
         if verb == "install":
             exe = args.exe or install.executable(sys.argv[0], sys.executable)
             plugin_in = install.plugin_settings(config.claude_dir(), scope.root)
-            report = install.install(scope, exe, record=record, dry_run=args.dry_run, plugin_in=plugin_in)
+            report = install.install(scope, exe, record=record, dry_run=args.dry_run, plugin_in=plugin_in, plugin=args.plugin)
         else:
             report = install.uninstall(scope, record=record, dry_run=args.dry_run)
     except (install.InstallError, settingsfile.FileError) as error:
@@ -89,3 +89,45 @@ def cmd_view(args: argparse.Namespace) -> int:
     from gate.view import app  # Starlette and uvicorn: only `view` pays for importing them
 
     return app.serve(opening.settings(args), port=args.port, editable=args.edit, open_browser=not args.no_browser)
+
+
+def cmd_import_auto_memory(args: argparse.Namespace) -> int:
+    from gate.claude import automemory
+    from gate.cli import terminal
+    from gate.engine import store
+    from gate.memory import audit, transfer
+
+    settings = opening.settings(args)
+    folder = Path(config.claude_dir()) / "projects" / config.project_key(settings.project_dir) / "memory"
+    found, lines = automemory.gather(folder)
+    report: dict = {"folder": str(folder), "files": [
+        {"file": item.path.name, "facts": len(item.facts), **({"skipped": item.problem} if item.problem else {})} for item in found]}
+    if not found:
+        report["imported"] = 0
+        print(json.dumps(report, indent=2) if args.json else f"no auto memory files in {folder}: nothing to import")
+        return 0
+    path = Path(config.find_database(settings))
+    conn = store.connect(path)
+    try:
+        result = transfer.import_facts(conn, lines, log=audit.log_path(path), command=terminal.command_line(args.argv),
+                                       dry_run=args.dry_run)
+    except transfer.Refused as error:
+        raise UserError(str(error)) from error
+    finally:
+        conn.close()
+    report.update(result.to_json())
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    for item in report["files"]:
+        print(f"  {item['file']}: {item['facts']} fact{'s' if item['facts'] != 1 else ''}" + (f"; left out: {item['skipped']}" if "skipped" in item else ""))
+    verb = "would import" if args.dry_run else "imported"
+    line = f"{verb} {result.inserted} fact{'s' if result.inserted != 1 else ''} from {folder}"
+    if result.ids:
+        line += f" (ids {result.ids[0]} to {result.ids[1]})"
+    print(line + (f", each logged in write.log (write {result.write_id[:8]})" if result.write_id else ""))
+    if result.skipped:
+        print(f"{result.skipped} already in memory, skipped (the same topic, kind and text)")
+    print("The files stay as they are: memory-gate never changes them; with autoMemoryEnabled false Claude Code no longer reads them."
+          if not args.dry_run else "nothing was changed (--dry-run)")
+    return 0

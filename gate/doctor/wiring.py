@@ -26,7 +26,8 @@ TESTED = "2.1.332"
 MODS_SINCE = (2, 1, 287)
 PLUGIN_ID = "memory-gate@memory-gate"
 TOOLS = ["memory_search", "memory_write"]
-GET_CLAUDE = "npm install -g @anthropic-ai/claude-code (https://docs.claude.com/en/docs/claude-code/setup)"
+MEND_VERSION = f"npm install -g @anthropic-ai/claude-code@{TESTED}"
+GET_CLAUDE = f"{MEND_VERSION} (it installs and runs on Node 20 too, with an engine warning)"
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -168,12 +169,17 @@ def check(settings: config.Settings, claude: str | None = None) -> tuple[dict, l
     cwd = settings.project_dir
     version = (_ask([found, "--version"], cwd, 30) or "").split(" ")[0].strip() or None
     report: dict = {"claude": found, "version": version, "tested": TESTED}
-    if version != TESTED:
-        older = version is not None and _version(version) < MODS_SINCE
+    if version is not None and () < _version(version) < MODS_SINCE:
         findings.append(Finding(
-            f"Claude Code {version or '(unknown version)'} is not the version memory-gate's tests cover ({TESTED})"
-            + ("; mods need 2.1.287 or later, so only the Stop hook holds an answer" if older else ""),
-            WARNING, f"The gate may well work; if it does not, npm install -g @anthropic-ai/claude-code@{TESTED}",
+            f"Claude Code {version} cannot run memory-gate's mod (mods need 2.1.287 or later): the owner sees an "
+            "unchecked answer first, then the Stop hook's correction. On Node 20, `npm install -g "
+            "@anthropic-ai/claude-code` without a version installs 2.1.197",
+            PROBLEM, f"Run: {MEND_VERSION}",
+        ))
+    elif version != TESTED:
+        findings.append(Finding(
+            f"Claude Code {version or '(unknown version)'} is not the version memory-gate's tests cover ({TESTED})",
+            WARNING, f"The gate may well work; if it does not, {MEND_VERSION}",
         ))
     listed = _ask([found, "plugin", "list", "--json"], cwd)
     plugins = [entry for entry in json.loads(listed or "[]") if str(entry.get("id", "")).startswith("memory-gate@")]
@@ -244,6 +250,8 @@ def check(settings: config.Settings, claude: str | None = None) -> tuple[dict, l
             "Claude Code has no memory-gate: no plugin enabled, no settings install, so memory is off in every session",
             mend="Run scripts/install (the plugin), or `memory-gate install` (settings, no plugin)",
         ))
+    report["auto_memory"], found = auto_memory(cwd, on or bool(wired), "plugin" if on else "settings")
+    findings += found
     report["servers"] = {}
     for command, way in commands.items():
         try:
@@ -257,6 +265,36 @@ def check(settings: config.Settings, claude: str | None = None) -> tuple[dict, l
         if not set(TOOLS) <= set(tools):
             findings.append(Finding(f"the MCP server {command} serve ({way}) lists {tools}, not {TOOLS}",
                                     mend="Reinstall memory-gate (scripts/install, or pip install --upgrade)"))
+    return report, findings
+
+
+def auto_memory(project: str, gated: bool, way: str) -> tuple[dict, list[Finding]]:
+    """Claude Code's own auto memory for a session here: on or off and what decides it, and the
+    files it left in the project's memory folder (gate.claude.automemory)."""
+    from gate.claude import automemory
+
+    try:
+        root = install.project_root(project)
+    except install.InstallError:
+        root = Path(project)
+    files = [Path(config.claude_dir()) / "settings.json", root / ".claude" / "settings.json", root / ".claude" / "settings.local.json"]
+    force = automemory.in_force(files)
+    folder = Path(config.claude_dir()) / "projects" / config.project_key(root) / "memory"
+    left = [path.name for path in automemory.files(folder)]
+    report = {**force.to_json(), "files": left}
+    findings = []
+    if gated and force.on:
+        findings.append(Finding(
+            f"Claude Code's own auto memory is on ({force.by}): every session's system prompt tells the model of a "
+            "second, file-based memory in the folder that holds memory.db, which it writes with the Write tool",
+            WARNING, "Run `memory-gate install" + (" --plugin" if way == "plugin" else "") + "`: it sets autoMemoryEnabled "
+            "false in your settings (`memory-gate uninstall` takes it out)",
+        ))
+    if left:
+        findings.append(Finding(
+            f"{len(left)} auto memory file(s) in {folder} ({', '.join(left[:5])}{' ...' if len(left) > 5 else ''}), which memory-gate does not search",
+            NOTE, "Run `memory-gate import-auto-memory` to take them in as facts, each logged (the files stay)",
+        ))
     return report, findings
 
 

@@ -10,6 +10,7 @@ wait for each other's short write transactions instead of failing.
 """
 
 import os
+import stat
 import time
 
 import apsw
@@ -128,6 +129,7 @@ def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int = BUSY
                 raise StoreError(f"no memory database at {path}")
             _create_private(path)
         refuse_planted(path)
+        keep_private(path)
         # The check above leaves a moment in which a link could appear: SQLite then refuses it.
         flags |= apsw.SQLITE_OPEN_NOFOLLOW
     try:
@@ -169,6 +171,23 @@ def _matched_phrases(api: apsw.FTS5ExtensionApi) -> bytes:
         columns = api.phrase_columns(phrase)
         found.append(IN_TOPIC if 0 in columns else IN_TEXT if columns else ABSENT)
     return bytes(found)
+
+
+def keep_private(path: str) -> None:
+    """Make the default memory folder (`projects/<key>/memory/`, which holds memory.db and
+    write.log) 0700 again when someone made it wider: Claude Code creates that folder 0755 for its
+    own auto memory. Only that layout: a database the owner put elsewhere (MEMORY_GATE_DB) lives in
+    a folder that is not memory-gate's to change. Never fails the open."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if (os.path.basename(path), os.path.basename(folder)) != ("memory.db", "memory") or \
+            os.path.basename(os.path.dirname(os.path.dirname(folder))) != "projects":
+        return
+    try:
+        found = os.stat(folder, follow_symlinks=False)
+        if found.st_uid == os.getuid() and stat.S_ISDIR(found.st_mode) and found.st_mode & 0o077:
+            os.chmod(folder, 0o700)
+    except OSError:
+        pass
 
 
 def _create_private(path: str) -> None:

@@ -34,6 +34,14 @@ const reasons = new Map(); // tool_use_id of a swapped-in call -> what it says
 // their final answer goes out without asking the gate again. A search after it clears the mark.
 const clear = new Set();
 
+// A line for the owner. Claude Code shows a mod's line after the plugin's name ("memory-gate: ..."),
+// so the name the Python gate's lines start with is not said twice.
+const OWN_NAME = "memory-gate: ";
+function say($, line, options) {
+  const text = line.startsWith(OWN_NAME) ? line.slice(OWN_NAME.length) : line;
+  return options ? $.ui.log(text, options) : $.ui.log(text);
+}
+
 // The plugin's launcher finds memory-gate whatever Claude Code's PATH is (bin/memory-gate).
 function launcher(env) {
   return env.CLAUDE_PLUGIN_ROOT ? env.CLAUDE_PLUGIN_ROOT + "/bin/memory-gate" : "memory-gate";
@@ -59,7 +67,7 @@ async function askGate($, event, promptId, extra = {}) {
   const lines = run.stdout.trim().split("\n");
   const answer = JSON.parse(lines[lines.length - 1] || "null");
   if (answer && answer.systemMessage) {
-    await $.ui.log(answer.systemMessage);
+    await say($, answer.systemMessage);
     return null;
   }
   return answer;
@@ -171,8 +179,7 @@ function gateToolName($) {
         async (registered) => {
           if (registered.tool !== GATE_TOOL) {
             // Its calls would reach no hook of this mod (they are matched by name): say so.
-            await $.ui
-              .log(`memory-gate: the gate tool was registered as ${registered.tool}, not ${GATE_TOOL}; only the Stop hook holds answers now.`)
+            await say($, `memory-gate: the gate tool was registered as ${registered.tool}, not ${GATE_TOOL}; only the Stop hook holds answers now.`)
               .catch(() => undefined);
             return null;
           }
@@ -183,13 +190,12 @@ function gateToolName($) {
           // Never a silent off. The usual cause is `memory-gate install` too, whose MCP server
           // `memory-gate` owns the name.
           const why = error && error.message ? ` (${String(error.message).split("\n")[0].slice(0, 200)})` : "";
-          await $.ui
-            .log(
+          await say(
+            $,
               `memory-gate: the mod could not register its gate tool${why}; only the Stop hook holds answers now. ` +
                 "If `memory-gate install` is also in place, run `memory-gate uninstall`: the plugin brings everything " +
                 "(`memory-gate doctor` names the clash).",
-            )
-            .catch(() => undefined);
+          ).catch(() => undefined);
           return null;
         },
       );
@@ -245,7 +251,7 @@ export function register(on) {
       // Only a later memory call could make the turn owe again, and that comes as a tool call.
       passing = true;
       try {
-        await $.ui.log("memory-gate: the server said nothing is owed; the answer streams", { to: "debug" });
+        await say($, "memory-gate: the server said nothing is owed; the answer streams", { to: "debug" });
       } catch (error) {
         // the answer streams all the same
       }
@@ -302,7 +308,7 @@ export function register(on) {
     if (verdict && verdict.action === "release" && typeof verdict.reason === "string") {
       // Out of holds: the answer goes out, and the owner is told in one line that memory is behind.
       try {
-        await $.ui.log(verdict.reason);
+        await say($, verdict.reason);
       } catch (error) {
         // the answer goes out all the same
       }
