@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from pathlib import Path
 
+import apsw
+
 from gate import config
 from gate.cli import changes, data, facts, setup, team
 from gate.engine import store
@@ -256,3 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except (apsw.Error, OSError) as error:
+        # Met outside an opened memory (whose errors come diagnosed as UserError): still one line.
+        print("memory-gate: " + store.explain(error).replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)
+        return 1

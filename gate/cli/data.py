@@ -120,8 +120,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         with opening.open_memory(settings) as opened:
             return _import(args, settings, opened.ledger(), opened.path, opened.team)
     # Import may be the first write: restoring a backup onto a new machine starts from nothing.
+    # A file already there must be memory, though: an empty one is refused, not filled.
     path = Path(config.find_database(settings))
-    return _import(args, settings, store.connect(path), path, None)
+    with opening.Opened(path, store.connect(path, create=not path.exists())) as opened:
+        return _import(args, settings, opened.conn, path, None)
 
 
 def _import(args: argparse.Namespace, settings: config.Settings, conn, path: Path, team) -> int:
