@@ -137,7 +137,11 @@ def _import(args: argparse.Namespace, settings: config.Settings, conn, path: Pat
                 progress=show, team=team,
             )
     except transfer.Refused as error:
-        raise UserError(str(error)) from error
+        # Its problems one a line (each one line already), and for --json the same as JSON.
+        if args.json:
+            print(terminal.json_text({"refused": True, "imported": 0, "problems": error.problems, "more": error.more}))
+        print(f"memory-gate: {error}", file=sys.stderr)
+        return 1
     show.done()
     report = result.to_json()
     if result.inserted and not args.dry_run and team is None:
@@ -169,7 +173,7 @@ class _lines:
     def _read(self) -> Iterable[str]:
         number = 0
         try:
-            for number, line in enumerate(self.handle, start=1):
+            for number, line in enumerate(transfer.lines_of(self.handle), start=1):
                 yield line
         except UnicodeDecodeError as error:
             raise UserError(f"{self.name} is not UTF-8 text (line {number + 1}: {error.reason}); export writes UTF-8") from error
