@@ -70,12 +70,42 @@ def run(*argv: str) -> tuple[int, str, str]:
     (["--db", os.devnull, "show"], 2, "is not a regular file (a device, pipe or socket): give the database file"),
     (["--db", "{tmp}/missing.db", "show"], 1, "no database at {tmp}/missing.db, which --db or MEMORY_GATE_DB names"),
     (["export", "--output", "{tmp}/folder"], 1, "cannot write {tmp}/folder: it is a folder; give a file name"),
+    (["log", "--fact", "-5"], 2, "'-5' is not a fact id: ids are positive whole numbers"),
+    (["log", "--fact", "0"], 2, "'0' is not a fact id"),
+    (["team", "pull", "--to", "{tmp}/folder"], 2, "is a folder: give the database file, e.g. --to {tmp}/folder/memory.db"),
+    (["search", "--deploy"], 2, "unrecognized arguments: --deploy"),
+    (["show", "-x"], 2, "unrecognized arguments: -x"),
 ])
 def test_bad_input_gets_its_message_and_exit_status(memory, tmp_path, argv, code, says):
     argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
     got, _, err = run(*argv)
     assert got == code and says.replace("{tmp}", str(tmp_path)) in err, err
     assert "Traceback" not in err
+
+
+def test_db_is_taken_after_the_command_as_before_it(memory, tmp_path):
+    other = tmp_path / "other" / "memory.db"
+    Writer(store.connect(other), audit.log_path(other)).insert("cache", "Redis holds the sessions.")
+    for argv in (["--db", str(other), "show"], ["show", "--db", str(other)], ["--db", str(memory), "show", "--db", str(other)]):
+        code, out, err = run(*argv)
+        assert code == 0 and "Redis holds the sessions." in out and "staging" not in out, (argv, err)
+    code, out, _ = run("show")
+    assert code == 0 and "staging" in out
+
+
+def test_version_names_the_version(memory):
+    from gate import __version__
+
+    code, out, _ = run("--version")
+    assert code == 0 and out == f"memory-gate {__version__}\n"
+
+
+def test_a_search_word_starting_with_a_dash_is_a_word(memory):
+    Writer(store.connect(memory), audit.log_path(memory)).insert("flags", "Pass -deploy to the release script.")
+    code, out, err = run("search", "-deploy")
+    assert code == 0 and "-deploy to the release script" in out, err
+    code, out, err = run("search", "--limit", "1", "release", "-deploy")
+    assert code == 0 and "-deploy to the release script" in out, err
 
 
 def test_a_huge_number_of_days_reviews_everything_there_is(memory):
@@ -134,7 +164,7 @@ def values_for(action, tmp: Path) -> st.SearchStrategy[str]:
     """Values of the kind the argument takes, and now and then any text at all."""
     if action.choices:
         fitting = st.sampled_from([*action.choices, "nope"])
-    elif getattr(action.type, "__name__", "") in ("_count", "_whole", "int"):
+    elif getattr(action.type, "__name__", "") in ("_count", "_fact_id", "int"):
         fitting = NUMBERS
     elif getattr(action.type, "__name__", "") in ("_day", "_moment"):
         fitting = DAYS

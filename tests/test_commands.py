@@ -4,10 +4,12 @@ import io
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import Writer
+from conftest import Writer, child_env
 
 from gate import config
 from gate.cli import cli
@@ -227,6 +229,34 @@ def test_import_refuses_a_bad_file_whole(capsys, memory, tmp_path):
     path.write_bytes(b'{"topic": "t", "kind": "state", "text": "\xff"}\n')
     code, _, err = run(capsys, "import", str(path))
     assert code == 1 and "is not UTF-8 text (line 1" in err
+
+
+def test_an_import_refusal_prints_one_problem_a_line_and_as_json_with_json(capsys, memory, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"topic": "t", "kind": "bad", "text": "x"}) + "\n"
+                    + json.dumps({"id": 2**63 - 1, "topic": "t", "kind": "state", "text": "x"}) + "\n")
+    code, out, err = run(capsys, "import", str(path))
+    assert code == 1 and out == "" and "\\n" not in err
+    assert err.splitlines()[0] == "memory-gate: import refused, nothing was changed. Fix the file and run it again:"
+    assert err.splitlines()[1].startswith('- line 1: kind "bad" is not one of the four')
+    assert err.splitlines()[2].startswith("- line 2: id 9223372036854775807 is past 2147483647")
+    code, out, err = run(capsys, "import", "--json", str(path))
+    report = json.loads(out)
+    assert code == 1 and report["refused"] is True and report["imported"] == 0 and len(report["problems"]) == 2
+
+
+def test_import_of_a_file_without_line_breaks_is_refused_at_its_first_line(memory, home):
+    # A process of its own, its memory capped: import reading /dev/zero whole must fail this
+    # test, not take the machine's memory.
+    def cap():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 31, 1 << 31))
+
+    done = subprocess.run([sys.executable, "-m", "gate", "--db", str(memory[0]), "import", "/dev/zero"],
+                          capture_output=True, text=True, env=child_env(home), timeout=60, preexec_fn=cap)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "line 1: more than 20000 characters, import's limit for one line" in done.stderr
 
 
 def test_import_dry_run_and_new_ids(capsys, memory, tmp_path):

@@ -60,6 +60,24 @@ def test_a_claude_code_too_old_for_the_mod_is_refused_first_with_the_exact_mend(
     assert list(home.iterdir()) == []
 
 
+def test_a_python_not_installed_is_named_without_the_shells_own_error(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    result = subprocess.run([REPO / "scripts" / "install", "--python", "python3.10-nowhere"], capture_output=True, text=True, env=fresh_env(home))
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == (
+        "scripts/install: memory-gate needs Python 3.11 or later; python3.10-nowhere is not installed.")
+    assert "command not found" not in result.stderr and "line " not in result.stderr
+    assert list(home.iterdir()) == []
+
+
+def test_install_help_is_its_leading_comment_and_nothing_else(tmp_path):
+    result = subprocess.run([REPO / "scripts" / "install", "--help"], capture_output=True, text=True, env=fresh_env(tmp_path))
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and lines[0] == "Install memory-gate for this user and turn it on in Claude Code."
+    assert lines[-1].endswith("`memory-gate doctor` ends it.") and "set -euo pipefail" not in result.stdout
+
+
 @needs_claude
 def test_install_survives_a_moved_checkout_and_uninstall_takes_it_out(tmp_path):
     home = tmp_path / "home"

@@ -120,6 +120,11 @@ def test_an_id_held_by_another_fact_refuses_the_file_unless_new_ids(writer):
         ({"id": -4, "topic": "t", "kind": "state", "text": "x"}, "id is -4: give a positive integer"),
         ({"topic": "t", "kind": "state", "text": "x", "created": "yesterday"}, "created is \"yesterday\": write a UTC time"),
         ({"topic": "t", "kind": "state", "text": "x", "rev": 0}, "rev is 0"),
+        ({"id": 2**63 - 1, "topic": "t", "kind": "state", "text": "x"}, "id 9223372036854775807 is past 2147483647, the largest id import takes"),
+        ({"topic": "t", "kind": "state", "text": "x", "rev": 2**63 - 1}, "rev is 9223372036854775807: give a positive integer up to 2147483647"),
+        ({"topic": "t", "kind": "state", "text": "x", "date": "9999-12-31"}, "date 9999-12-31 is outside 1900-01-01 to 2099-12-31"),
+        ({"topic": "t", "kind": "state", "text": "x", "created": "9999-12-31T00:00:00Z"}, 'created is "9999-12-31T00:00:00Z": write a UTC time'),
+        ({"topic": "t", "kind": "state", "text": "x", 'a\nkey': 1}, 'remove "a\\nkey"'),
         ([1, 2], "[1, 2] is not a fact"),
         ("{not json", "not JSON"),
     ],
@@ -245,3 +250,30 @@ def test_listing_a_large_memory_streams(big):
     used = peak(lambda: sum(1 for _ in rows))
     assert used < 200_000, used
     assert sum(1 for _ in listing.unconfirmed(big, "2026-02-01T00:00:00Z")) == BIG // 12 + (BIG % 12 > 0)
+
+
+def test_the_largest_id_import_takes_leaves_memory_ids_for_later_facts(writer):
+    do_import(writer.conn, json.dumps({"id": transfer.MAX_ID, "topic": "t", "kind": "state", "text": "The last id."}) + "\n")
+    assert writer.insert("later", "A fact written after the import.") > transfer.MAX_ID
+
+
+class Endless:
+    """/dev/zero as a text file: characters without end and never a line break; counts what is read."""
+
+    def __init__(self):
+        self.read = 0
+
+    def readline(self, size=-1):
+        assert 0 < size < 10**6, "read without a bound"
+        self.read += size
+        return "\0" * size
+
+
+def test_a_line_without_end_is_refused_where_it_starts_holding_one_line_at_most():
+    source = Endless()
+    refused = pytest.raises(transfer.Refused, list, transfer.lines_of(source)).value
+    assert refused.problems == [
+        f"line 1: more than {transfer.MAX_LINE} characters, import's limit for one line (a fact's text is at most 600): "
+        "give one fact per line, as export writes them."
+    ]
+    assert source.read <= transfer.MAX_LINE + 3

@@ -346,11 +346,24 @@ def test_an_edit_beside_an_old_credential_says_to_take_the_mask_out(editor, page
                              "date": line["before"]["date"]}
 
 
+def test_delete_asks_first_and_a_no_deletes_nothing(editor, page):
+    page.goto(editor.at("/facts/3"))
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    lines = len(editor.log())
+    page.click("form.edit button.danger")
+    page.wait_for_timeout(300)  # a form that was not stopped would be posting by now
+    assert asked == ["Delete fact 3? Undo brings it back."]
+    assert len(editor.log()) == lines and page.locator("h1 .tag.deleted").count() == 0
+
+
 def test_delete_then_undo_brings_the_fact_back(editor, page):
     page.goto(editor.at("/facts/3"))
-    page.once("dialog", lambda dialog: dialog.accept())
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     page.click("form.edit button.danger")
     page.wait_for_selector("h1 .tag.deleted")
+    assert asked == ["Delete fact 3? Undo brings it back."]
     assert editor.log()[-1]["op"] == "delete" and editor.log()[-1]["session"] == "viewer"
     page.click("form.undo button")
     page.wait_for_selector(".notice[role=status]:has-text('undid')")
@@ -382,6 +395,69 @@ def test_a_change_from_a_running_mcp_session_appears_without_a_reload(view, page
     page.wait_for_selector("tr[data-fact='5']")
     assert _rows(page)[0] == 5
     assert page.evaluate("window.sameDocument") is True  # swapped in, not reloaded
+
+
+def test_a_live_refresh_keeps_what_the_owner_is_typing_in_the_filters_and_search(view, page):
+    page.goto(view.url)
+    page.wait_for_selector("body[data-live='1']")
+    page.fill("form.filters input[name=topic]", "depl")
+    page.select_option("form.filters select[name=kind]", "trap")
+    page.click("form.filters input[name=topic]")
+    page.keyboard.press("End")
+    writer = Writer(store.connect(view.db), audit.log_path(view.db), session="s-live")
+    writer.insert("ci", "CI runs on every push to a pull request.")
+    page.wait_for_selector("tr[data-fact='5']")  # swapped in
+    assert page.input_value("form.filters input[name=topic]") == "depl"
+    assert page.input_value("form.filters select[name=kind]") == "trap"
+    assert page.evaluate("document.activeElement.name") == "topic"
+    page.goto(view.at("/search", q="deploy"))
+    page.fill("input[name=q]", "deploy stag")
+    writer.insert("cd", "CD deploys tagged releases.")
+    page.wait_for_selector("body[data-updates='1']")
+    assert page.input_value("input[name=q]") == "deploy stag"
+    writer.conn.close()
+
+
+def test_an_undo_posted_to_one_facts_page_with_another_facts_entry_is_refused(editor, page):
+    page.goto(editor.at("/facts/3"))
+    csrf = page.locator("input[name=csrf]").first.input_value()
+    entry = next(f"{line['write'][:8]}:{line['id']}" for line in editor.log() if line["id"] == 3)
+    lines = len(editor.log())
+    answer = page.request.post(editor.at("/facts/1/undo"), form={"entry": entry, "csrf": csrf},
+                               headers={"Origin": editor.origin})
+    assert answer.status == 400 and f"{entry} is a change to fact 3, not fact 1: nothing was changed" in answer.text()
+    assert len(editor.log()) == lines
+
+
+def test_a_since_that_is_not_a_day_is_said_not_ignored(view, page):
+    answer = page.goto(view.at("/", since="2026-13-45"))
+    assert answer.status == 400
+    assert "changed since “2026-13-45” is not a day: write YYYY-MM-DD" in page.locator("main").inner_text()
+    assert page.goto(view.at("/", since="2026-11-01")).status == 200
+
+
+def test_turns_page_both_ways(tmp_path, home, page):
+    db = tmp_path / "memory" / "memory.db"
+    conn = store.connect(db)
+    with store.writing(conn):
+        for number in range(1, 46):
+            ledger.open_turn(conn, "s-many", f"p-{number}", f"prompt number {number}")
+    conn.close()
+    viewer = Viewer(db, home)
+    try:
+        page.goto(viewer.at("/turns"))
+        assert page.locator("a[rel=prev]").count() == 0
+        page.click("a[rel=next]")  # 25..6
+        page.click("a[rel=next]")  # 5..1
+        assert page.locator(".turn .words").first.inner_text() == "“prompt number 5”"
+        assert page.locator("a[rel=next]").count() == 0
+        page.click("a[rel=prev]")
+        assert page.locator(".turn .words").first.inner_text() == "“prompt number 25”"
+        page.click("a[rel=prev]")
+        assert page.locator(".turn .words").first.inner_text() == "“prompt number 45”"
+        assert page.locator("a[rel=prev]").count() == 0
+    finally:
+        viewer.stop()
 
 
 def test_a_request_without_the_token_is_refused(view, page):

@@ -24,3 +24,10 @@ def test_why_a_fact_matched_comes_from_the_candidates_the_ranking_judged(conn):
     assert [hit.fact.id for hit in found.hits] == [fact.id for fact in lookup.rank(conn, "alpha beta").facts]
     assert len(found.hits) == 8 and all(hit.fact.id <= 9 for hit in found.hits)
     assert [(hit.words, hit.share) for hit in found.hits] == [("exact", 1.0)] * 8
+
+
+def test_counts_are_said_in_english():
+    from gate.view.markup import plural
+
+    assert [plural(1, "search"), plural(11, "search"), plural(2, "fact"), plural(0, "turn")] == [
+        "1 search", "11 searches", "2 facts", "0 turns"]

@@ -126,9 +126,19 @@ def test_a_plugin_that_cannot_find_memory_gate_is_memory_off(tmp_path):
 
 
 def test_without_claude_code_doctor_warns_and_checks_memory(tmp_path):
-    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "MEMORY_GATE_HOME": str(tmp_path / "mg"), **CODE}
-    done = subprocess.run([str(BIN / "memory-gate"), "doctor", "--claude", "no-such-claude"], capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert done.returncode == 0 and "WARNING: Claude Code (`no-such-claude`) is not on PATH" in done.stdout and "no problems" in done.stdout
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "MEMORY_GATE_HOME": str(tmp_path / "mg"),
+           **CODE}
+    done = subprocess.run([str(BIN / "memory-gate"), "doctor"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0 and "WARNING: Claude Code (`claude`) is not on PATH" in done.stdout and "no problems" in done.stdout
+    assert "install_clash:" not in done.stdout  # nothing clashes: no heading over nothing
+
+
+def test_a_claude_named_with_claude_that_is_not_there_is_a_problem(tmp_path):
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "MEMORY_GATE_HOME": str(tmp_path / "mg"),
+           **CODE}
+    done = subprocess.run([str(BIN / "memory-gate"), "doctor", "--claude", "/nonexistent"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 1 and "no problems" not in done.stdout and "not on PATH" not in done.stdout
+    assert "PROBLEM: --claude /nonexistent names no command that can be run" in done.stdout
 
 
 def test_a_claude_code_too_old_for_the_mod_is_a_problem_with_the_exact_mend(tmp_path):

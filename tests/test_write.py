@@ -44,6 +44,7 @@ def refused(writer, ops, kept=()):
         ([ins(text=42)], [], ["text must be a string (got 42)"]),
         ([ins(date="yesterday")], [], ['date "yesterday" is not a day', "YYYY-MM-DD"]),
         ([ins(date="2026-02-30")], [], ["is not a day"]),
+        ([ins(date="9999-12-31")], [], ["date 9999-12-31 is outside 1900-01-01 to 2099-12-31"]),
         ([ins(topic="two\nlines")], [], ["topic must be one line"]),
         ([ins(topic="t" * 101)], [], ["topic is 101 characters", "at most 100"]),
         ([ins(text="bell \x07")], [], ["control character (U+0007)", "remove it"]),

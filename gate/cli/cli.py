@@ -17,7 +17,9 @@ from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from pathlib import Path
 
-from gate import config
+import apsw
+
+from gate import __version__, config
 from gate.cli import changes, data, facts, setup, team
 from gate.engine import store
 from gate.memory.opening import UserError
@@ -126,29 +128,42 @@ def _count(text: str) -> int:
     return int(text)
 
 
-def _whole(text: str) -> int:
-    """argparse type: a whole number (a fact id), one SQLite can hold."""
-    digits = text.removeprefix("-")
-    if not (digits.isascii() and digits.isdigit()):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: write a fact id such as 12")
-    if abs(int(text)) > LARGEST:
+def _fact_id(text: str) -> int:
+    """argparse type: a fact id, a positive whole number SQLite can hold."""
+    if not (text.isascii() and text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fact id: ids are positive whole numbers, e.g. 12")
+    if int(text) > LARGEST:
         raise argparse.ArgumentTypeError(f"{text} is too large: memory's ids stop at {LARGEST}")
     return int(text)
 
 
-def _database(text: str) -> str:
-    """argparse type: the path of a database file (it need not exist yet)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an empty path: give the database file, e.g. --db ./memory.db")
-    if Path(text).is_dir():
-        raise argparse.ArgumentTypeError(
-            f"{text} is a folder: give the database file, e.g. --db {Path(text) / 'memory.db'}"
-        )
-    if Path(text).exists() and not Path(text).is_file():  # /dev/null: SQLite would journal beside it
-        raise argparse.ArgumentTypeError(
-            f"{text} is not a regular file (a device, pipe or socket): give the database file, e.g. --db ./memory.db"
-        )
-    return text
+def _database_file(option: str) -> Callable[[str], str]:
+    """argparse type: the path of a database file (it need not exist yet), given with `option`."""
+
+    def database(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"an empty path: give the database file, e.g. {option} ./memory.db")
+        if Path(text).is_dir():
+            raise argparse.ArgumentTypeError(
+                f"{text} is a folder: give the database file, e.g. {option} {Path(text) / 'memory.db'}"
+            )
+        if Path(text).exists() and not Path(text).is_file():  # /dev/null: SQLite would journal beside it
+            raise argparse.ArgumentTypeError(
+                f"{text} is not a regular file (a device, pipe or socket): give the database file, e.g. {option} ./memory.db"
+            )
+        return text
+
+    return database
+
+
+_database = _database_file("--db")
+DB_HELP = "use this database instead of the project's (also MEMORY_GATE_DB)"
+
+
+def _add_db(sub: argparse.ArgumentParser) -> None:
+    """--db after the command too (`memory-gate show --db x.db`); SUPPRESS keeps one given
+    before the command when none is given after."""
+    sub.add_argument("--db", metavar="PATH", type=_database, default=argparse.SUPPRESS, help=DB_HELP)
 
 
 def _people(add: Callable[[str], argparse.ArgumentParser]) -> None:
@@ -188,7 +203,8 @@ def parser() -> argparse.ArgumentParser:
         description="Project memory for coding agents that keeps only what is still true.",
         epilog="Example: memory-gate search deploy staging. Run `memory-gate COMMAND --help` for more.",
     )
-    top.add_argument("--db", metavar="PATH", type=_database, help="use this database instead of the project's (also MEMORY_GATE_DB)")
+    top.add_argument("--db", metavar="PATH", type=_database, help=DB_HELP)
+    top.add_argument("--version", action="version", version=f"memory-gate {__version__}")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name: str) -> argparse.ArgumentParser:
@@ -198,16 +214,17 @@ def parser() -> argparse.ArgumentParser:
             epilog="Example:\n  " + EXAMPLES[name], formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         sub.set_defaults(handler=handler)
+        _add_db(sub)
         return sub
 
     add("serve")
     sub = add("search")
-    sub.add_argument("terms", nargs="+", help="words to look for")
+    sub.add_argument("terms", nargs="*", help="words to look for (a word starting with - is a word too: search -deploy)")
     sub.add_argument("--json", action="store_true", help="print a JSON list of facts (id, topic, kind, text, date)")
     sub.add_argument("--limit", type=_count, default=search.RESULTS, metavar="N", help=f"at most N facts (default {search.RESULTS})")
     sub.add_argument("--explain", action="store_true", help="print the FTS5 expression the search would run and how it keeps facts, and stop")
     sub = add("log")
-    sub.add_argument("--fact", type=_whole, metavar="ID", help="only changes to this fact")
+    sub.add_argument("--fact", type=_fact_id, metavar="ID", help="only changes to this fact")
     sub.add_argument("--session", metavar="ID", help="only changes made by this session")
     sub.add_argument("--since", metavar="DATE", type=_moment, help="only changes on or after this day (YYYY-MM-DD) or time (YYYY-MM-DDTHH:MM, UTC)")
     sub.add_argument("--limit", type=_count, metavar="N", help="only the last N changes")
@@ -236,10 +253,12 @@ def parser() -> argparse.ArgumentParser:
     actions.add_parser("disconnect", help="use the local file again (the team's facts stay in the team's database)")
     actions.add_parser("push", help="copy this project's local memory, history included, into the team's empty project")
     pull = actions.add_parser("pull", help="copy the team's project, history included, into a local memory with none")
-    pull.add_argument("--to", metavar="PATH", type=_database,
+    pull.add_argument("--to", metavar="PATH", type=_database_file("--to"),
                       help="the database file to make (default: this project's local file, which must hold no facts)")
     status = actions.add_parser("status", help="which memory this project uses, and whether the team's can be reached")
     status.add_argument("--json", action="store_true", help="print the status as JSON")
+    for action in actions.choices.values():
+        _add_db(action)
     for name in ("install", "uninstall"):
         sub = add(name)
         where = sub.add_mutually_exclusive_group()
@@ -252,8 +271,24 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line, read as argparse reads it, except that search takes a word starting with
+    a single - (`search -deploy`) as a word to look for, not an unknown option."""
+    top = parser()
+    args, extra = top.parse_known_args(argv)
+    if args.command == "search":
+        words = [word for word in extra if word.startswith("-") and not word.startswith("--") and word != "-"]
+        extra = [word for word in extra if word not in words]
+        args.terms += words
+        if not extra and not args.terms:
+            top.parse_args(["search"])  # argparse's own usage error: terms are required
+    if extra:
+        top.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parse(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.handler(args)
@@ -263,3 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except (apsw.Error, OSError) as error:
+        # Met outside an opened memory (whose errors come diagnosed as UserError): still one line.
+        print("memory-gate: " + store.explain(error).replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)
+        return 1

@@ -120,8 +120,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         with opening.open_memory(settings) as opened:
             return _import(args, settings, opened.ledger(), opened.path, opened.team)
     # Import may be the first write: restoring a backup onto a new machine starts from nothing.
+    # A file already there must be memory, though: an empty one is refused, not filled.
     path = Path(config.find_database(settings))
-    return _import(args, settings, store.connect(path), path, None)
+    with opening.Opened(path, store.connect(path, create=not path.exists())) as opened:
+        return _import(args, settings, opened.conn, path, None)
 
 
 def _import(args: argparse.Namespace, settings: config.Settings, conn, path: Path, team) -> int:
@@ -135,7 +137,11 @@ def _import(args: argparse.Namespace, settings: config.Settings, conn, path: Pat
                 progress=show, team=team,
             )
     except transfer.Refused as error:
-        raise UserError(str(error)) from error
+        # Its problems one a line (each one line already), and for --json the same as JSON.
+        if args.json:
+            print(terminal.json_text({"refused": True, "imported": 0, "problems": error.problems, "more": error.more}))
+        print(f"memory-gate: {error}", file=sys.stderr)
+        return 1
     show.done()
     report = result.to_json()
     if result.inserted and not args.dry_run and team is None:
@@ -167,7 +173,7 @@ class _lines:
     def _read(self) -> Iterable[str]:
         number = 0
         try:
-            for number, line in enumerate(self.handle, start=1):
+            for number, line in enumerate(transfer.lines_of(self.handle), start=1):
                 yield line
         except UnicodeDecodeError as error:
             raise UserError(f"{self.name} is not UTF-8 text (line {number + 1}: {error.reason}); export writes UTF-8") from error

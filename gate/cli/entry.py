@@ -45,7 +45,7 @@ def main() -> int:
         from gate.context import hook
 
         return hook.main(args[1:])
-    if args == ["serve"] or (len(args) == 3 and args[0] == "--db" and args[2] == "serve"):
+    if args == ["serve"] or (len(args) == 3 and "serve" in (args[0], args[2]) and "--db" in (args[0], args[1])):
         # Claude Code may stop its server with SIGINT at any moment, even while it starts: noted
         # from now on, obeyed once it runs, never a KeyboardInterrupt traceback (gate/stopping.py).
         from gate import stopping
@@ -55,8 +55,8 @@ def main() -> int:
         from gate.serve import front
 
         settings = config.load()
-        if args[0] == "--db":
-            settings = settings.replace(database=os.path.join(os.getcwd(), args[1]))
+        if "--db" in args:  # --db PATH serve, or serve --db PATH
+            settings = settings.replace(database=os.path.join(os.getcwd(), args[args.index("--db") + 1]))
         return front.serve(settings)
     from gate.cli import cli
 

@@ -45,6 +45,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def _print_report(report: dict, indent: str = "") -> None:
     for key, value in report.items():
+        if value in ({}, []):
+            continue  # a check with nothing to report (install_clash when nothing clashes): no bare heading
         if isinstance(value, dict):
             print(f"{indent}{key}:")
             _print_report(value, indent + "  ")

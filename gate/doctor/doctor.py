@@ -73,8 +73,14 @@ def memory(settings: config.Settings) -> tuple[dict, list[Finding]]:
     try:
         conn = store.connect(path, create=False)
     except store.StoreError as error:
-        damaged = isinstance(error.__cause__, (apsw.CorruptError, apsw.NotADBError))
-        return report, [Finding(str(error), mend=_restore(path) if damaged else "")]
+        if isinstance(error.__cause__, apsw.NotADBError):
+            return report, [Finding(
+                f"{path} is not a SQLite database (its first page is damaged, or it is another kind of file)",
+                mend=_restore(path) + " If it never held memory, point --db or MEMORY_GATE_DB at memory's file.",
+            )]
+        if isinstance(error.__cause__, apsw.CorruptError):
+            return report, [Finding(f"the database is damaged ({error.__cause__})", mend=_restore(path))]
+        return report, [Finding(str(error))]
     findings: list[Finding] = []
     try:
         _database(conn, path, settings, report, findings)
@@ -82,8 +88,10 @@ def memory(settings: config.Settings) -> tuple[dict, list[Finding]]:
         if isinstance(error, (apsw.CorruptError, apsw.NotADBError)):
             if not any(finding.what.startswith("the database is damaged") for finding in findings):
                 findings.append(Finding(f"the database is damaged ({error})", mend=_restore(path)))
-        else:
+        elif store.explain(error) not in (finding.what for finding in findings):
             findings += stated([store.explain(error)])
+    finally:
+        conn.close()
     return report, findings
 
 
@@ -108,8 +116,15 @@ def _restore(path: Path) -> str:
 def _database(conn: apsw.Connection, path: Path, settings: config.Settings, report: dict,
               findings: list[Finding]) -> None:
     report["schema_version"] = store.user_version(conn)
-    integrity = store.check_integrity(conn)
-    report["integrity"] = "ok" if not integrity else integrity
+    try:
+        integrity = store.check_integrity(conn)
+    except (apsw.BusyError, apsw.ReadOnlyError) as error:
+        # Not damage: what keeps memory from being written, named as such, and the rest checked.
+        findings.append(Finding(store.explain(error)))
+        integrity = []
+        report["integrity"] = "not checked"
+    else:
+        report["integrity"] = "ok" if not integrity else integrity
     index = [problem.removeprefix("word index: ") for problem in integrity if problem.startswith("word index:")]
     damaged = [problem.removeprefix("database: ") for problem in integrity if not problem.startswith("word index:")]
     if damaged:
@@ -129,12 +144,26 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
         "path": str(log),
         "lines": check.lines,
         "torn": len(check.torn),
+        "not_written_by_memory_gate": len(check.alien),
         "never_committed": len(check.uncommitted),
         "writes_missing_lines": len(check.missing),
     }
+    unwritable = _unwritable(log)
+    if unwritable:
+        findings.append(Finding(
+            f"{log} cannot be written ({unwritable}), and every change is logged there before it is made, "
+            "so every memory_write fails",
+            mend="Check the file's and its folder's permissions (as root, also `lsattr`: an immutable file refuses even root)",
+        ))
     advice = check.advice()
     if advice:
         report["write_log"]["advice"] = advice
+    if check.alien:
+        findings.append(Finding(
+            f"{len(check.alien)} line(s) of {log} are no change memory-gate wrote (lines {audit._some(check.alien)}): "
+            "the log was edited",
+            mend="Restore write.log from a backup, or delete those lines; the facts themselves are intact.",
+        ))
     if check.missing:
         findings.append(Finding(
             f"{len(check.missing)} committed write(s) lack log lines in {log}",
@@ -142,6 +171,21 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
         ))
     report["meaning"], found = vectors.status(conn, sources.source(settings), sources.why_words_only(settings))
     findings += stated(found)
+
+
+def _unwritable(log: Path) -> str | None:
+    """Why write.log cannot be appended to, found by opening it for appending (nothing written);
+    None when it can. A log not made yet is made in its folder by the first write."""
+    import os
+
+    try:
+        if log.exists():
+            os.close(os.open(log, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW))
+        elif not os.access(log.parent, os.W_OK | os.X_OK):
+            return f"its folder {log.parent} cannot be written"
+    except OSError as error:
+        return error.strerror or str(error)
+    return None
 
 
 # What a member does to each of memory-gate's tables on a team's PostgreSQL.

@@ -160,6 +160,12 @@ def check(settings: config.Settings, claude: str | None = None) -> tuple[dict, l
     """Claude Code's side: which claude, its version, the plugin, the settings install, wired
     once, and the server that will run."""
     found = shutil.which(claude or "claude")
+    if found is None and claude is not None:  # named by the owner: not there is a problem, not a note
+        return {"claude": None}, [Finding(
+            f"--claude {claude} names no command that can be run (no such file, not executable, or no such command on PATH), "
+            "so doctor did not check Claude Code",
+            mend="Give the path of Claude Code's `claude` (`command -v claude` prints it), or leave --claude out",
+        )]
     if found is None:
         return {"claude": None}, [Finding(
             f"Claude Code (`{claude or 'claude'}`) is not on PATH, so doctor cannot say whether memory-gate is on in it",

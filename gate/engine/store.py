@@ -114,7 +114,7 @@ def latest_version() -> int:
     return source.count("\n" + _MARK) + source.startswith(_MARK)
 
 
-def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int = BUSY_TIMEOUT_MS) -> apsw.Connection:
+def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int | None = None) -> apsw.Connection:
     """Open (and with `create`, make) the database at `path`, schema applied.
 
     ':memory:' gives a private in-memory database. A new file is created private to the user
@@ -132,22 +132,58 @@ def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int = BUSY
         keep_private(path)
         # The check above leaves a moment in which a link could appear: SQLite then refuses it.
         flags |= apsw.SQLITE_OPEN_NOFOLLOW
+    conn = None
     try:
         conn = apsw.Connection(path, flags=flags)
-        conn.set_busy_handler(_patient(busy_ms))
+        conn.set_busy_handler(_patient(BUSY_TIMEOUT_MS if busy_ms is None else busy_ms))
         conn.create_scalar_function("gate_cjk", _cjk_chars, 1, deterministic=True)
         conn.execute("PRAGMA foreign_keys = ON")
         # In WAL mode NORMAL syncs at checkpoints, not at every commit: a killed process loses
         # nothing, a power cut may lose the last commits. write.log is fsynced before each write
         # commits, so after a power cut the log still tells what the database lost.
         conn.execute("PRAGMA synchronous = NORMAL")
+        if path != ":memory:" and user_version(conn) != latest_version():
+            refuse_foreign(conn, path, create=create)
         migrate(conn)
         # After the first read: on a file that is not a database, this would fail first, with a
         # message about FTS5 instead of the truth.
         conn.register_fts5_function("gate_phrases", _matched_phrases)
+    except StoreError:
+        conn.close()
+        raise
     except apsw.Error as error:
-        raise StoreError(f"cannot open {path}: {error}") from error
+        if conn is not None:
+            conn.close()
+        raise StoreError(f"cannot open {path}: {explain(error)}") from error
     return conn
+
+
+def refuse_foreign(conn: apsw.Connection, path: str, *, create: bool) -> None:
+    """Raise StoreError, before anything is written, when the file at `path` is not memory-gate's
+    memory: another program's SQLite database (migrating would add memory's tables to it and
+    switch it to WAL), or, for a command that reads memory (`create` False), a file with no
+    tables at all, which an empty memory would hide: memory.db truncated, or never made.
+    Checked only when the schema is not current, so a current memory pays nothing more."""
+    tables = [row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    )]
+    if "facts" in tables:
+        return
+    if tables:
+        shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+        raise StoreError(
+            f"{path} is not memory-gate's memory: it is another program's SQLite database (tables "
+            f"{shown}), and memory-gate leaves it unchanged. Point --db or MEMORY_GATE_DB at a "
+            "memory-gate database, e.g. ./memory.db"
+        )
+    if user_version(conn) == 0 and create:
+        return  # memory being made: by this open or, a moment ago, another session's
+    size = os.path.getsize(path)
+    raise StoreError(
+        f"{path} is empty ({size} bytes, no tables): it holds no memory, and memory-gate writes "
+        "nothing into it. If memory was there, restore memory.db from a backup (write.log beside "
+        "it holds every change); if not, delete the file and the next memory_write makes a new one"
+    )
 
 
 def _cjk_chars(value: str | None) -> str:
@@ -324,7 +360,14 @@ def explain(error: BaseException) -> str:
             "the disk refused a read or write (full, or failing): nothing was saved; free some space "
             "or check the disk, and call again"
         )
-    if isinstance(cause, (apsw.CorruptError, apsw.NotADBError)):
+    if isinstance(cause, apsw.NotADBError):
+        return (
+            "the file is not a SQLite database (its first page is damaged, or it is another kind of "
+            "file); nothing was changed. `memory-gate doctor` says what is wrong; if it held memory, "
+            "restore it from a backup (write.log beside it holds every change), if not, point --db or "
+            "MEMORY_GATE_DB at memory's file"
+        )
+    if isinstance(cause, apsw.CorruptError):
         return (
             "the memory database is damaged; nothing was changed. `memory-gate doctor` says what is wrong; "
             "restore the file from a backup (write.log beside it holds every change)"
@@ -340,6 +383,32 @@ def explain(error: BaseException) -> str:
     if isinstance(error, StoreError):
         return str(error)
     return f"memory is unavailable ({type(cause).__name__}: {cause}); `memory-gate doctor` says why"
+
+
+def diagnose(conn: apsw.Connection, error: BaseException) -> str:
+    """explain(), for an error met while using an open database, with its true cause found by
+    asking the database (a damaged word index fails a search with an SQL error that names no
+    damage), never by reading the error's words."""
+    cause = error.__cause__ if isinstance(error, StoreError) and error.__cause__ else error
+    if isinstance(cause, (apsw.BusyError, apsw.ReadOnlyError, apsw.FullError, apsw.IOError, OSError)):
+        return explain(error)
+    try:
+        problems = check_integrity(conn)
+    except apsw.Error:
+        return explain(error)
+    index = [problem.removeprefix("word index: ") for problem in problems if problem.startswith("word index:")]
+    damaged = [problem.removeprefix("database: ") for problem in problems if not problem.startswith("word index:")]
+    if damaged:
+        return (
+            f"the memory database is damaged ({'; '.join(damaged[:3])}); nothing was changed. "
+            "`memory-gate doctor` says how to restore it from a backup (write.log beside it holds every change)"
+        )
+    if index:
+        return (
+            f"the word index is damaged ({'; '.join(index[:3])}); nothing was changed and nothing is "
+            "lost: run `memory-gate reindex`, which rebuilds it from the facts"
+        )
+    return explain(error)
 
 
 def user_version(conn: apsw.Connection) -> int:
@@ -372,22 +441,33 @@ def migrate(conn: apsw.Connection) -> int:
 def check_integrity(conn: apsw.Connection) -> list[str]:
     """Problems SQLite and the word index report; an empty list means healthy. Damage is the
     answer here, never an exception: each problem names what is damaged (the word index, which
-    `memory-gate reindex` rebuilds from the facts, or the database itself)."""
+    `memory-gate reindex` rebuilds from the facts, or the database itself). What keeps the check
+    from running (a lock, a read-only file, the disk) is no damage: its apsw error is raised."""
     try:
         # Opening the word index reads its config: a damaged one fails here, and would fail
         # SQLite's whole integrity_check with it.
         conn.execute("SELECT rowid FROM facts_fts LIMIT 0")
+    except _NOT_DAMAGE:
+        raise
     except apsw.Error as error:
         return [f"word index: {error}", *_check_tables(conn)]
     try:
         problems = [row[0] for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+    except _NOT_DAMAGE:
+        raise
     except apsw.Error as error:
         return [f"database: {error}"]
     try:
         conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)")
+    except _NOT_DAMAGE:
+        raise
     except apsw.Error as error:
         problems.append(f"word index: {error}")
     return problems
+
+
+# What keeps a check from running says nothing about damage: raised, for the caller to name.
+_NOT_DAMAGE = (apsw.BusyError, apsw.ReadOnlyError, apsw.IOError, apsw.FullError)
 
 
 def _check_tables(conn: apsw.Connection) -> list[str]:

@@ -45,7 +45,11 @@ def append(path: Path, entries: list[dict]) -> None:
     except OSError as error:
         if error.errno == errno.ELOOP:  # O_NOFOLLOW met a link
             raise store.StoreError(_link_refused(path) or str(error)) from error
-        raise
+        raise store.StoreError(
+            f"{path} cannot be written ({error.strerror}), and every change is logged there before it "
+            "is made: nothing was changed. Check the file's and its folder's permissions (as root, "
+            "also `lsattr`: an immutable file refuses even root)"
+        ) from error
     try:
         found = os.fstat(fd)
         problem = store.planted(os.fspath(path), found, store.shared_folder(os.stat(os.path.dirname(os.path.abspath(path)))))
@@ -75,6 +79,9 @@ class Line:
     number: int
     entry: dict | None  # None: a torn or unreadable line
     raw: str
+    # Complete JSON that is no line memory-gate writes (not an object, or nested past the
+    # parser's depth): put there by hand, not torn by a killed writer.
+    alien: bool = False
 
 
 def lines(path: Path, *, holding: re.Pattern[str] | None = None) -> Iterator[Line]:
@@ -89,13 +96,16 @@ def lines(path: Path, *, holding: re.Pattern[str] | None = None) -> Iterator[Lin
             raw = raw.rstrip("\n")
             if not raw.strip() or (holding is not None and not holding.search(raw)):
                 continue
+            alien = False
             try:
                 entry = json.loads(raw)
             except ValueError:
                 entry = None
-            if not isinstance(entry, dict):
-                entry = None
-            yield Line(number, entry, raw)
+            except RecursionError:
+                entry, alien = None, True
+            if entry is not None and not isinstance(entry, dict):
+                entry, alien = None, True
+            yield Line(number, entry, raw, alien)
 
 
 def entries(
@@ -126,6 +136,7 @@ class Check:
 
     lines: int = 0
     torn: list[int] = field(default_factory=list)
+    alien: list[int] = field(default_factory=list)
     uncommitted: list[int] = field(default_factory=list)
     missing: dict[str, int] = field(default_factory=dict)
 
@@ -139,6 +150,12 @@ class Check:
             notes.append(
                 f"{len(self.torn)} torn line(s) (a writer was killed mid-line; its change did not "
                 f"commit): lines {_some(self.torn)}. Harmless; leave them."
+            )
+        if self.alien:
+            notes.append(
+                f"{len(self.alien)} line(s) memory-gate never writes (not a change, or nested past what can "
+                f"be read): lines {_some(self.alien)}. Someone edited the log: restore it from a backup, or "
+                "delete those lines; the facts themselves are intact."
             )
         if self.uncommitted:
             notes.append(
@@ -166,7 +183,7 @@ def check(conn: apsw.Connection, path: Path) -> Check:
     for line in lines(path):
         result.lines += 1
         if line.entry is None:
-            result.torn.append(line.number)
+            (result.alien if line.alien else result.torn).append(line.number)
             continue
         write = line.entry.get("write")
         if write in committed:

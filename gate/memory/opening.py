@@ -74,8 +74,14 @@ class Opened:
     def __enter__(self) -> "Opened":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, kind, error, trace) -> None:
+        """Close; an error of the database met meanwhile becomes a UserError saying its true cause
+        and the mend (store.diagnose asks the database what is wrong)."""
+        try:
+            if isinstance(error, apsw.Error) and self.conn is not None:
+                raise UserError(store.diagnose(self.conn, error)) from error
+        finally:
+            self.close()
 
 
 def open_memory(settings: config.Settings, *, session: str = changeset.CLI_SESSION) -> Opened:

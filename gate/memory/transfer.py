@@ -55,6 +55,10 @@ if TYPE_CHECKING:
 COLUMNS = ("id", "topic", "kind", "text", "date", "created", "updated", "confirmed", "rev")
 # A line longer than this holds no fact memory_write would take (600 characters of text, escaped).
 MAX_LINE = 20_000
+# The largest id or rev import takes: far past any project's memory, and far enough below
+# SQLite's last integer (2**63 - 1) that a fact always has a next id and a next rev (an imported
+# 2**63 - 1 left AUTOINCREMENT none: every later write failed).
+MAX_ID = 2**31 - 1
 # Problems named one by one; past this many, the rest are counted.
 LISTED = 20
 # `progress(done, total)` is called every this many facts and at the end (gate/cli/terminal.py draws it).
@@ -101,7 +105,9 @@ class Refused(Exception):
 
     def __init__(self, problems: list[str], more: int = 0):
         # Problems quote the file's keys and values: redacted, as memory_write's refusals are.
-        self.problems, self.more = [credentials.redact(problem) for problem in problems], more
+        # One line each, whatever the file held (a key may hold a line break).
+        self.problems = [credentials.redact(problem).replace("\r", "\\r").replace("\n", "\\n") for problem in problems]
+        self.more = more
         lines = ["import refused, nothing was changed. Fix the file and run it again:"]
         lines += [f"- {problem}" for problem in self.problems]
         if more:
@@ -127,10 +133,13 @@ def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
         problems.append("remove " + ", ".join(f'"{key}"' for key in unknown) + f": a fact line holds {', '.join(COLUMNS)}.")
     fact: dict[str, Any] = dict.fromkeys(COLUMNS)
     if data.get("id") is not None:
-        if write.is_id(data["id"]):
-            fact["id"] = data["id"]
-        else:
+        if not write.is_id(data["id"]):
             problems.append(f"id is {write.brief(data['id'])}: give a positive integer, or leave id out for a new one.")
+        elif data["id"] > MAX_ID:
+            problems.append(f"id {data['id']} is past {MAX_ID}, the largest id import takes (memory would run out "
+                            "of ids for its next facts): leave id out, or import with --new-ids.")
+        else:
+            fact["id"] = data["id"]
     for key in ("topic", "kind", "text", "date"):
         if data.get(key) is None:
             if key != "date":
@@ -150,15 +159,32 @@ def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
         else:
             fact[key] = value
     if data.get("rev") is not None:
-        if write.is_id(data["rev"]):
+        if write.is_id(data["rev"]) and data["rev"] <= MAX_ID:
             fact["rev"] = data["rev"]
         else:
-            problems.append(f"rev is {write.brief(data['rev'])}: give a positive integer, or leave it out.")
+            problems.append(f"rev is {write.brief(data['rev'])}: give a positive integer up to {MAX_ID}, or leave it out.")
     return (None if problems else fact), problems
 
 
 def _is_time(value: str) -> bool:
-    return bool(_TIME.fullmatch(value)) and clock.is_stamp(value)
+    return bool(_TIME.fullmatch(value)) and clock.is_stamp(value) and write.FIRST_DAY <= value[:10] <= write.LAST_DAY
+
+
+def lines_of(handle: TextIO) -> Iterator[str]:
+    """The lines of `handle`, holding at most about MAX_LINE characters at a time: a line past
+    MAX_LINE (a file without line breaks, /dev/zero) is refused where it starts, never read whole."""
+    number = 0
+    while True:
+        line = handle.readline(MAX_LINE + 3)  # the line, its \r\n, and one more to see it is too long
+        if not line:
+            return
+        number += 1
+        if len(line.rstrip("\r\n")) > MAX_LINE:
+            raise Refused([
+                f"line {number}: more than {MAX_LINE} characters, import's limit for one line (a fact's text "
+                f"is at most {write.MAX_TEXT}): give one fact per line, as export writes them."
+            ])
+        yield line
 
 
 # -- import: applying ------------------------------------------------------------------------

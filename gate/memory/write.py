@@ -41,6 +41,9 @@ KIND_MEANING = {
     "trap": "a pitfall to avoid",
 }
 MAX_TEXT = 600
+# The days a fact's date may name (and import's times): past these it is a slip (9999-12-31),
+# and it would sort before or after every real fact and make review's ages meaningless.
+FIRST_DAY, LAST_DAY = "1900-01-01", "2099-12-31"
 MAX_TOPIC = 100
 _FIELDS = {
     "insert": ("topic", "kind", "text", "date"),
@@ -248,6 +251,8 @@ def check_field(key: str, value: Any) -> tuple[str | None, str | None]:
                 raise ValueError
         except ValueError:
             return None, f"date {brief(value)} is not a day: write YYYY-MM-DD, e.g. {Date.today().isoformat()}."
+        if not FIRST_DAY <= value <= LAST_DAY:
+            return None, f"date {value} is outside {FIRST_DAY} to {LAST_DAY}, the days memory takes: write the day the fact holds from, e.g. {Date.today().isoformat()}."
         return value, None
     if not value:
         return None, f"{key} is empty: {hint(key).strip(' ()')}."

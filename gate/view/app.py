@@ -91,6 +91,16 @@ class View:
         return HTMLResponse(html, status, headers=headers)
 
 
+def _is_day(text: str) -> bool:
+    """YYYY-MM-DD, a real day."""
+    from datetime import date
+
+    try:
+        return len(text) == 10 and bool(date.fromisoformat(text))
+    except ValueError:
+        return False
+
+
 def _int(text: str | None, default: int = 0) -> int:
     return int(text) if text and text.isdigit() and len(text) < 10 else default
 
@@ -101,13 +111,18 @@ def build(view: View) -> Starlette:
     async def facts(request: Request) -> Response:
         query = request.query_params
         kind = query.get("kind", "")
-        since = query.get("since", "")
+        since = query.get("since", "").strip()
         filters = reading.Filters(
             topic=query.get("topic", "").strip()[:100], kind=kind if kind in ("state", "event", "decision", "trap") else "",
-            since=since if len(since) == 10 and since[4] == "-" else "", stale=_int(query.get("stale")),
+            since=since if _is_day(since) else "", stale=_int(query.get("stale")),
         )
         page = await view.run(reading.facts_page, filters, _int(query.get("page"), 1))
-        return view.page(request, title="Facts", body=pages.facts(guard, page, filters), here="/")
+        body = pages.facts(guard, page, filters)
+        if since and not filters.since:  # said, not ignored: the list below is not narrowed by it
+            body = (f'<p class="notice error" role="alert">changed since “{e(since[:40])}” is not a day: '
+                    "write YYYY-MM-DD (the date field does); the list below is not narrowed by it.</p>") + body
+            return view.page(request, title="Facts", body=body, here="/", status=400)
+        return view.page(request, title="Facts", body=body, here="/")
 
     async def search(request: Request) -> Response:
         terms = request.query_params.get("q", "")
@@ -145,7 +160,7 @@ def build(view: View) -> Starlette:
             elif action == "delete":
                 done = await view.run(editing.delete, fact_id, rev=rev)
             elif action == "undo":
-                done = await view.run(editing.revert, str(form.get("entry", "")), endpoint=view.endpoint)
+                done = await view.run(editing.revert, str(form.get("entry", "")), fact_id=fact_id, endpoint=view.endpoint)
             else:
                 return PlainTextResponse(f"no such change: {action}", 404)
         except editing.Refused as refused:
@@ -158,9 +173,12 @@ def build(view: View) -> Starlette:
     team = view.memory.team is not None
 
     async def turns(request: Request) -> Response:
-        found = await view.run(reading.turns_page, _int(request.query_params.get("before")) or None)
+        before = _int(request.query_params.get("before")) or None
+        found = await view.run(reading.turns_page, before)
         older = found[-1].id if len(found) == reading.TURNS_PER_PAGE else None
-        return view.page(request, title="Turns", body=pages.turns(guard, found, older, team=team), here="/turns")
+        newer = await view.run(reading.newer_turns, found[0].id) if found and before else None
+        body = pages.turns(guard, found, older, newer, team=team, first_page=not (found and before))
+        return view.page(request, title="Turns", body=body, here="/turns")
 
     async def figures(request: Request) -> Response:
         def read(memory):

@@ -21,7 +21,7 @@ import json
 
 from gate import clock
 from gate.engine import store
-from gate.memory import audit, changeset, undo, write
+from gate.memory import audit, changeset, history, undo, write
 from gate.memory.changeset import VIEWER_SESSION
 from gate.memory.opening import Opened
 from gate.search import embeddings, vectors
@@ -69,9 +69,16 @@ def delete(memory: Opened, fact_id: int, *, rev: int) -> str:
             "undo brings it back)")
 
 
-def revert(memory: Opened, entry: str, *, endpoint: embeddings.Endpoint | None = None) -> str:
-    """Undo the change `entry` names (gate/memory/undo.py: only a fact's latest change)."""
+def revert(memory: Opened, entry: str, *, fact_id: int | None = None, endpoint: embeddings.Endpoint | None = None) -> str:
+    """Undo the change `entry` names (gate/memory/undo.py: only a fact's latest change), which
+    must be a change to `fact_id`, the fact whose page asked."""
     team = memory.team
+    try:
+        named = history.parse_entry(entry)[1]
+    except ValueError as error:
+        raise Refused(str(error)) from error
+    if fact_id is not None and named != fact_id:
+        raise Refused(f"{entry} is a change to fact {named}, not fact {fact_id}: nothing was changed; undo it from fact {named}'s page")
     try:
         done = undo.undo(memory.ledger(), audit.log_path(memory.path), entry, command=f"memory-gate view: undo {entry}",
                          endpoint=endpoint if team is None else None, session=VIEWER_SESSION, team=team)

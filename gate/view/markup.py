@@ -23,7 +23,10 @@ def shown(text: str | None) -> str:
 
 
 def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+    """`1 fact`, `2 facts`, `11 searches`."""
+    if count == 1:
+        return f"{count} {noun}"
+    return f"{count} {noun}{'es' if noun.endswith(('s', 'sh', 'ch', 'x', 'z')) else 's'}"
 
 
 def when(stamp: str | None) -> str:
@@ -126,17 +129,30 @@ svg .released { fill: var(--trap); }
 """
 
 # Live updates: the server says memory changed; the page fetches its own main part again and
-# swaps it in, unless the owner is typing in a form (then it only says so).
+# swaps it in, unless the owner is editing a fact (then it only says so). What the owner typed
+# into Search or the filters, and where the cursor was, outlive the swap: an agent's search
+# changes memory every turn.
 SCRIPT = """
 (() => {
   const status = document.getElementById('live');
   let updates = 0;
   const busy = () => { const a = document.activeElement; return a && a.closest && a.closest('form.edit'); };
+  const fields = () => [...document.querySelectorAll('main form:not(.edit) [name]')].filter((el) => el.type !== 'hidden');
+  const key = (el) => (el.form ? el.form.getAttribute('action') || '' : '') + ' ' + el.name;
+  const typed = (el) => el.tagName === 'SELECT'
+    ? [...el.options].some((option) => option.selected !== option.defaultSelected) : el.value !== el.defaultValue;
   const refresh = async () => {
     if (busy()) { status.textContent = 'memory changed: reload to see it'; return; }
     const answer = await fetch(location.href, {headers: {'X-Part': 'main'}});
     if (!answer.ok) return;
-    document.querySelector('main').innerHTML = await answer.text();
+    const html = await answer.text();
+    const kept = new Map(fields().filter(typed).map((el) => [key(el), el.value]));
+    const active = document.activeElement;
+    const focus = fields().includes(active) ? {key: key(active), start: active.selectionStart, end: active.selectionEnd} : null;
+    document.querySelector('main').innerHTML = html;
+    for (const el of fields()) if (kept.has(key(el))) el.value = kept.get(key(el));
+    const again = focus && fields().find((el) => key(el) === focus.key);
+    if (again) { again.focus(); try { again.setSelectionRange(focus.start, focus.end); } catch (error) {} }
     updates += 1;
     document.body.dataset.updates = String(updates);
     status.textContent = 'live · updated ' + new Date().toLocaleTimeString();
@@ -146,7 +162,8 @@ SCRIPT = """
   events.onopen = () => { status.textContent = 'live'; document.body.dataset.live = '1'; };
   events.onerror = () => { status.textContent = 'reconnecting…'; };
   document.addEventListener('submit', (event) => {
-    const message = event.target.dataset.confirm;
+    // The button that submitted asks (Delete), or else the form itself.
+    const message = (event.submitter && event.submitter.dataset.confirm) || event.target.dataset.confirm;
     if (message && !confirm(message)) event.preventDefault();
   });
 })();

@@ -213,7 +213,8 @@ YOUR_TURNS = ('<p class="figures" id="own-turns">On the team’s memory, your ow
               "turns stay in their local ledger; the facts are the team’s.</p>")
 
 
-def turns(guard: Guard, found: list[TurnView], older: int | None, *, team: bool = False) -> str:
+def turns(guard: Guard, found: list[TurnView], older: int | None, newer: int | None = None, *,
+          team: bool = False, first_page: bool = True) -> str:
     mine = YOUR_TURNS if team else ""
     if not found:
         return f'<h1>Turns</h1>{mine}<p class="empty">No turn has reached memory yet.</p>'
@@ -245,8 +246,13 @@ def turns(guard: Guard, found: list[TurnView], older: int | None, *, team: bool 
         )
         wrote = f"<li>wrote {turn.wrote}×</li>" if turn.wrote else "<li>did not write</li>"
         out.append(f'<div class="turn" data-turn="{turn.id}">{head}{words}<ul>{searched or "<li>did not search</li>"}{reads}{changed}{wrote}</ul></div>')
-    if older:
-        out.append(f'<nav class="pager"><a href="{e(guard.url("/turns", before=older))}" rel="next">older turns →</a></nav>')
+    back = ""
+    if not first_page:
+        back = (f'<a href="{e(guard.url("/turns", before=newer))}" rel="prev">← newer turns</a>' if newer
+                else f'<a href="{e(guard.url("/turns"))}" rel="prev">← newer turns</a>')
+    on = f'<a href="{e(guard.url("/turns", before=older))}" rel="next">older turns →</a>' if older else ""
+    if back or on:
+        out.append(f'<nav class="pager">{back}{on}</nav>')
     return "".join(out)
 
 

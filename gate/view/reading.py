@@ -211,6 +211,21 @@ def turns_page(memory: Opened, before: int | None = None, limit: int = TURNS_PER
                                  for read in turn.reads]) for turn in turns]
 
 
+def newer_turns(memory: Opened, first: int, limit: int = TURNS_PER_PAGE) -> int | None:
+    """The `before` of the page of turns newer than turn `first` (the previous page); None when
+    that page is the first (no `before`: the newest turns)."""
+    conn = memory.conn
+    if conn is None:
+        return None
+    row = conn.execute(
+        "SELECT id FROM turns"
+        f" WHERE session NOT IN ({','.join('?' * len(changeset.HAND_SESSIONS))}) AND id > ?"
+        " ORDER BY id LIMIT 1 OFFSET ?",
+        (*changeset.HAND_SESSIONS, first, limit),
+    ).fetchone()
+    return row[0] if row else None
+
+
 def _turn(conn: apsw.Connection, row: tuple) -> TurnView:
     turn_id = row[0]
     searches = list(conn.execute("SELECT terms, facts FROM searches WHERE turn = ? ORDER BY id", (turn_id,)))
