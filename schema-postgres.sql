@@ -299,3 +299,34 @@ BEGIN
     END IF;
 END
 $$;
+
+-- version 6: a write past its deadline is never applied; functions with their own search_path
+
+-- A member's memory-gate gives each call a deadline and, when it passes, tells the agent that
+-- nothing was written and closes its connection. A COMMIT already on its way (held up on a
+-- half-dead network path and delivered later) must then not commit: each transaction sets
+-- memory_gate.deadline (SET LOCAL, the server's clock when it began plus what the call had
+-- left, gate/engine/postgres.py `bound`), and these triggers, deferred to the commit, refuse it
+-- past that moment. A transaction that sets none (psql, maintenance) is not bounded.
+CREATE FUNCTION memory_gate_in_time() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+DECLARE
+    deadline text := current_setting('memory_gate.deadline', true);
+BEGIN
+    IF deadline IS NOT NULL AND deadline <> '' AND clock_timestamp() > deadline::timestamptz THEN
+        RAISE EXCEPTION 'this write reached its commit after its deadline (%), when its member had been told nothing was written: not applied', deadline
+            USING ERRCODE = 'query_canceled';
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE CONSTRAINT TRIGGER changes_in_time AFTER INSERT ON changes
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION memory_gate_in_time();
+CREATE CONSTRAINT TRIGGER facts_in_time AFTER UPDATE ON facts
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION memory_gate_in_time();
+
+-- The trigger functions name their tables unqualified: run from psql (search_path public) or
+-- by maintenance, they found none. Each now carries memory-gate's schema as its own.
+ALTER FUNCTION facts_length() SET search_path FROM CURRENT;
+ALTER FUNCTION facts_count(jsonb, integer) SET search_path FROM CURRENT;
+ALTER FUNCTION facts_counted() SET search_path FROM CURRENT;
+ALTER FUNCTION facts_to_embed() SET search_path FROM CURRENT;

@@ -233,8 +233,8 @@ class Member:
     """One member's connection to the project in the team's memory: opened at the first call,
     dropped when the network fails, opened again at the next call."""
 
-    def __init__(self, team: Team, member: str):
-        self.team, self.member = team, member
+    def __init__(self, team: Team, member: str, *, deadline: float = postgres.CALL_DEADLINE_S):
+        self.team, self.member, self.deadline = team, member, deadline
         self._conn = None
         self._project: int | None = None
 
@@ -243,15 +243,16 @@ class Member:
         if self._conn is not None and (self._conn.closed or self._conn.broken):
             self.drop()
         if self._conn is None:
-            conn = postgres.connect(self.team.url)
+            conn = postgres.connect(self.team.url, self.member, self.deadline)
             try:
-                with postgres.reaching(self.team.url), conn.transaction():
+                with postgres.reaching(self.team.url, conn, self.deadline), conn.transaction():
                     self._project = project(conn, self.team.project, clock.now())
             except BaseException:
                 conn.close()
                 raise
             self._conn = conn
-        return TeamFacts(self._conn, self._project, Who(self.member, session, tool_use_id), url=self.team.url)
+        return TeamFacts(self._conn, self._project, Who(self.member, session, tool_use_id), url=self.team.url,
+                         deadline=self.deadline)
 
     @property
     def conn(self):
@@ -263,7 +264,8 @@ class Member:
         for work beside the tool calls that changes no fact (embedding)."""
         if self._conn is None or self._conn.closed or self._conn.broken:
             return None
-        return TeamFacts(self._conn, self._project, Who(self.member, "embedder"), url=self.team.url)
+        return TeamFacts(self._conn, self._project, Who(self.member, "embedder"), url=self.team.url,
+                         deadline=self.deadline)
 
     def drop(self) -> None:
         if self._conn is not None:
