@@ -277,3 +277,15 @@ def test_a_held_project_is_told_as_busy_naming_the_holder_and_the_write_is_asked
     why = tools.unreachable(held, team)
     assert "is busy" in why and "held by ana@laptop" in why and "could not be reached" not in why
     assert "again" in tools.unreachable_write(why, held=True) and "Do not try again" not in tools.unreachable_write(why, held=True)
+
+
+def test_maintenance_from_psql_with_its_own_search_path_runs_the_triggers(postgres_url):
+    conn = postgres.connect(postgres_url, "ana@laptop")
+    try:
+        insert(facts_of(conn, "ana@laptop", postgres.CALL_DEADLINE_S))
+    finally:
+        conn.close()
+    with psycopg.connect(postgres_url) as admin:  # search_path "$user", public, as psql has it
+        admin.execute("UPDATE memory_gate.facts SET words = %s::tsvector", ("'deploy':1A",))
+        admin.execute("DELETE FROM memory_gate.facts")
+        assert admin.execute("SELECT facts, words FROM memory_gate.projects").fetchone() == (0, 0)

@@ -107,6 +107,7 @@ def test_team_connect_writes_a_setting_with_no_password_and_the_server_uses_it(p
     assert done.returncode == 0, done.stderr
     setting = Path(memory_team.setting_path(config.database_for(home, repo)))
     assert json.loads(setting.read_text()) == {"url": postgres_url, "project": "acme-api"}
+    assert setting.stat().st_mode & 0o777 == 0o600 and setting.parent.stat().st_mode & 0o777 == 0o700
 
     async def script(client):
         await client.call_tool("memory_search", {"terms": "deploy"})

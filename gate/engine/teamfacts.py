@@ -34,7 +34,9 @@ class Who:
 def project(conn, key: str, now: str) -> int:
     """The id of the project `key` names, made now if the team has none by that name. Read first,
     so that a member's first call never touches a row another member's write holds."""
-    found = conn.execute("SELECT id FROM projects WHERE key = %s", (key,)).fetchone()
+    found = conn.execute("SELECT id FROM projects WHERE key = %s", (key,)).fetchone() or conn.execute(
+        # made before names from a remote were lowercased (github.com/Acme/API): the same project
+        "SELECT id FROM projects WHERE lower(key) = lower(%s) ORDER BY id LIMIT 1", (key,)).fetchone()
     if found is not None:
         return found[0]
     conn.execute("INSERT INTO projects (key, created) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING", (key, now))
