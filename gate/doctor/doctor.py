@@ -182,18 +182,6 @@ def _on_team_record(settings: config.Settings, missing: dict[str, int], report: 
     return False
 
 
-# What a member does to each of memory-gate's tables on a team's PostgreSQL.
-TEAM_RIGHTS = {
-    "projects": ("SELECT", "INSERT", "UPDATE"),
-    "facts": ("SELECT", "INSERT", "UPDATE", "DELETE"),
-    "changes": ("SELECT", "INSERT", "UPDATE"),
-    "lexemes": ("SELECT", "INSERT", "UPDATE", "DELETE"),
-    "vector_spaces": ("SELECT", "INSERT", "UPDATE", "DELETE"),
-    "facts_to_embed": ("SELECT", "INSERT", "DELETE"),
-    "facts_vec": ("SELECT", "INSERT", "UPDATE", "DELETE"),  # when pgvector made it; UPDATE: its bits
-}
-
-
 def team(settings: config.Settings) -> tuple[dict, list[Finding]]:
     """A team's memory, when the project is on one: the connection, the schema, the member's
     rights on each table, and pgvector. None of it is looked at for a local memory."""
@@ -230,8 +218,10 @@ def _team_database(conn, found, report: dict, findings: list[Finding], *, wanted
     report["server"] = conn.execute("SHOW server_version").fetchone()[0]
     report["schema"] = postgres.version(conn)
     report["schema_latest"] = len(postgres.schema_steps())
+    from gate.engine import teamroles
+
     user = conn.execute("SELECT current_user").fetchone()[0]
-    for table, rights in TEAM_RIGHTS.items():
+    for table, rights in teamroles.MEMBER_RIGHTS.items():
         if conn.execute("SELECT to_regclass(%s)", (f"{postgres.SCHEMA}.{table}",)).fetchone()[0] is None:
             continue  # facts_vec, before pgvector is installed: said below
         missing = [right for right in rights if not conn.execute(
@@ -242,6 +232,21 @@ def _team_database(conn, found, report: dict, findings: list[Finding], *, wanted
                 "memory's writes fail",
                 mend=f"have the database's owner run GRANT {', '.join(missing)} ON {postgres.SCHEMA}.{table} TO {user}",
             ))
+    columns = ", ".join(teamroles.CHANGES_COLUMNS)
+    if not all(conn.execute("SELECT has_column_privilege(current_user, %s, %s, 'UPDATE')",
+                            (f"{postgres.SCHEMA}.changes", column)).fetchone()[0] for column in teamroles.CHANGES_COLUMNS):
+        findings.append(Finding(
+            f"the team database's role {user} may not UPDATE ({columns}) on {postgres.SCHEMA}.changes, so memory's "
+            "writes fail", mend=f"have the database's owner run GRANT UPDATE ({columns}) ON {postgres.SCHEMA}.changes TO {user}"))
+    report["role"] = user
+    if teamroles.is_owner(conn):
+        report["owner"] = True
+        findings.append(Finding(
+            f"the team database's role {user} owns memory-gate's tables, so nothing binds its changes to the record's "
+            "rules", NOTE, mend=f"members connect with roles of their own: `memory-gate team grant ROLE` sets one up"))
+    else:
+        for what, mend in teamroles.too_broad(conn):
+            findings.append(Finding(what, WARNING, mend=mend))
     row = conn.execute(
         "SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
     report["pgvector"] = (row[1] or f"available ({row[0]}), not installed in this database") if row else None

@@ -538,8 +538,8 @@ def connect(url: str, member: str | None = None, deadline: float = CALL_DEADLINE
         user = psycopg.conninfo.conninfo_to_dict(url).get("user") or "this member's role"
         raise StoreError(
             f"the team database {shown(url)} does not let {user} use memory-gate's tables "
-            f"({_reason(error)}): have its owner run GRANT USAGE ON SCHEMA {SCHEMA} TO {user} and GRANT SELECT, "
-            f"INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {SCHEMA} TO {user}"
+            f"({_reason(error)}): have its owner run `memory-gate team grant {user}` (or its statements, "
+            f"`memory-gate team grant {user} --sql`, in psql)"
         ) from None
     except BaseException:
         conn.close()
