@@ -413,19 +413,21 @@ def holder_of_project(conn) -> str | None:
     return name or role
 
 
-# How long one call of a member's server may take in all (a search, a write): memory-gate closes
-# the connection when it passes, whatever the network does (a path that accepts and relays
-# nothing hangs a statement past any server-side time-out and any TCP keepalive). A command a
-# person runs (import, reindex, push) gets COMMAND_DEADLINE_S.
-CALL_DEADLINE_S = 8.0
+# How long one team transaction of a member's server may take (a search's ranking, a write):
+# memory-gate closes the connection when it passes, whatever the network does (a path that
+# accepts and relays nothing hangs a statement past any server-side time-out and any TCP
+# keepalive). No longer than the hooks' 5 s wait for the ledger (gate.claude.hooks.BUSY_MS), which a
+# write holds through its team transaction, at most. A command a person runs (import, reindex, push)
+# gets COMMAND_DEADLINE_S.
+CALL_DEADLINE_S = 5.0
 COMMAND_DEADLINE_S = 600.0
 # Inside each transaction, set on the server (SET LOCAL): how long one statement may run; how
 # long a wait for another member's lock may last before the call is refused naming them; and how
 # long a transaction may sit idle (its member paused or gone: a closed laptop lid) before the
 # server ends it and frees its locks. A paused member so costs the others one wait, once.
-STATEMENT_TIMEOUT_MS = 5_000
-LOCK_WAIT_MS = 4_000
-IDLE_IN_TRANSACTION_MS = 3_000
+STATEMENT_TIMEOUT_MS = 4_000
+LOCK_WAIT_MS = 2_500
+IDLE_IN_TRANSACTION_MS = 2_000
 # TCP keepalives, so that a server gone without a word (a laptop leaving the network) is noticed
 # in seconds rather than at the kernel's two hours; tcp_user_timeout, so that data the other end
 # never acknowledges fails the connection; a URL that sets its own keeps them.
