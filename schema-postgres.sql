@@ -299,3 +299,127 @@ BEGIN
     END IF;
 END
 $$;
+
+-- version 6: a write past its deadline is never applied; functions with their own search_path
+
+-- A member's memory-gate gives each call a deadline and, when it passes, tells the agent that
+-- nothing was written and closes its connection. A COMMIT already on its way (held up on a
+-- half-dead network path and delivered later) must then not commit: each transaction sets
+-- memory_gate.deadline (SET LOCAL, the server's clock when it began plus what the call had
+-- left, gate/engine/postgres.py `bound`), and these triggers, deferred to the commit, refuse it
+-- past that moment. A transaction that sets none (psql, maintenance) is not bounded.
+CREATE FUNCTION memory_gate_in_time() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+DECLARE
+    deadline text := current_setting('memory_gate.deadline', true);
+BEGIN
+    IF deadline IS NOT NULL AND deadline <> '' AND clock_timestamp() > deadline::timestamptz THEN
+        RAISE EXCEPTION 'this write reached its commit after its deadline (%), when its member had been told nothing was written: not applied', deadline
+            USING ERRCODE = 'query_canceled';
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE CONSTRAINT TRIGGER changes_in_time AFTER INSERT ON changes
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION memory_gate_in_time();
+CREATE CONSTRAINT TRIGGER facts_in_time AFTER UPDATE ON facts
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION memory_gate_in_time();
+
+-- The trigger functions name their tables unqualified: run from psql (search_path public) or
+-- by maintenance, they found none. Each now carries memory-gate's schema as its own.
+ALTER FUNCTION facts_length() SET search_path FROM CURRENT;
+ALTER FUNCTION facts_count(jsonb, integer) SET search_path FROM CURRENT;
+ALTER FUNCTION facts_counted() SET search_path FROM CURRENT;
+ALTER FUNCTION facts_to_embed() SET search_path FROM CURRENT;
+
+-- version 7: the record of changes is the team's, not any member's to rewrite
+
+-- Each change records the database role that made it (current_user: what the server knows,
+-- where `member` is what the member's memory-gate says), and a member's name belongs to the
+-- first role that writes under it (or the one `memory-gate team grant` gives it): another role
+-- writing under that name is refused. The tables' owner (who runs `team push` of a history
+-- naming many members, and maintenance) is not bound.
+ALTER TABLE changes ADD COLUMN role name;
+
+CREATE TABLE members (
+    member text PRIMARY KEY,
+    role   name NOT NULL
+);
+
+CREATE FUNCTION memory_gate_owner(claimant name) RETURNS boolean LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
+    SELECT pg_has_role(claimant, (SELECT relowner FROM pg_class WHERE oid = 'changes'::regclass), 'MEMBER')
+$$;
+
+-- Claims `who` for `claimant` (a role the session may act as), or says whose it is. SECURITY
+-- DEFINER: members read `members` but may not write it.
+CREATE FUNCTION memory_gate_claim(who text, claimant name) RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path FROM CURRENT AS $$
+DECLARE
+    holder name;
+BEGIN
+    IF NOT pg_has_role(session_user, claimant, 'MEMBER') THEN
+        RAISE EXCEPTION 'role % may not write as role %', session_user, claimant USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    INSERT INTO members (member, role) VALUES (who, claimant) ON CONFLICT (member) DO NOTHING;
+    SELECT m.role INTO holder FROM members m WHERE m.member = who;
+    IF holder <> claimant THEN
+        RAISE EXCEPTION 'the member name % belongs to the database role %, and this is role %: set MEMORY_GATE_MEMBER to your own name', who, holder, claimant
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION memory_gate_claim(text, name) FROM PUBLIC;
+
+CREATE FUNCTION changes_signed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    NEW.role := current_user;
+    IF NOT memory_gate_owner(current_user) AND NOT EXISTS (
+        SELECT 1 FROM members m WHERE m.member = NEW.member AND m.role = current_user) THEN
+        PERFORM memory_gate_claim(NEW.member, current_user);
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER changes_signed BEFORE INSERT ON changes FOR EACH ROW EXECUTE FUNCTION changes_signed();
+
+-- Append-only for members: a change is added, and its own line given once (gate/engine/
+-- teamfacts.py writes the line just after the change, in the same transaction), never changed
+-- or deleted after. Row-level security binds members; the owner is not bound by it (nor
+-- should TRUNCATE be granted: doctor names it).
+ALTER TABLE changes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY changes_read ON changes FOR SELECT USING (true);
+CREATE POLICY changes_added ON changes FOR INSERT WITH CHECK (role = current_user);
+CREATE POLICY changes_lined ON changes FOR UPDATE USING (role = current_user AND line IS NULL)
+    WITH CHECK (role = current_user);
+
+-- A fact changed with no change recorded for it (an UPDATE or DELETE by hand) is refused at
+-- commit: the record replays to the facts. A confirmation (`confirmed` alone) and the owner's
+-- maintenance are no change.
+CREATE FUNCTION facts_recorded() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+    fact facts%ROWTYPE;
+    wanted text;
+BEGIN
+    IF memory_gate_owner(current_user) THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        fact := OLD;
+        wanted := 'delete';
+    ELSE
+        fact := NEW;
+        wanted := TG_OP;
+        IF TG_OP = 'UPDATE' AND NEW.rev = OLD.rev AND NEW.topic = OLD.topic AND NEW.kind = OLD.kind
+           AND NEW.text = OLD.text AND NEW.date = OLD.date THEN
+            RETURN NULL;
+        END IF;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM changes c WHERE c.project = fact.project AND c.fact = fact.id AND c.rev = fact.rev
+                   AND c.op = lower(wanted) AND c.role = current_user) THEN
+        RAISE EXCEPTION 'fact % of project % was changed (%) with no change recorded for it: every change of a fact goes with its row in changes', fact.id, fact.project, lower(wanted)
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE CONSTRAINT TRIGGER facts_recorded AFTER INSERT OR UPDATE OR DELETE ON facts
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION facts_recorded();

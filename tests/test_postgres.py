@@ -26,7 +26,7 @@ def test_the_schema_applies_to_a_fresh_database_and_again_changes_nothing(postgr
     assert postgres.version(conn) == len(postgres.schema_steps())
     conn.close()
     assert tables(postgres_url) == {"memory_gate_schema", "projects", "facts", "changes", "lexemes",
-                                    "vector_spaces", "facts_to_embed", "facts_vec"}
+                                    "vector_spaces", "facts_to_embed", "facts_vec", "members"}
     again = postgres.connect(postgres_url)
     assert postgres.version(again) == len(postgres.schema_steps())
     assert again.execute("SELECT count(*) FROM memory_gate_schema").fetchone() == (1,)

@@ -152,12 +152,17 @@ def test_stats_count_the_teams_facts_and_the_members_own_turns(capsys, both):
 def test_a_team_out_of_reach_is_one_line_with_the_mend(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MEMORY_GATE_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("MEMORY_GATE_DB", "postgresql://ana:s3cret@127.0.0.1:1/team")
+    monkeypatch.setenv("MEMORY_GATE_DB", "postgresql://ana@127.0.0.1:1/team")
     monkeypatch.setenv("MEMORY_GATE_PROJECT", KEY)
     code = cli.main(["show"])
     err = capsys.readouterr().err
     assert code == 1 and err.startswith("memory-gate: cannot reach the team database") and err.count("\n") == 1
-    assert "s3cret" not in err and "PGPASSWORD" in err
+    assert "PGPASSWORD" in err
+    # A password in MEMORY_GATE_DB is refused before any connection, and never shown.
+    monkeypatch.setenv("MEMORY_GATE_DB", "postgresql://ana:s3cret@127.0.0.1:1/team")
+    code = cli.main(["show"])
+    err = capsys.readouterr().err
+    assert code == 1 and "holds a password" in err and "s3cret" not in err and err.count("\n") == 1
 
 
 def test_import_into_the_team_skips_duplicates_and_refuses_taken_ids_as_locally(capsys, both, tmp_path):

@@ -68,7 +68,37 @@ def test_a_role_that_may_not_even_read_the_schema_gets_a_line_not_a_traceback(po
 
 
 def test_an_unreachable_team_database_is_a_problem_with_the_mend(project, tmp_path):
-    code, report, err = doctor(project, tmp_path / "home", "postgresql://ana:s3cret@127.0.0.1:1/team")
+    code, report, err = doctor(project, tmp_path / "home", "postgresql://ana@127.0.0.1:1/team")
     assert code == 1
     [problem] = [f for f in report["findings"] if f["severity"] == "problem"]
-    assert problem["what"].startswith("cannot reach the team database") and "s3cret" not in json.dumps(report)
+    assert problem["what"].startswith("cannot reach the team database")
+
+
+def test_a_password_in_memory_gate_db_is_refused_with_libpqs_own_means_and_never_shown(project, tmp_path):
+    code, report, err = doctor(project, tmp_path / "home", "postgresql://ana:s3cret@127.0.0.1:1/team")
+    assert code == 1 and "s3cret" not in json.dumps(report) + err
+    [problem] = [f for f in report["findings"] if f["severity"] == "problem"]
+    assert "holds a password" in problem["what"] and "~/.pgpass" in problem["what"]
+
+
+def test_after_a_members_team_writes_doctor_finds_their_lines_in_the_teams_record(postgres_url, tmp_path):
+    """A team write's lines are the team's `changes`, not write.log: doctor must not cry that the
+    ledger's committed writes lack log lines and send the member to a backup."""
+    from test_server import run_client
+
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    home = tmp_path / "home"
+    env = {"MEMORY_GATE_DB": postgres_url, "MEMORY_GATE_PROJECT": "acme-api", "MEMORY_GATE_MEMBER": "ana@laptop"}
+
+    async def script(client):
+        await client.call_tool("memory_search", {"terms": "deploy"})
+        return await client.call_tool("memory_write", {"ops": [
+            {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}], "kept": []})
+
+    assert not run_client(folder, home, script, **env).is_error
+    code, report, err = doctor(folder, home, postgres_url)
+    assert code == 0, (report["findings"], err)
+    assert "lack log lines" not in json.dumps(report)
+    assert report["write_log"]["writes_missing_lines"] == 0
+    assert report["write_log"]["writes_in_team_record"] == 1

@@ -107,6 +107,7 @@ def test_team_connect_writes_a_setting_with_no_password_and_the_server_uses_it(p
     assert done.returncode == 0, done.stderr
     setting = Path(memory_team.setting_path(config.database_for(home, repo)))
     assert json.loads(setting.read_text()) == {"url": postgres_url, "project": "acme-api"}
+    assert setting.stat().st_mode & 0o777 == 0o600 and setting.parent.stat().st_mode & 0o777 == 0o700
 
     async def script(client):
         await client.call_tool("memory_search", {"terms": "deploy"})
@@ -195,6 +196,8 @@ def test_the_team_database_going_away_mid_session_excuses_the_turn_and_coming_ba
     assert not down_search.is_error and down_search.structured_content["facts"] == []
     [note] = down_search.structured_content["notes"]
     assert "could not be reached" in note and "\n" not in note and "project acme-api" in note
+    # and its `next` agrees with the note: no write this turn
+    assert "do not call memory_write" in down_search.structured_content["next"]
     # The write is refused with the mend, and the gate lets the answer out with the reason.
     assert down_write.is_error and "nothing was written" in text(down_write) and "team status" in text(down_write)
     assert verdict_down["action"] == "release" and "could not be reached" in verdict_down["reason"]

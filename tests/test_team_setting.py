@@ -89,3 +89,18 @@ def test_memory_gate_db_names_the_team_and_wins_over_the_setting(tmp_path):
     settings = config.load({"MEMORY_GATE_HOME": str(tmp_path / "h"), "MEMORY_GATE_DB": "postgresql://db/team"},
                            cwd=tmp_path / "repo")
     assert team.find(settings) == team.Team("postgresql://db/team", "github.com/acme/api", "MEMORY_GATE_DB")
+
+
+@pytest.mark.parametrize("url", ["git@github.com:Acme/API.git", "https://github.com/acme/api", "https://GitHub.com/ACME/Api/"])
+def test_clones_named_in_either_case_are_one_project(url):
+    assert team.name_of(url) == "github.com/acme/api"
+
+
+def test_memory_gate_db_with_a_password_is_refused_as_team_connect_refuses_it(tmp_path):
+    settings = config.load({"MEMORY_GATE_DB": "postgresql://ana:s3cret@db.internal/team", "MEMORY_GATE_PROJECT": "acme-api",
+                            "MEMORY_GATE_HOME": str(tmp_path)}, cwd=tmp_path)
+    with pytest.raises(config.ConfigError) as refused:
+        team.find(settings)
+    message = str(refused.value)
+    assert "MEMORY_GATE_DB" in message and "~/.pgpass" in message and "PGPASSWORD" in message
+    assert "s3cret" not in message

@@ -255,6 +255,14 @@ def parser() -> argparse.ArgumentParser:
     pull = actions.add_parser("pull", help="copy the team's project, history included, into a local memory with none")
     pull.add_argument("--to", metavar="PATH", type=_database_file("--to"),
                       help="the database file to make (default: this project's local file, which must hold no facts)")
+    grant = actions.add_parser(
+        "grant", help="give a member's database role exactly a member's rights (run as the tables' owner)",
+        description="Give the database role ROLE a member's rights on the team's memory, and no more: facts read "
+        "and changed, changes added to the record, never rewritten or deleted. Run it as the tables' owner. "
+        "Example: memory-gate team grant ana",
+    )
+    grant.add_argument("role", metavar="ROLE", help="the member's database role (CREATE ROLE ana LOGIN first)")
+    grant.add_argument("--sql", action="store_true", help="print the statements instead of running them")
     status = actions.add_parser("status", help="which memory this project uses, and whether the team's can be reached")
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     for action in actions.choices.values():

@@ -1,4 +1,4 @@
-"""`memory-gate team connect | disconnect | status`: put this project's facts on a team's
+"""`memory-gate team connect | disconnect | status | push | pull | grant`: put this project's facts on a team's
 PostgreSQL, take them back to the local file, and see which memory the project uses.
 
 The setting is per project (gate/memory/team.py), so one developer can share one repository's
@@ -25,7 +25,40 @@ def cmd_team(args: argparse.Namespace) -> int:
         return _disconnect(settings)
     if args.action in ("push", "pull"):
         return _copy(settings, args)
+    if args.action == "grant":
+        return _grant(settings, args)
     return _status(settings, args.json)
+
+
+def _grant(settings: config.Settings, args: argparse.Namespace) -> int:
+    """A member's role set up with teamroles.grants, on the team's database this project uses."""
+    from gate.engine import postgres, store, teamroles
+
+    if args.sql:
+        print(";\n".join(teamroles.grants(args.role)) + ";")
+        return 0
+    found = memory_team.find(settings)
+    if found is None:
+        raise UserError("this project is not on a team's memory: `memory-gate team connect URL` first, or "
+                        "`memory-gate team grant ROLE --sql` for the statements to run in psql")
+    try:
+        conn = postgres.connect(found.url, config.member(), postgres.COMMAND_DEADLINE_S)
+    except store.StoreError as error:
+        raise UserError(str(error)) from error
+    try:
+        if not teamroles.is_owner(conn):
+            user = conn.execute("SELECT current_user").fetchone()[0]
+            raise UserError(f"the role {user} does not own memory-gate's tables, so it may not grant a member's rights: "
+                            f"run this as the tables' owner, or have them run `memory-gate team grant {args.role} --sql` in psql")
+        try:
+            done = teamroles.grant(conn, args.role)
+        except store.StoreError as error:
+            raise UserError(str(error)) from error
+    finally:
+        conn.close()
+    print(f"granted {args.role} a member's rights on {postgres.SCHEMA} ({len(done)} statements): it may read and change "
+          "facts and add to the record of changes, never rewrite it")
+    return 0
 
 
 def _copy(settings: config.Settings, args: argparse.Namespace) -> int:

@@ -155,6 +155,7 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
             "so every memory_write fails",
             mend="Check the file's and its folder's permissions (as root, also `lsattr`: an immutable file refuses even root)",
         ))
+    on_team = _on_team_record(settings, check.missing, report["write_log"], findings)
     advice = check.advice()
     if advice:
         report["write_log"]["advice"] = advice
@@ -164,7 +165,7 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
             "the log was edited",
             mend="Restore write.log from a backup, or delete those lines; the facts themselves are intact.",
         ))
-    if check.missing:
+    if check.missing and not on_team:
         findings.append(Finding(
             f"{len(check.missing)} committed write(s) lack log lines in {log}",
             mend="The log was edited, truncated or replaced: restore it from a backup if you have one; the facts themselves are intact.",
@@ -188,16 +189,41 @@ def _unwritable(log: Path) -> str | None:
     return None
 
 
-# What a member does to each of memory-gate's tables on a team's PostgreSQL.
-TEAM_RIGHTS = {
-    "projects": ("SELECT", "INSERT", "UPDATE"),
-    "facts": ("SELECT", "INSERT", "UPDATE", "DELETE"),
-    "changes": ("SELECT", "INSERT", "UPDATE"),
-    "lexemes": ("SELECT", "INSERT", "UPDATE", "DELETE"),
-    "vector_spaces": ("SELECT", "INSERT", "UPDATE", "DELETE"),
-    "facts_to_embed": ("SELECT", "INSERT", "DELETE"),
-    "facts_vec": ("SELECT", "INSERT", "UPDATE", "DELETE"),  # when pgvector made it; UPDATE: its bits
-}
+def _on_team_record(settings: config.Settings, missing: dict[str, int], report: dict,
+                    findings: list[Finding]) -> bool:
+    """On a team, a member's writes have their lines in the team's record (`changes`), not in
+    write.log: take out of `missing` each write the team's record holds, and say whether what
+    remains was left to the team to check (True: the team could not be asked, said in a note)."""
+    if not missing:
+        return False
+    from gate.engine import postgres
+    from gate.memory import team as memory_team
+
+    try:
+        found = memory_team.find(settings)
+    except config.ConfigError:
+        return False  # the team check says what is wrong with the setting
+    if found is None:
+        return False
+    try:
+        conn = postgres.connect(found.url)
+        try:
+            with postgres.reaching(found.url, conn, postgres.CALL_DEADLINE_S):
+                recorded = {write for (write,) in conn.execute(
+                    "SELECT DISTINCT c.line->>'write' FROM changes c JOIN projects p ON p.id = c.project"
+                    " WHERE p.key = %s AND c.line->>'write' = ANY(%s)", (found.project, sorted(missing)))}
+        finally:
+            conn.close()
+    except store.StoreError:
+        findings.append(Finding(
+            f"{len(missing)} write(s) this member made are not in write.log, and the team's record that should "
+            "hold them could not be read now", NOTE, mend="the team check below says why; run doctor again once it passes"))
+        return True
+    for write in recorded:
+        missing.pop(write, None)
+    report["writes_in_team_record"] = len(recorded)
+    report["writes_missing_lines"] = len(missing)
+    return False
 
 
 def team(settings: config.Settings) -> tuple[dict, list[Finding]]:
@@ -236,8 +262,10 @@ def _team_database(conn, found, report: dict, findings: list[Finding], *, wanted
     report["server"] = conn.execute("SHOW server_version").fetchone()[0]
     report["schema"] = postgres.version(conn)
     report["schema_latest"] = len(postgres.schema_steps())
+    from gate.engine import teamroles
+
     user = conn.execute("SELECT current_user").fetchone()[0]
-    for table, rights in TEAM_RIGHTS.items():
+    for table, rights in teamroles.MEMBER_RIGHTS.items():
         if conn.execute("SELECT to_regclass(%s)", (f"{postgres.SCHEMA}.{table}",)).fetchone()[0] is None:
             continue  # facts_vec, before pgvector is installed: said below
         missing = [right for right in rights if not conn.execute(
@@ -248,6 +276,21 @@ def _team_database(conn, found, report: dict, findings: list[Finding], *, wanted
                 "memory's writes fail",
                 mend=f"have the database's owner run GRANT {', '.join(missing)} ON {postgres.SCHEMA}.{table} TO {user}",
             ))
+    columns = ", ".join(teamroles.CHANGES_COLUMNS)
+    if not all(conn.execute("SELECT has_column_privilege(current_user, %s, %s, 'UPDATE')",
+                            (f"{postgres.SCHEMA}.changes", column)).fetchone()[0] for column in teamroles.CHANGES_COLUMNS):
+        findings.append(Finding(
+            f"the team database's role {user} may not UPDATE ({columns}) on {postgres.SCHEMA}.changes, so memory's "
+            "writes fail", mend=f"have the database's owner run GRANT UPDATE ({columns}) ON {postgres.SCHEMA}.changes TO {user}"))
+    report["role"] = user
+    if teamroles.is_owner(conn):
+        report["owner"] = True
+        findings.append(Finding(
+            f"the team database's role {user} owns memory-gate's tables, so nothing binds its changes to the record's "
+            "rules", NOTE, mend=f"members connect with roles of their own: `memory-gate team grant ROLE` sets one up"))
+    else:
+        for what, mend in teamroles.too_broad(conn):
+            findings.append(Finding(what, WARNING, mend=mend))
     row = conn.execute(
         "SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
     report["pgvector"] = (row[1] or f"available ({row[0]}), not installed in this database") if row else None

@@ -18,6 +18,7 @@ with the password masked.
 """
 
 import os
+import time
 
 from gate.engine.store import ABSENT, IN_TEXT, IN_TOPIC, StoreError, sections
 
@@ -329,38 +330,187 @@ def _unreachable(url: str, error: BaseException) -> Unreachable:
     )
 
 
+class Held(Unreachable):
+    """Another member's write holds the project, and this call would not wait longer for it:
+    the team's memory is reachable, only busy. `holder` names that member (their connection's
+    application_name) when the server says who, and `reason` says so in one line."""
+
+    def __init__(self, message: str, reason: str, holder: str | None):
+        super().__init__(message, reason)
+        self.holder = holder
+
+
+class DeadlineExceeded(Exception):
+    """A team call outlived the deadline memory-gate gives it."""
+
+
 class reaching:
     """A block of team database work in which a lost connection, a server gone or a statement
-    cut short by the time-out raises Unreachable (a context manager; imports psycopg on entry)."""
+    cut short by a time-out raises Unreachable, and a lock wait cut short raises Held (a context
+    manager; imports psycopg on entry). Given `conn` and `seconds`, the block has a deadline that
+    memory-gate enforces itself (see _connection_class): when it passes, the connection is closed
+    and Unreachable says so, whatever the network or the server are doing. An inner block keeps
+    the outer one's deadline."""
 
-    def __init__(self, url: str):
-        self.url = url
+    def __init__(self, url: str, conn=None, seconds: float | None = None):
+        self.url, self.conn, self.seconds = url, conn, seconds
+        self._armed = False
 
     def __enter__(self):
+        conn = self.conn
+        if conn is not None and self.seconds is not None and hasattr(conn, "budget") and conn.deadline is None:
+            conn.deadline = time.monotonic() + self.seconds
+            conn.budget, conn.expired = self.seconds, None
+            self._armed = True
         return self
 
     def __exit__(self, kind, error, trace) -> bool:
+        if self._armed:
+            self.conn.deadline = None
         if error is None or isinstance(error, Unreachable):
             return False
         import psycopg
 
+        if isinstance(error, psycopg.errors.LockNotAvailable) and self.conn is not None:
+            holder = holder_of_project(self.conn)
+            who = f"by {holder}" if holder else "by another member"
+            reason = (f"the project is held {who}, whose write did not finish within "
+                      f"{LOCK_WAIT_MS / 1000:g} s; nothing of this call was applied")
+            raise Held(f"the team's memory at {shown(self.url)} is reachable, but {reason}: try again in a "
+                       "few seconds; a member who stays paused is let go by the server within seconds",
+                       reason, holder) from None
+        if isinstance(error, psycopg.errors.IdleInTransactionSessionTimeout):
+            # This member stalled mid-transaction (paused, a lid closed): the server let its locks go.
+            raise _unreachable(self.url, DeadlineExceeded(
+                f"the server ended this call's transaction, idle past {IDLE_IN_TRANSACTION_MS / 1000:g} s "
+                "(this process was paused or stalled mid-write); nothing of it was applied")) from None
         if isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError)):
-            raise _unreachable(self.url, error) from None
+            late = getattr(self.conn, "expired", None) if self.conn is not None else None
+            raise _unreachable(self.url, DeadlineExceeded(late) if late else error) from None
         return False
 
 
-# How long one statement, or a wait for another member's lock, may take before the call gives up
-# and says the team's memory cannot be reached: the member's turn must not hang on the network.
-STATEMENT_TIMEOUT_MS = 10_000
+def holder_of_project(conn) -> str | None:
+    """Who holds a row lock on the team's projects now, the longest first: the member their
+    connection's application_name names (every role sees the others' application_name). Asked
+    after a lock wait was cut short, once the caller's transaction has ended."""
+    try:
+        if conn.closed or conn.broken:
+            return None
+        conn.rollback()
+        row = conn.execute(
+            "SELECT a.application_name, a.usename FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+            " WHERE l.locktype = 'relation' AND l.relation = %s::regclass AND l.granted"
+            " AND l.mode IN ('RowShareLock', 'RowExclusiveLock') AND l.pid <> pg_backend_pid()"
+            " ORDER BY a.backend_start LIMIT 1", (f"{SCHEMA}.projects",)).fetchone()
+        conn.rollback()
+    except Exception:  # who holds it is a courtesy; the refusal stands without it
+        return None
+    if row is None:
+        return None
+    name, role = row
+    name = (name or "").removeprefix(APPLICATION).strip()
+    return name or role
+
+
+# How long one team transaction of a member's server may take (a search's ranking, a write):
+# memory-gate closes the connection when it passes, whatever the network does (a path that
+# accepts and relays nothing hangs a statement past any server-side time-out and any TCP
+# keepalive). No longer than the hooks' 5 s wait for the ledger (gate.claude.hooks.BUSY_MS), which a
+# write holds through its team transaction, at most. A command a person runs (import, reindex, push)
+# gets COMMAND_DEADLINE_S.
+CALL_DEADLINE_S = 5.0
+COMMAND_DEADLINE_S = 600.0
+# Inside each transaction, set on the server (SET LOCAL): how long one statement may run; how
+# long a wait for another member's lock may last before the call is refused naming them; and how
+# long a transaction may sit idle (its member paused or gone: a closed laptop lid) before the
+# server ends it and frees its locks. A paused member so costs the others one wait, once.
+STATEMENT_TIMEOUT_MS = 4_000
+LOCK_WAIT_MS = 2_500
+IDLE_IN_TRANSACTION_MS = 2_000
 # TCP keepalives, so that a server gone without a word (a laptop leaving the network) is noticed
-# in seconds rather than at the kernel's two hours; a URL that sets its own keeps them.
-KEEPALIVES = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3}
+# in seconds rather than at the kernel's two hours; tcp_user_timeout, so that data the other end
+# never acknowledges fails the connection; a URL that sets its own keeps them.
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3,
+              "tcp_user_timeout": 8_000}
+APPLICATION = "memory-gate"
 
 
-def connect(url: str):
+def application_name(member: str | None) -> str:
+    """The connection's application_name: memory-gate and the member, so that a member refused
+    for a lock learns who holds it. ASCII, at most 63 bytes, as PostgreSQL keeps it."""
+    name = f"{APPLICATION} {member}" if member else APPLICATION
+    return name.encode("ascii", "replace").decode("ascii")[:63]
+
+
+_CONNECTION = None
+
+
+def _connection_class():
+    """psycopg's Connection with a deadline: every wait on the server (each statement, commit,
+    rollback) is cut off at `deadline` (time.monotonic()), the connection then closed, since it
+    is mid-protocol and unusable, and `expired` set to say why."""
+    global _CONNECTION
+    if _CONNECTION is not None:
+        return _CONNECTION
+    import psycopg
+    from psycopg import errors
+
+    timed_out = getattr(errors, "_WaitTimeout", None)
+
+    class Connection(psycopg.Connection):
+        deadline: float | None = None
+        budget: float = 0.0
+        expired: str | None = None
+
+        def wait(self, gen, interval=0.1, timeout=None):
+            if self.deadline is None or timed_out is None:
+                return super().wait(gen, interval, timeout)
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                self._expire()
+            try:
+                return super().wait(gen, interval, left if timeout is None else min(timeout, left))
+            except timed_out:
+                self._expire()
+
+        def _expire(self):
+            self.expired = f"no answer within {self.budget:g} s, memory-gate's deadline for one call"
+            self.deadline = None
+            self.pgconn.finish()  # the socket closed: the server sees the client gone and rolls back
+            raise psycopg.OperationalError(self.expired)
+
+    _CONNECTION = Connection
+    return Connection
+
+
+def bound(conn) -> None:
+    """Bound the transaction just begun on the server too (SET LOCAL): its statements, its lock
+    waits, its idle time, and its commit: memory_gate.deadline, checked at commit by the
+    triggers of schema-postgres.sql section 6, so that a write whose client gave up (a COMMIT
+    held up on the network and delivered later) is never applied. The server's deadline runs
+    from when it read this statement, so the client's is pushed to match once the answer is
+    back: the client never says "nothing was written" while the server could still commit."""
+    left = getattr(conn, "deadline", None)
+    seconds = max(left - time.monotonic(), 0.001) if left is not None else None
+    statement = STATEMENT_TIMEOUT_MS if seconds is None else min(STATEMENT_TIMEOUT_MS, int(seconds * 1000) + 1)
+    conn.execute(
+        "SELECT set_config('statement_timeout', %s, true), set_config('lock_timeout', %s, true),"
+        " set_config('idle_in_transaction_session_timeout', %s, true),"
+        " set_config('memory_gate.deadline', CASE WHEN %s::float8 IS NULL THEN '' ELSE"
+        " (clock_timestamp() + %s::float8 * interval '1 second')::text END, true)",
+        (str(statement), str(LOCK_WAIT_MS), str(IDLE_IN_TRANSACTION_MS), seconds, seconds))
+    if left is not None and conn.deadline is not None:
+        conn.deadline = max(conn.deadline, time.monotonic() + seconds + 0.05)
+
+
+def connect(url: str, member: str | None = None, deadline: float = CALL_DEADLINE_S):
     """A psycopg connection to the team database at `url`, its schema up to date, in the
-    transaction mode the engine's writes rely on (READ COMMITTED, explicit transactions).
-    Raises StoreError with the mend when psycopg is missing or the server cannot be reached."""
+    transaction mode the engine's writes rely on (READ COMMITTED, explicit transactions), named
+    after `member` (application_name), with a deadline for each call (see reaching): connecting
+    and bringing the schema up to date take at most `deadline` seconds too, but for applying
+    sections the database lacks. Raises StoreError with the mend when psycopg is missing or the
+    server cannot be reached."""
     try:
         import psycopg
     except ImportError as error:
@@ -371,14 +521,17 @@ def connect(url: str):
     try:
         given = psycopg.conninfo.conninfo_to_dict(url)
         extra = {key: value for key, value in KEEPALIVES.items() if key not in given}
-        conn = psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S, application_name="memory-gate", **extra)
+        # psycopg enforces connect_timeout itself, for the whole of the startup (a path that
+        # accepts and answers nothing included).
+        conn = _connection_class().connect(url, connect_timeout=min(CONNECT_TIMEOUT_S, max(int(deadline), 2)),
+                                           application_name=application_name(member), **extra)
     except psycopg.OperationalError as error:
         raise _unreachable(url, error) from None
     except psycopg.ProgrammingError as error:  # a malformed connection string
         raise StoreError(f"MEMORY_GATE_DB is not a PostgreSQL connection string ({error}): "
                          "write it as postgresql://USER@HOST:PORT/DATABASE") from None
     try:
-        with reaching(url):
+        with reaching(url, conn, deadline):
             migrate(conn)
             conn.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
             conn.commit()
@@ -387,8 +540,8 @@ def connect(url: str):
         user = psycopg.conninfo.conninfo_to_dict(url).get("user") or "this member's role"
         raise StoreError(
             f"the team database {shown(url)} does not let {user} use memory-gate's tables "
-            f"({_reason(error)}): have its owner run GRANT USAGE ON SCHEMA {SCHEMA} TO {user} and GRANT SELECT, "
-            f"INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {SCHEMA} TO {user}"
+            f"({_reason(error)}): have its owner run `memory-gate team grant {user}` (or its statements, "
+            f"`memory-gate team grant {user} --sql`, in psql)"
         ) from None
     except BaseException:
         conn.close()
@@ -431,6 +584,8 @@ def migrate(conn) -> int:
     # the sections start after it is held, and a transaction's start is where PostgreSQL takes in
     # what other sessions committed to the catalogs meanwhile (a lock taken inside the same
     # transaction left a waiting member blind to the tables the first one had just made).
+    if getattr(conn, "deadline", None) is not None:  # applying sections may take minutes, once
+        conn.deadline = time.monotonic() + COMMAND_DEADLINE_S
     conn.execute("SELECT pg_advisory_lock(%s)", (_UPGRADE_LOCK,))
     conn.commit()
     try:

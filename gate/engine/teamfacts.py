@@ -32,7 +32,13 @@ class Who:
 
 
 def project(conn, key: str, now: str) -> int:
-    """The id of the project `key` names, made now if the team has none by that name."""
+    """The id of the project `key` names, made now if the team has none by that name. Read first,
+    so that a member's first call never touches a row another member's write holds."""
+    found = conn.execute("SELECT id FROM projects WHERE key = %s", (key,)).fetchone() or conn.execute(
+        # made before names from a remote were lowercased (github.com/Acme/API): the same project
+        "SELECT id FROM projects WHERE lower(key) = lower(%s) ORDER BY id LIMIT 1", (key,)).fetchone()
+    if found is not None:
+        return found[0]
     conn.execute("INSERT INTO projects (key, created) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING", (key, now))
     return conn.execute("SELECT id FROM projects WHERE key = %s", (key,)).fetchone()[0]
 
@@ -42,8 +48,10 @@ class TeamFacts:
 
     local = False  # no write.log and no sqlite-vec: the record is `changes`
 
-    def __init__(self, conn, project: int, who: Who, *, url: str = ""):
+    def __init__(self, conn, project: int, who: Who, *, url: str = "",
+                 deadline: float | None = postgres.CALL_DEADLINE_S):
         self.conn, self.project, self.who, self.url = conn, project, who, url
+        self.deadline = deadline
         # The changes recorded and still waiting for their line (record_lines): (seq, fact, op).
         self._unlined: list[tuple[int, int, str]] = []
 
@@ -51,8 +59,12 @@ class TeamFacts:
     def transaction(self):
         """The team database's transaction around a write's changes, inside the caller's local
         one: it commits first, so a change the team has is never one the ledger refused. A
-        connection lost on the way raises postgres.Unreachable, and nothing is committed."""
-        with postgres.reaching(self.url), self.conn.transaction():
+        connection lost on the way, or the call's deadline passed, raises postgres.Unreachable,
+        a lock another member holds too long postgres.Held, and nothing is committed."""
+        outermost = self.conn.info.transaction_status == 0  # idle: this block begins the transaction
+        with postgres.reaching(self.url, self.conn, self.deadline), self.conn.transaction():
+            if outermost:
+                postgres.bound(self.conn)
             yield
 
     def existing(self, ids: Sequence[int]) -> set[int]:

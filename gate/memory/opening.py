@@ -93,7 +93,9 @@ def open_memory(settings: config.Settings, *, session: str = changeset.CLI_SESSI
     if shared is None:
         path, conn = open_existing(settings)
         return Opened(path, conn)
-    member = team.Member(shared, config.member())
+    from gate.engine import postgres
+
+    member = team.Member(shared, config.member(), deadline=postgres.COMMAND_DEADLINE_S)  # a person waits
     facts = member.facts(session)  # postgres.Unreachable, a StoreError: the mend, on one line
     path = Path(config.find_database(settings))
     conn = store.connect(path, create=False) if path.exists() else None

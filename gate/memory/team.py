@@ -52,6 +52,7 @@ def find(settings: config.Settings) -> Team | None:
     """The team's memory this project uses, or None for its local file alone. Raises
     config.ConfigError, naming the mend, for a setting memory-gate cannot use."""
     if settings.team_url:
+        check_url(settings.team_url, SOURCE_ENV)
         name = settings.team_project or remote_name(settings.project_dir)
         if not name:
             raise config.ConfigError(
@@ -87,8 +88,9 @@ def find(settings: config.Settings) -> Team | None:
     return Team(url, settings.team_project or name, path)
 
 
-def check_url(url: str) -> None:
-    """A URL the setting may hold: PostgreSQL's, with no password in it."""
+def check_url(url: str, where: str = "the setting") -> None:
+    """A URL the setting, or MEMORY_GATE_DB (`where`), may hold: PostgreSQL's, with no password
+    in it, so that no file or environment memory-gate reads spreads one."""
     from urllib.parse import parse_qs, urlsplit
 
     scheme = url.partition("://")[0].lower() if "://" in url else ""
@@ -105,9 +107,9 @@ def check_url(url: str) -> None:
     in_query = any(key.lower() == "password" for key in parse_qs(parts.query, keep_blank_values=True))
     if parts.password is not None or in_query:
         raise config.ConfigError(
-            f"{postgres.shown(url)} holds a password, and memory-gate never stores one: take it out of "
-            "the URL and give it to libpq instead, in ~/.pgpass (HOST:PORT:DATABASE:USER:PASSWORD, mode "
-            "600), PGPASSWORD or a service file"
+            f"{postgres.shown(url)} ({where}) holds a password, and memory-gate never stores one: take it "
+            "out of the URL and give it to libpq instead, in ~/.pgpass (HOST:PORT:DATABASE:USER:PASSWORD, "
+            "mode 600), PGPASSWORD or a service file"
         )
 
 
@@ -130,9 +132,17 @@ def connect(settings: config.Settings, url: str, name: str | None) -> Team:
     finally:
         conn.close()
     path = setting_path(config.find_database(settings))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    # The folder and the setting are the member's alone, as the local memory's are (0700, 0600):
+    # the URL names the team's server and the member's role.
+    missing, folder = [], os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    for folder in reversed(missing):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
     temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with open(fd, "w", encoding="utf-8") as handle:
         json.dump({"url": url, "project": name}, handle, ensure_ascii=False)
         handle.write("\n")
     os.replace(temporary, path)
@@ -202,9 +212,10 @@ def origin_url(folder: str) -> str | None:
 
 
 def remote_name(folder: str) -> str | None:
-    """The project's name from its git remote: host and path, lowercase host, no scheme, user,
-    password, port or `.git` (`git@github.com:Acme/api.git` and `https://tok@github.com/Acme/api`
-    are both `github.com/Acme/api`)."""
+    """The project's name from its git remote: host and path, lowercase, no scheme, user,
+    password, port or `.git` (`git@github.com:Acme/API.git` and `https://tok@github.com/acme/api`
+    are both `github.com/acme/api`: the forges take a repository's path in any case, so clones
+    made with either spelling are one project)."""
     url = origin_url(folder)
     return name_of(url) if url else None
 
@@ -222,7 +233,7 @@ def name_of(url: str) -> str | None:
     if path.endswith(".git"):
         path = path[: -len(".git")]
     path = path.rstrip("/")
-    name = f"{host}/{path}" if host else path
+    name = f"{host}/{path.lower()}" if host else path
     return name or None
 
 
@@ -233,8 +244,8 @@ class Member:
     """One member's connection to the project in the team's memory: opened at the first call,
     dropped when the network fails, opened again at the next call."""
 
-    def __init__(self, team: Team, member: str):
-        self.team, self.member = team, member
+    def __init__(self, team: Team, member: str, *, deadline: float = postgres.CALL_DEADLINE_S):
+        self.team, self.member, self.deadline = team, member, deadline
         self._conn = None
         self._project: int | None = None
 
@@ -243,15 +254,16 @@ class Member:
         if self._conn is not None and (self._conn.closed or self._conn.broken):
             self.drop()
         if self._conn is None:
-            conn = postgres.connect(self.team.url)
+            conn = postgres.connect(self.team.url, self.member, self.deadline)
             try:
-                with postgres.reaching(self.team.url), conn.transaction():
+                with postgres.reaching(self.team.url, conn, self.deadline), conn.transaction():
                     self._project = project(conn, self.team.project, clock.now())
             except BaseException:
                 conn.close()
                 raise
             self._conn = conn
-        return TeamFacts(self._conn, self._project, Who(self.member, session, tool_use_id), url=self.team.url)
+        return TeamFacts(self._conn, self._project, Who(self.member, session, tool_use_id), url=self.team.url,
+                         deadline=self.deadline)
 
     @property
     def conn(self):
@@ -263,7 +275,8 @@ class Member:
         for work beside the tool calls that changes no fact (embedding)."""
         if self._conn is None or self._conn.closed or self._conn.broken:
             return None
-        return TeamFacts(self._conn, self._project, Who(self.member, "embedder"), url=self.team.url)
+        return TeamFacts(self._conn, self._project, Who(self.member, "embedder"), url=self.team.url,
+                         deadline=self.deadline)
 
     def drop(self) -> None:
         if self._conn is not None:

@@ -47,6 +47,9 @@ NOTHING = (
     "Nothing to answer for. Before you answer, call memory_write with what this turn changed "
     "(ops [] and kept [] if nothing)."
 )
+# When memory could not be reached (a team's database down or cut off): no write could be kept,
+# so `next` must not ask for one (the note says why).
+UNREACHED = "Memory could not be searched this turn: answer the owner without it, and do not call memory_write."
 
 
 # The owner's words are repeated so that a fact they contradict gets updated, not kept; the whole
@@ -67,9 +70,12 @@ def owner_words_shown(words: str) -> str:
     return f"{head} [... {len(words) - len(head)} more characters: the owner's whole message is the prompt]"
 
 
-def search_data(results: Sequence[Result], owner_words: str | None, notes: Sequence[str] = ()) -> dict:
-    """The structured search answer, the contract first. Facts shown before carry only their id."""
-    data: dict = {"must_answer": [result.fact.id for result in results], "next": CONTRACT if results else NOTHING}
+def search_data(results: Sequence[Result], owner_words: str | None, notes: Sequence[str] = (),
+                next_step: str | None = None) -> dict:
+    """The structured search answer, the contract first (`next_step` instead, where given). Facts
+    shown before carry only their id."""
+    data: dict = {"must_answer": [result.fact.id for result in results],
+                  "next": next_step or (CONTRACT if results else NOTHING)}
     if notes:
         data["notes"] = list(notes)
     facts = []
@@ -111,7 +117,8 @@ def write_data(
 
 
 def search_text(
-    terms: str, results: Sequence[Result], owner_words: str | None, notes: Sequence[str] = ()
+    terms: str, results: Sequence[Result], owner_words: str | None, notes: Sequence[str] = (),
+    next_step: str | None = None,
 ) -> str:
     """The text answer, the contract first (as in the structured form)."""
     lines: list[str] = []
@@ -125,7 +132,7 @@ def search_text(
         )
     else:
         lines.append(f'Memory holds nothing for "{_terms(terms)}".')
-        lines.append(NOTHING)
+        lines.append(next_step or NOTHING)
     lines += [f"({note})" for note in notes]
     for result in results:
         fact = result.fact

@@ -105,6 +105,7 @@ class SearchAnswer:
     results: list[render.Result]
     owner_words: str | None
     notes: list[str] = field(default_factory=list)
+    next_step: str | None = None  # what `next` says instead of the contract (memory out of reach)
 
     def __post_init__(self):
         # What the answer repeats is redacted: the owner's words and the agent's terms, and fact
@@ -114,10 +115,10 @@ class SearchAnswer:
 
     @property
     def text(self) -> str:
-        return render.search_text(self.terms, self.results, self.owner_words, self.notes)
+        return render.search_text(self.terms, self.results, self.owner_words, self.notes, self.next_step)
 
     def structured(self) -> dict[str, Any]:
-        return render.search_data(self.results, self.owner_words, self.notes)
+        return render.search_data(self.results, self.owner_words, self.notes, self.next_step)
 
 
 # A session's searches, and the memory page, show the same facts again and again: each stored
@@ -226,7 +227,10 @@ def memory_write(
 
 
 def unreachable(error: "postgres.Unreachable", team: "memory_team.Team") -> str:
-    """Why the turn cannot keep memory, as the owner reads it when the gate lets the answer out."""
+    """Why the turn cannot keep memory, as the owner reads it when the gate lets the answer out:
+    an outage, or (postgres.Held) a reachable team whose project another member's write holds."""
+    if isinstance(error, postgres.Held):
+        return f"the team's memory ({team.shown}, project {team.project}) is busy: {error.reason}"
     return f"the team's memory ({team.shown}, project {team.project}) could not be reached: {error.reason}"
 
 
@@ -244,10 +248,13 @@ def unreachable_search(conn: apsw.Connection, terms: str, caller: Caller, why: s
     turn = excuse(conn, caller, why)
     note = (f"{why}. Nothing was searched: answer the owner without memory this turn and do not call "
             "memory_write for it; the owner is told memory was not kept")
-    return SearchAnswer(terms, [], turn.prompt, [note])
+    return SearchAnswer(terms, [], turn.prompt, [note], next_step=render.UNREACHED)
 
 
-def unreachable_write(why: str) -> str:
+def unreachable_write(why: str, held: bool = False) -> str:
+    if held:  # reachable, only busy for seconds: the turn still owes its write
+        return (f"memory_write: nothing was written, because {why}. Call memory_write again with the same "
+                "ops and kept in a few seconds.")
     return (f"memory_write: nothing was written, because {why}. Do not try again this turn: answer the "
             "owner, saying memory was not updated, and memory-gate lets the answer out with a warning. "
             "The owner can check the connection with `memory-gate team status`.")
@@ -465,10 +472,13 @@ def write_call(memory: Memory, ops: Any, kept: Any, caller: Caller) -> WriteAnsw
                     answer = memory_write(conn, _decode(ops), _decode(kept), caller, log=None,
                                           endpoint=memory.endpoint, team=facts)
                 except postgres.Unreachable as error:
-                    member.drop()
+                    held = isinstance(error, postgres.Held)
+                    if not held:  # a lock wait leaves the connection sound
+                        member.drop()
                     why = unreachable(error, member.team)
-                    excuse(conn, caller, why)
-                    raise CallFailed(unreachable_write(why)) from error
+                    if not held:
+                        excuse(conn, caller, why)
+                    raise CallFailed(unreachable_write(why, held)) from error
             memory.catch_up()
         except config.ConfigError as error:
             raise CallFailed(str(error)) from error
