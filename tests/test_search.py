@@ -7,6 +7,7 @@ only; tests/test_postgres.py holds the two indexes' internals equal."""
 from __future__ import annotations
 
 import contextlib
+import unicodedata
 import os
 import uuid
 
@@ -507,3 +508,114 @@ def test_the_fast_paths_change_no_answer(tied, monkeypatch, typed, limit):
     # The ids in order, and every candidate's score, coverage and tier.
     terms = " ".join(typed)
     assert search.ranking(tied, terms, None, limit=limit) == _slow_ranking(tied, terms, limit, monkeypatch)
+
+
+# -- word forms and typos: a term memory holds in no form finds the words it nearly is ---------
+
+# Letters of scripts written with spaces, lower case (a capital's lower case may be two letters).
+SCRIPTS = {
+    "latin": "abcdefghijklmnopqrstuvwxyz",
+    "cyrillic": "абвгдежзиклмнопрстуфхцчшщыэюя",
+    "greek": "αβγδεζηθικλμνξοπρστυφχψω",
+    "armenian": "աբգդեզէըթժիլխծկհձղճմյնշոչպջռսվտրցւփքօֆ",
+    "georgian": "აბგდევზთიკლმნოპჟრსტუფქღყშჩცძწჭხჯჰ",
+    "hebrew": "אבגדהוזחטיכלמנסעפצקרשת",
+}
+# Marks a letter of any of those scripts may carry; the owner or the agent may leave them out.
+MARKS = "\u0301\u0308\u0306\u0300"
+
+
+def word_of(script: str, size: tuple[int, int] = (6, 10)):
+    return st.text(alphabet=SCRIPTS[script], min_size=size[0], max_size=size[1])
+
+
+def one_typo(draw, word: str) -> str:
+    """`word` with one letter after the first left out, added, changed, or swapped with the next."""
+    at = draw(st.integers(1, len(word) - 2))
+    letter = draw(st.sampled_from(sorted(set(word))))
+    return draw(st.sampled_from([
+        word[:at] + word[at + 1:],
+        word[:at] + letter + word[at:],
+        word[:at] + letter + word[at + 1:],
+        word[:at] + word[at + 1] + word[at] + word[at + 2:],
+    ]))
+
+
+def found_as(new_memory, stored: str, typed: str) -> bool:
+    """Whether a search for `typed` finds the fact holding `stored`, beside another fact."""
+    with new_memory() as memory:
+        memory.load([("other", "an unrelated note"), ("note", f"we wrote {stored} here")])  # ids 1 and 2
+        return 2 in memory.find(typed)
+
+
+@pytest.mark.parametrize("stored, typed", [
+    ("deploy", "deplyo"),  # two letters swapped
+    ("клиент", "клиенты"),  # another inflection
+    ("Ελληνικά", "Ελληνικα"),  # the accent left out, in a script the index does not fold
+    ("Datenbank", "Datenbanken"),
+    ("configuration", "configuraton"),  # a letter left out
+    ("йогурт", "иогурт"),  # a mark left out of the first letter
+])
+def test_a_typo_a_dropped_accent_or_another_inflection_is_found(memory, stored, typed):
+    memory.insert("other", "an unrelated note")
+    fact = memory.insert("note", f"we wrote {stored} here")
+    assert memory.find(typed) == [fact]
+
+
+def test_a_word_memory_holds_is_never_taken_for_one_it_nearly_is(memory):
+    near = memory.insert("note", "the deploy script")
+    exact = memory.insert("note", "the deplyo typo lives in the old runbook")
+    assert memory.find("deplyo") == [exact] and near not in memory.find("deplyo")
+
+
+@pytest.mark.parametrize("stored, typed", [
+    ("test", "tset"),  # one typo turns too many short words into others: none looked for
+    ("config", "confirm"),  # they share a beginning, but too little of the longer word
+    ("deploy", "eploy"),  # a typo in the first letter is not looked for
+    ("py311", "py312"),  # identifiers and versions are found as typed or not at all
+])
+def test_what_is_not_taken_for_a_near_word(memory, stored, typed):
+    memory.insert("note", f"we wrote {stored} here")
+    assert memory.find(typed) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_one_typo_in_any_script_is_found(engine, new_memory, script):
+    @examples(engine, 60)
+    @given(st.data())
+    def check(data):
+        word = data.draw(word_of(script))
+        typed = one_typo(data.draw, word)
+        assume(typed != word and tokens.words(typed) == [typed])
+        assert found_as(new_memory, word, typed)
+
+    check()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_accents_left_out_or_added_in_any_script_are_found(engine, new_memory, script):
+    @examples(engine, 60)
+    @given(word_of(script, (2, 10)), st.data(), st.booleans())
+    def check(word, data, stored_bare):
+        marked = "".join(letter + (data.draw(st.sampled_from(MARKS)) if data.draw(st.booleans()) else "")
+                         for letter in word)
+        accented = unicodedata.normalize("NFC", marked)
+        assume(accented != word and len(tokens.words(accented)) == 1)
+        stored, typed = (word, accented) if stored_bare else (accented, word)
+        assert found_as(new_memory, stored, typed)
+
+    check()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_another_inflection_in_any_script_is_found(engine, new_memory, script):
+    @examples(engine, 60)
+    @given(word_of(script, (5, 10)), st.text(alphabet=SCRIPTS[script], min_size=1, max_size=1), st.booleans())
+    def check(stem, ending, stored_longer):
+        stored, typed = (stem + ending, stem) if stored_longer else (stem, stem + ending)
+        assert found_as(new_memory, stored, typed)
+
+    check()

@@ -19,7 +19,7 @@ finds the same facts on both engines (tests/test_postgres.py holds them equal).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from gate.engine import tokens
@@ -52,6 +52,9 @@ class Term:
     forms: tuple[str, ...]
     prefix: str | None
     cjk: bool = False
+    # Words memory holds that this term nearly is (gate/search/spelling.py), given only to a term
+    # memory holds in no form: found as its other forms, never as the word itself.
+    near: tuple[str, ...] = ()
 
     def phrases(self) -> list[tuple[str, bool]]:
         """The FTS5 phrases that find this term, each saying whether it is an exact form (as
@@ -59,9 +62,8 @@ class Term:
         if self.cjk:
             return [("cjk : " + quote(" ".join(self.word)), True)]
         exact = [(quote(form), True) for form in self.forms]
-        if self.prefix is None:
-            return exact
-        return [*exact, (quote(self.prefix) + "*", False)]
+        stem = [] if self.prefix is None else [(quote(self.prefix) + "*", False)]
+        return [*exact, *stem, *((quote(word), False) for word in self.near)]
 
 
     def structure(self) -> list[Phrase]:
@@ -69,9 +71,8 @@ class Term:
         if self.cjk:
             return [Phrase(tuple(self.word), cjk=True)]
         exact = [Phrase(tuple(tokens.words(form) or [form])) for form in self.forms]
-        if self.prefix is None:
-            return exact
-        return [*exact, Phrase((self.prefix,), prefix=True)]
+        stem = [] if self.prefix is None else [Phrase((self.prefix,), prefix=True)]
+        return [*exact, *stem, *(Phrase((word,)) for word in self.near)]
 
     def tsphrases(self) -> list[tuple[str, bool]]:
         """The same phrases, in the same order, as PostgreSQL tsquery text over the words
@@ -128,6 +129,11 @@ class Query:
         if not groups:
             return None
         return Expression(join.join(groups), tuple(owners), tuple(exact), tuple(shapes), every)
+
+    def widened(self, near: dict[int, tuple[str, ...]]) -> Query:
+        """The same query, the terms at these indexes given these near words."""
+        return Query(tuple(replace(term, near=near[index]) if index in near else term
+                           for index, term in enumerate(self.terms)))
 
     def without(self, drop: set[int]) -> Query:
         """The same query minus the terms at these indexes."""

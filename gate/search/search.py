@@ -37,7 +37,7 @@ import apsw
 
 from gate.engine import store
 from gate.search import query as fts
-from gate.search import embeddings, vectors
+from gate.search import embeddings, spelling, vectors
 
 CANDIDATES = 30
 RESULTS = 8
@@ -117,6 +117,9 @@ class Index:
     def expression(self, parsed: fts.Query, *, every: bool = False, exact_only: bool = False) -> fts.Expression | None:
         return parsed.expression(every=every, exact_only=exact_only)
 
+    def vocabulary(self, letter: str) -> list[tuple[str, int]]:
+        return _vocabulary(self.conn, letter)
+
     def reaches(self, expression: fts.Expression, count: int, after: int) -> bool:
         return _reaches(self.conn, expression.text, count, after)
 
@@ -137,6 +140,13 @@ def candidates_in(index, typed: str | fts.Query, *, wanted: int = RESULTS) -> li
     if not parsed:
         return []
     size, docs, exact_docs = index.frequencies(parsed)
+    # A term memory holds in no form is looked for as the words it nearly is: a typo, a dropped
+    # accent, another inflection (gate/search/spelling.py).
+    near = {i: found for i, (term, count) in enumerate(zip(parsed.terms, docs))
+            if not count and not term.cjk and (found := spelling.words_near(term.word, index.vocabulary))}
+    if near:
+        parsed = parsed.widened(near)
+        size, docs, exact_docs = index.frequencies(parsed)
     weights = [_idf(size, count) for count in docs]
     # A word nearly every fact of a large memory holds narrows nothing and costs the most (bm25
     # runs for every fact that holds it): leave such words out while others remain.
@@ -383,8 +393,17 @@ def _frequencies(conn: apsw.Connection, parsed: fts.Query) -> tuple[int, list[in
         exact.append(size if phrase else min(docs, size))
         if stemmed is not None:
             docs = max(docs, sum(stemmed.values()))
+        for word in term.near:
+            row = conn.execute("SELECT doc FROM facts_vocab WHERE term = ?", (word,)).fetchone()
+            docs += row[0] if row else 0
         counts.append(min(docs, size))
     return size, counts, exact
+
+
+def _vocabulary(conn: apsw.Connection, letter: str) -> list[tuple[str, int]]:
+    """The index's words beginning with `letter`, and how many facts hold each."""
+    return list(conn.execute("SELECT term, doc FROM facts_vocab WHERE term >= ? AND term < ?",
+                             (letter, letter + "\U0010ffff")))
 
 
 def _idf(size: int, docs: int) -> float:

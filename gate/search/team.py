@@ -32,7 +32,7 @@ class TeamIndex:
         for every word of the query), not from the facts."""
         row = self.conn.execute("SELECT last_fact FROM projects WHERE id = %s", (self.project,)).fetchone()
         size = max(row[0] if row else 0, 1)
-        forms = sorted({form for term in parsed.terms if not term.cjk for form in term.forms if " " not in form})
+        forms = sorted({form for term in parsed.terms if not term.cjk for form in (*term.forms, *term.near) if " " not in form})
         prefixes = sorted({term.prefix for term in parsed.terms if term.prefix is not None})
         held: dict[str, int] = {}
         if forms:
@@ -56,8 +56,14 @@ class TeamIndex:
             exact.append(size if phrase else min(docs, size))
             if term.prefix is not None:
                 docs = max(docs, stems[term.prefix])
+            docs += sum(held.get(word, 0) for word in term.near)
             counts.append(min(docs, size))
         return size, counts, exact
+
+    def vocabulary(self, letter: str) -> list[tuple[str, int]]:
+        """The project's words beginning with `letter`, and how many facts hold each."""
+        return self.conn.execute("SELECT lexeme, docs FROM lexemes WHERE project = %s AND lexeme LIKE %s",
+                                 (self.project, postgres.like_prefix(letter))).fetchall()
 
     def expression(self, parsed: fts.Query, *, every: bool = False, exact_only: bool = False) -> fts.Expression | None:
         return parsed.tsquery(every=every, exact_only=exact_only)
