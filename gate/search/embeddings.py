@@ -82,6 +82,8 @@ class Endpoint:
     # Query vectors kept for texts searched again (a turn's owner words): text -> (model, row).
     remembered: dict[str, tuple[str, tuple[float, ...]]] = field(default_factory=dict, init=False, repr=False,
                                                                 compare=False)
+    # Over a network: a search only waits for it under a deadline (gate.search.lookup.catch_up).
+    remote = True
 
     @classmethod
     def from_settings(cls, settings: config.Settings) -> Endpoint | None:

@@ -95,6 +95,8 @@ class Model:
     quiet_after_timeout: float = 0.0
     remembered: dict[str, tuple[str, tuple[float, ...]]] = field(default_factory=dict, init=False, repr=False,
                                                                 compare=False)
+    # In this process: a search may wait for what it computes (gate.search.lookup.catch_up).
+    remote = False
 
     def embed(self, texts: Sequence[str], *, role: str, timeout: float) -> Vectors:
         """One vector per text, unit length, in order. Raises VectorError when the model cannot

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import apsw
 
@@ -84,11 +84,11 @@ def catch_up_team(team: "TeamFacts", endpoint: embeddings.Endpoint, notes: list[
         if not teamvectors.available(team):
             return 0
         waiting = teamvectors.missing(team)
-    if not waiting or waiting > SEARCH_CATCH_UP_MOST:
+        reference = not endpoint.remote and teamvectors.needs_reference(team)  # as catch_up's
+    if (not waiting and not reference) or waiting > SEARCH_CATCH_UP_MOST:
         return waiting
-    patient = replace(endpoint, quiet_after_timeout=0.0)
-    teamvectors.catch_up(team, patient, hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
-                         timeout=SEARCH_CATCH_UP, until=time.monotonic() + SEARCH_CATCH_UP)
+    teamvectors.catch_up(team, endpoint.patient(), hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
+                         timeout=SEARCH_CATCH_UP, until=None if reference else time.monotonic() + SEARCH_CATCH_UP)
     with team.transaction():
         return teamvectors.missing(team)
 
@@ -112,13 +112,16 @@ def catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[s
     writes would run ahead of it and answer differently for the same memory. Outside the
     search's transaction: the write lock is never held across a request."""
     waiting = vectors.missing(conn)
-    if not waiting or waiting > SEARCH_CATCH_UP_MOST:
+    # A model in this process computes the REFERENCE vectors (by which meaning judges what is
+    # near) in about a second, once per memory: the first search after the first writes waits
+    # for them rather than rank without meaning. An endpoint leaves them to the background.
+    reference = not endpoint.remote and vectors.needs_reference(conn)
+    if (not waiting and not reference) or waiting > SEARCH_CATCH_UP_MOST:
         return waiting
-    # A request cut short by this deadline must not silence the writes' embedding for a spell.
-    patient = replace(endpoint, quiet_after_timeout=0.0)
     try:
-        vectors.catch_up(conn, patient, hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
-                         timeout=SEARCH_CATCH_UP, until=time.monotonic() + SEARCH_CATCH_UP)
+        # A request cut short by this deadline must not silence the writes' embedding for a spell.
+        vectors.catch_up(conn, endpoint.patient(), hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
+                         timeout=SEARCH_CATCH_UP, until=None if reference else time.monotonic() + SEARCH_CATCH_UP)
     except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.BusyError) as error:
         # Memory can still be searched; the vectors wait for a write that can store them.
         notes.append(f"facts waiting for a vector could not be given one: {store.explain(error)}")

@@ -140,13 +140,21 @@ def candidates_in(index, typed: str | fts.Query, *, wanted: int = RESULTS) -> li
     if not parsed:
         return []
     size, docs, exact_docs = index.frequencies(parsed)
-    # A term memory holds in no form is looked for as the words it nearly is: a typo, a dropped
-    # accent, another inflection (gate/search/spelling.py).
-    near = {i: found for i, (term, count) in enumerate(zip(parsed.terms, docs))
-            if not count and not term.cjk and (found := spelling.words_near(term.word, index.vocabulary))}
-    if near:
-        parsed = parsed.widened(near)
-        size, docs, exact_docs = index.frequencies(parsed)
+    found = _pool(index, parsed, size, docs, exact_docs, wanted)
+    if judge(found).ranked():
+        return found
+    # Nothing better matches: a term memory holds in no form is looked for as the words it
+    # nearly is, a typo, a dropped accent, another inflection (gate/search/spelling.py).
+    near = {i: words for i, (term, count) in enumerate(zip(parsed.terms, docs))
+            if not count and not term.cjk and (words := spelling.words_near(term.word, index.vocabulary))}
+    if not near:
+        return found
+    parsed = parsed.widened(near)
+    return _pool(index, parsed, *index.frequencies(parsed), wanted)
+
+
+def _pool(index, parsed: fts.Query, size: int, docs: list[int], exact_docs: list[int], wanted: int) -> list[Candidate]:
+    """candidates_in for a parsed query whose frequencies are known."""
     weights = [_idf(size, count) for count in docs]
     # A word nearly every fact of a large memory holds narrows nothing and costs the most (bm25
     # runs for every fact that holds it): leave such words out while others remain.

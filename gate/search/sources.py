@@ -28,3 +28,11 @@ def why_words_only(settings: config.Settings) -> str | None:
     if settings.embed_url:
         return None
     return None if local.installed() else local.missing()
+
+
+def named(found) -> str:
+    """The source as doctor and the memory page name it: `multilingual-e5-small (the installed
+    model)`, `bge-m3 (http://...)`; `words only` for None."""
+    if found is None:
+        return "words only"
+    return f"{found.model} ({found.url if found.remote else 'the installed model'})"

@@ -12,8 +12,10 @@ of memory's own vocabulary it is near:
 - another inflection: the two words share a beginning of at least STEM_MIN letters and differ
   only in their last few (`клиенты` ~ `клиент`, `Datenbanken` ~ `Datenbank`).
 
-Only for a term memory holds in no form (`nothing better matches`): a word memory has is never
-widened, so an exact match is never diluted. The near words count as the term's other forms
+Only where nothing better matches: when the query's words as typed find nothing worth returning
+(gate.search.search's judgement), and only for a term memory holds in no form. A word memory has
+is never widened, and a query that finds its subject as typed is never diluted (the owner's
+whole sentence, searched beside the agent's terms, holds words memory has never seen). The near words count as the term's other forms
 (search.py's tier "forms"), never as the word itself. Every candidate shares the term's first
 letter (up to its accent): a typo there is not looked for, which keeps the lookup to one range of
 the vocabulary. The rules are the usual ones of spelling correction (edit distance one,

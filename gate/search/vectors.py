@@ -576,9 +576,9 @@ def status(conn: apsw.Connection, endpoint: Endpoint | None, why_not: str | None
     """What `memory-gate doctor` says about meaning: which source is in force (the installed
     model, or the endpoint) and whether it answers, the model and dimension, how many facts lack
     a vector; and the problems, each with its mend. `why_not`: why there is no source."""
-    report: dict = {"in_force": "words only" if endpoint is None else
-                    f"{endpoint.model} ({'the installed model' if endpoint.url == 'in-process' else endpoint.url})",
-                    "endpoint": endpoint.url if endpoint else None}
+    from gate.search import sources
+
+    report: dict = {"in_force": sources.named(endpoint), "endpoint": endpoint.url if endpoint else None}
     problems: list[str] = []
     if endpoint is None:
         report["note"] = why_not or "search runs on words only"

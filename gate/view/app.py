@@ -31,7 +31,7 @@ from gate.credentials import find as find_credential, marker
 from gate.engine import store
 from gate.memory import opening, write
 from gate.memory.changeset import VIEWER_SESSION
-from gate.search import embeddings
+from gate.search import embeddings, sources
 from gate.view import editing, pages, reading
 from gate.view.access import TOKEN, Guard, Refused
 from gate.view.markup import e, frame
@@ -46,8 +46,9 @@ class View:
     """Everything the pages need: the memory, the guard, and whether changes are allowed."""
 
     def __init__(self, memory: opening.Opened, guard: Guard, *, editable: bool,
-                 endpoint: embeddings.Endpoint | None):
+                 endpoint: embeddings.Endpoint | None, meaning: str = "words only"):
         self.memory, self.guard, self.editable, self.endpoint = memory, guard, editable, endpoint
+        self.meaning = meaning  # what search's meaning comes from (gate.search.sources.named), or why none
         self.path = memory.path
         self.lock = threading.Lock()
         member = memory.member
@@ -127,7 +128,7 @@ def build(view: View) -> Starlette:
     async def search(request: Request) -> Response:
         terms = request.query_params.get("q", "")
         found = await view.run(reading.find, terms, view.endpoint) if terms.strip() else None
-        return view.page(request, title="Search", body=pages.search(guard, found), here="/search")
+        return view.page(request, title="Search", body=pages.search(guard, found, view.meaning), here="/search")
 
     async def fact(request: Request, *, message: str | None = None, error: str | None = None,
                    draft: dict | None = None, status: int = 200) -> Response:
@@ -310,7 +311,8 @@ def serve(settings: config.Settings, *, port: int, editable: bool, open_browser:
     endpoint = opening.patient_endpoint(settings)
     if endpoint is not None:
         endpoint.search_timeout = opening.PATIENT_TIMEOUT
-    view = View(memory, guard, editable=editable, endpoint=endpoint)
+    said = sources.named(endpoint) if endpoint is not None else f"words only: {sources.why_words_only(settings)}"
+    view = View(memory, guard, editable=editable, endpoint=endpoint, meaning=said)
     url = guard.origin + guard.url("/")
     mode = "editing on" if editable else "read-only (--edit to edit, delete and undo)"
     print(f"memory-gate view: {url}", flush=True)

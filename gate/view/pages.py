@@ -81,7 +81,8 @@ def _pager(guard: Guard, page: Page, filters: Filters) -> str:
 # -- search -----------------------------------------------------------------------------------
 
 
-def search(guard: Guard, found: Found | None) -> str:
+def search(guard: Guard, found: Found | None, meaning: str = "words only") -> str:
+    """The search page; `meaning` says where search's meaning comes from, or why there is none."""
     terms = found.terms if found else ""
     form = f"""<form class="search" method="get" action="/search">
 <input type="hidden" name="t" value="{e(guard.token)}">
@@ -92,7 +93,8 @@ def search(guard: Guard, found: Found | None) -> str:
         return f"<h1>Search</h1>{form}"
     # A note may quote the endpoint's own error message, which may quote whatever it was sent.
     notes = "".join(f'<p class="notice">{shown(note)}</p>' for note in found.notes)
-    how = "words and meaning" if found.by_meaning else "words only: MEMORY_GATE_EMBED_URL is unset or not answering"
+    how = f"words and meaning: {meaning}" if found.by_meaning else (
+        meaning if meaning.startswith("words only") else f"words only ({meaning} did not answer: see the note above)")
     if not found.hits:
         return f'<h1>Search</h1>{form}{notes}<p class="empty">Nothing in memory for “{e(terms)}”: memory_search would return an empty list.</p>'
     why = {}
