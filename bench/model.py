@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
     load = "both CPUs saturated" if args.load else "idle"
     print(f"memory-gate serve over stdio, {args.facts} facts, {args.searches} searches a mode, {load}; "
-          f"python -c pass {yardstick * 1000:.0f} ms")
+          f"python -c pass {yardstick:.0f} ms")
     print(f"{'mode':<20}{'search p50':>12}{'search p95':>12}{'RSS':>10}{'to tools/list p50':>20}")
     for mode in modes:
         ms = sorted(t * 1000 for t in times[mode])

@@ -97,3 +97,40 @@ def test_doctor_says_which_meaning_is_in_force(project, tmp_path):
     assert doctor(project, owner_env(home, MEMORY_GATE_MEANING="off"))["meaning"]["in_force"] == "words only"
     without = doctor(project, owner_env(home), without_model=True)["meaning"]
     assert without["in_force"] == "words only" and "no embeddings model is installed" in without["note"]
+
+
+def test_memory_search_the_command_and_the_page_give_the_same_facts_in_the_same_order(tmp_path, monkeypatch):
+    """One ranking everywhere (gate.search.lookup), words and meaning both in force: the tool as
+    the server runs it, `memory-gate search --json` and the memory page's search."""
+    from pathlib import Path
+
+    from conftest import Writer
+    from gate import config
+    from gate.cli import cli
+    from gate.engine import store
+    from gate.memory.opening import Opened
+    from gate.search import sources
+    from gate.serve import tools
+    from gate.view import reading
+
+    monkeypatch.setenv("MEMORY_GATE_MEANING", "on")
+    db = tmp_path / "memory.db"
+    conn = store.connect(db)
+    store.load_vectors(conn)
+    model = sources.source(config.load())
+    assert isinstance(model, local.Model)
+    writer = Writer(conn, session="s-same")
+    ops = [{"op": "insert", "topic": topic, "kind": "state", "text": text} for topic, text in FACTS * 2]
+    tools.memory_write(conn, ops, [], writer.caller, log=None, endpoint=model)
+    answers = {}
+    for terms in ["cat sleeping on the printer", "deploys staging", "passwords", "pizza", "kafka lag", "nodes cluster"]:
+        tool = [result.fact.id for result in tools.memory_search(conn, terms, tools.Caller("s-other"), endpoint=model).results]
+        page = [hit.fact.id for hit in reading.find(Opened(Path(db), conn), terms, model).hits]
+        done = subprocess.run([sys.executable, "-m", "gate", "--db", str(db), "search", "--json", terms],
+                              capture_output=True, text=True, env=owner_env(tmp_path / "home"))
+        command = [fact["id"] for fact in json.loads(done.stdout)]
+        assert tool == page == command, terms
+        answers[terms] = tool
+    assert len(answers["cat sleeping on the printer"]) == 2  # by meaning alone: both copies of the cat
+    assert answers["kafka lag"] == []  # nothing on the subject: the same nothing everywhere
+    conn.close()

@@ -18,6 +18,8 @@ between is not given a vector of its old text.
 from __future__ import annotations
 
 import base64
+import functools
+import operator
 import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -335,7 +337,7 @@ def spread_of(query: Sequence[float], sample: Iterable[float | None],
     """The mean and standard deviation of the query's distances to memory's `sample` and to
     the REFERENCE vectors `known`; None with neither. Both engines judge "near" by it."""
     distances = [distance for distance in sample if distance is not None]
-    distances += [1.0 - sum(a * b for a, b in zip(query, row)) for row in known]
+    distances += [1.0 - sum(map(operator.mul, query, row)) for row in known]
     if not distances:
         return None
     mean = sum(distances) / len(distances)
@@ -360,12 +362,18 @@ def pack_reference(rows: Sequence[Sequence[float]]) -> bytes:
     return b"".join(pack(row) for row in rows)
 
 
-def reference(conn: apsw.Connection, found: Space) -> list[tuple[float, ...]]:
+def reference(conn: apsw.Connection, found: Space) -> Sequence[tuple[float, ...]]:
     """The REFERENCE vectors of the stored model, or none while they are not made yet."""
     row = conn.execute("SELECT value FROM meta WHERE key = 'vector_reference'").fetchone()
     if row is None:
         return []
-    return unpack_reference(base64.b64decode(row[0]), found.dimension)
+    return _decoded_reference(row[0], found.dimension)
+
+
+@functools.lru_cache(maxsize=4)
+def _decoded_reference(stored: str, dimension: int) -> tuple[tuple[float, ...], ...]:
+    """reference's rows from meta's text, decoded once per text (a search reads them each time)."""
+    return tuple(unpack_reference(base64.b64decode(stored), dimension))
 
 
 def needs_reference(conn: apsw.Connection) -> bool:
