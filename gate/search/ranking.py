@@ -16,7 +16,10 @@ signals:
 A fact's score adds them up, a word share counting WORD_WEIGHT times, which is STAND_OUT: the
 best word match of a query weighs what a fact meaning just calls near does. The answer is every fact
 scoring at least SHARE of the best, at most `limit`, best first: a fact that stands out on every
-signal returns alone, a subject several facts share returns them together. But only when memory
+signal returns alone, a subject several facts share returns them together. And whatever the
+agent's terms find by words alone (gate.search.search's judgement) always comes back, in the
+fused order: meaning and the owner's words add facts and order them, but never take away one the
+terms' words found (that cost claude-mem-lite's coding queries a fifth of their recall). But only when memory
 holds something on the subject at all: some query's words pass gate.search.search's judgement,
 or meaning calls a fact near (STAND_OUT standard deviations), or both queries' words find one
 same fact. Otherwise nothing comes back, rather than the least bad of unrelated facts.
@@ -75,11 +78,14 @@ def rank(index, queries: Sequence[str], vectors: Sequence[Vectors | None] = (), 
     used_meaning = False
     something = False  # memory holds something on the subject (see the module docstring)
     by_words: list[set[int]] = []
+    word_hits: list[int] = []  # what words alone return for the agent's terms: never taken away
     for position, text in enumerate(dict.fromkeys(query for query in queries if query and query.strip())):
         pool = search.candidates_in(index, text, wanted=limit)
-        something = something or bool(search.judge(pool).ranked())
+        judged = search.judge(pool).ranked()
+        something = something or bool(judged)
         if position == 0:
             candidates = {candidate.id: candidate for candidate in pool}
+            word_hits = judged[:limit]
         by_words.append({candidate.id for candidate in pool})
         for fact, share in word_shares(pool):
             scores[fact] = scores.get(fact, 0.0) + WORD_WEIGHT * share
@@ -99,7 +105,12 @@ def rank(index, queries: Sequence[str], vectors: Sequence[Vectors | None] = (), 
         return Ranked([], scores, candidates, found_by_words, used_meaning)
     order = sorted(scores, key=lambda fact: (-scores[fact], fact))
     top = scores[order[0]]
-    ids = [fact for fact in order if scores[fact] >= SHARE * top][:limit]
+    chosen = set(word_hits)
+    for fact in order:
+        if len(chosen) >= limit or scores[fact] < SHARE * top:
+            break
+        chosen.add(fact)
+    ids = [fact for fact in order if fact in chosen]
     return Ranked(ids, scores, candidates, found_by_words, used_meaning)
 
 
