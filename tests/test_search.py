@@ -305,15 +305,6 @@ def test_a_project_finds_none_of_another_projects_facts(new_memory):
         assert ours.find("deploy staging") == [mine] and theirs.find("cache") == []
 
 
-def test_fuse_rewards_agreement():
-    # 3: 1/63 + 1/61 > 2: 2/62 > 1: 1/61 > 9: 1/63
-    assert search.fuse([[1, 2, 3], [3, 2, 9]]) == [3, 2, 1, 9]
-
-
-def test_fuse_of_one_list_keeps_its_order():
-    assert search.fuse([[5, 4, 3]]) == [5, 4, 3]
-
-
 def test_any_string_gives_a_list(seeded):
     memory, _ = seeded
 
@@ -335,30 +326,6 @@ def test_any_mix_of_syntax_gives_a_list(seeded):
         assert isinstance(memory.find(" ".join(parts)), list)
 
     check()
-
-
-# -- words and meaning together --------------------------------------------------------------
-
-
-def test_meaning_adds_after_the_word_hits_and_never_takes_one_away():
-    hits = search.WordHits(strong=[1, 2], loose=[3, 4, 5])
-    # 4 is also near by meaning, so it moves up among the loose hits; 7 and 9 are added.
-    assert search.combine(hits, [7, 4, 1, 9]) == [1, 2, 4, 3, 7, 5, 9]
-    assert search.combine(hits, []) == [1, 2, 3, 4, 5]
-    assert search.combine(search.WordHits([], []), [9, 8]) == [9, 8]
-    # No room left: meaning adds nothing.
-    assert search.combine(search.WordHits(list(range(1, 9)), []), [20, 21]) == list(range(1, 9))
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(1, 40), unique=True, max_size=12), st.integers(0, 12),
-       st.lists(st.integers(1, 40), unique=True, max_size=30), st.integers(1, 12))
-def test_combine_keeps_every_word_hit(found, split, near, limit):
-    hits = search.WordHits(found[:split], found[split:]).first(limit)
-    combined = search.combine(hits, near, limit=limit)
-    assert set(hits.ranked()) <= set(combined)
-    assert len(combined) <= max(limit, len(hits.ranked()))
-    assert combined[: len(hits.strong)] == hits.strong
 
 
 def test_words_split_strong_from_loose(seeded):
@@ -489,8 +456,14 @@ def test_frequencies_count_what_the_vocabulary_counts(tied, typed):
 
 
 
+def _answer(conn, typed, limit):
+    """What words return for `typed` (the judgement's ids) and every candidate behind them."""
+    pool = search.candidates_in(search.Index(conn), typed, wanted=limit or search.POOL)
+    return search.judge(pool).first(limit or search.POOL).ranked(), pool
+
+
 def _slow_ranking(conn, typed, limit, monkeypatch):
-    """search.ranking with every fast path off: frequencies form by form, every tier ranked by
+    """_answer with every fast path off: frequencies form by form, every tier ranked by
     FTS5 with gate_phrases, no tier skipped for falling short of what is asked."""
     match = search._match
     with monkeypatch.context() as patch:
@@ -498,7 +471,7 @@ def _slow_ranking(conn, typed, limit, monkeypatch):
         patch.setattr(search, "_match", lambda conn, expression, limit, after=0, phrases=True:
                       match(conn, expression, limit, after, phrases=True))
         patch.setattr(search, "_reaches", lambda *args, **kwargs: True)
-        return search.ranking(conn, typed, None, limit=limit)
+        return _answer(conn, typed, limit)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -507,7 +480,7 @@ def _slow_ranking(conn, typed, limit, monkeypatch):
 def test_the_fast_paths_change_no_answer(tied, monkeypatch, typed, limit):
     # The ids in order, and every candidate's score, coverage and tier.
     terms = " ".join(typed)
-    assert search.ranking(tied, terms, None, limit=limit) == _slow_ranking(tied, terms, limit, monkeypatch)
+    assert _answer(tied, terms, limit) == _slow_ranking(tied, terms, limit, monkeypatch)
 
 
 # -- word forms and typos: a term memory holds in no form finds the words it nearly is ---------

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import apsw
@@ -41,7 +40,6 @@ from gate.search import embeddings, spelling, vectors
 
 CANDIDATES = 30
 RESULTS = 8
-RRF_K = 60
 # Facts bm25 ranks before the judgement (gate/search/search.py `judge`) picks the ones worth returning.
 POOL = 60
 # The judgement's shares, chosen on LoCoMo conversations 26, 30 and 41 (bench/locomo.py), never
@@ -276,52 +274,6 @@ def near(found: vectors.Neighbourhood | None, *, max_distance: float | None = No
     return [fact for fact, distance in found.nearest if distance <= bound]
 
 
-def hybrid(conn: apsw.Connection, typed: str, query: embeddings.Vectors | None, *,
-           max_distance: float | None = None, limit: int | None = RESULTS) -> list[int]:
-    """What memory_search returns: by words alone without a query vector, else what words find
-    and, after it, what meaning adds (see the module docstring). `limit` None: no cap."""
-    return ranking(conn, typed, query, max_distance=max_distance, limit=limit).ids
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """hybrid's answer (`ids`) and why: every candidate words judged, by id, and the ids words
-    alone return (any other id in the answer came by meaning)."""
-
-    ids: list[int]
-    candidates: dict[int, Candidate]
-    by_words: set[int]
-
-
-def ranking(conn: apsw.Connection, typed: str, query: embeddings.Vectors | None, *,
-            max_distance: float | None = None, limit: int | None = RESULTS) -> Ranking:
-    """hybrid, telling why each fact came back, from the one search that ranked them."""
-    meaning = None if query is None else (lambda: by_meaning(conn, query, max_distance=max_distance))
-    return ranking_in(Index(conn), typed, meaning, limit=limit)
-
-
-def ranking_in(index, typed: str, meaning: Callable[[], list[int]] | None, *,
-               limit: int | None = RESULTS) -> Ranking:
-    """ranking over any Index, with `meaning` giving the facts near the query, closest first,
-    or None for words alone: a team's memory is searched by it as well as the local one."""
-    pool = candidates_in(index, typed, wanted=limit or POOL)
-    hits = judge(pool).first(limit or POOL)
-    ids = hits.ranked() if meaning is None else combine(hits, meaning(), limit=limit)
-    return Ranking(ids, {candidate.id: candidate for candidate in pool}, set(hits.ranked()))
-
-
-def combine(hits: WordHits, near: Sequence[int], *, limit: int | None = RESULTS) -> list[int]:
-    """Every word hit, the strong ones first; then, in the room left under `limit`, the facts
-    meaning finds that words did not. Meaning orders the loose word hits among what it adds
-    (reciprocal-rank fusion), but never takes a word hit away."""
-    found = set(hits.ranked())
-    room = None if limit is None else max(limit - len(found), 0)
-    added = [fact for fact in near if fact not in found][:room]
-    order = fuse([hits.loose, near])
-    tail = sorted(hits.loose + added, key=order.index)
-    return hits.strong + tail
-
-
 class MalformedQuery(Exception):
     """FTS5 refused an expression gate/search/query.py built: a bug in the builder, never the agent's
     fault. Raised so that tests see it; memory_search answers by meaning alone and says so."""
@@ -417,15 +369,6 @@ def _vocabulary(conn: apsw.Connection, letter: str) -> list[tuple[str, int]]:
 def _idf(size: int, docs: int) -> float:
     """bm25's inverse document frequency."""
     return math.log((size - docs + 0.5) / (docs + 0.5) + 1)
-
-
-def fuse(rankings: Sequence[Sequence[int]], *, k: int = RRF_K) -> list[int]:
-    """Reciprocal-rank fusion: each list gives 1/(k + rank); ties keep first-seen order."""
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, rowid in enumerate(ranking, start=1):
-            scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (k + rank)
-    return sorted(scores, key=lambda rowid: -scores[rowid])
 
 
 # The word index's on-disk format that its table options give (FTS5's own version number).
