@@ -1,4 +1,5 @@
-"""Rank facts for a search: by words, by meaning when vectors are available, together.
+"""The word side of a search: the candidates a query's words find, and the judgement of which
+are worth the agent's context. gate.search.ranking fuses them with meaning and the owner's words.
 
 Words: FTS5 finds the facts holding any form of any term (gate/search/query.py), bm25 ranks them
 (topic weighs five times the text: a fact's subject says more than a word in passing), and each
@@ -14,16 +15,9 @@ such a fact whose topic it does not name holds those words in passing, and is le
 holding every term is kept whatever its topic). The shares and the rule were chosen on LoCoMo
 conversations 26, 30 and 41 (bench/locomo.py) and are reported on 42 and 43.
 
-Meaning: the facts whose vectors stand out as near the query's, judged against the distances
-the query has to memory at large (gate/search/vectors.py `neighbourhood`), so that models of very
-different distance scales need no cut-off of their own; or under MEMORY_GATE_MAX_DISTANCE when
-the owner fixes one. It finds facts worded otherwise than the query, or in another language.
-
-Together (`hybrid`): meaning only adds. Every fact words would return is returned, the strong
-ones first; in the room left under the limit come the facts meaning finds that words missed,
-ordered with the loose word hits by reciprocal-rank fusion (k = 60). The first design let
-meaning veto loose word hits it did not find near, and with a strict cut-off it took away what
-words had found (LoCoMo: R@8 0.399 by words, 0.267 with meaning at distance 0.15).
+Meaning's judgement of what is near (`near`, STAND_OUT standard deviations nearer the query than
+memory at large, gate.search.vectors `neighbourhood`) is kept here beside the words' for the one
+search that must run without words (a malformed expression, a bug: gate.search.lookup).
 """
 
 from __future__ import annotations
