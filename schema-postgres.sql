@@ -423,3 +423,57 @@ END
 $$;
 CREATE CONSTRAINT TRIGGER facts_recorded AFTER INSERT OR UPDATE OR DELETE ON facts
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION facts_recorded();
+
+-- version 8: a change's line and a fact's changed_by name the change's own member
+
+-- `history`, `log` and a stale keep's refusal name members from a change's line and a fact's
+-- changed_by, so both must say what the server checked: the change's member, whose name its
+-- role holds (section 7). A member's change whose line names another member, fact or op is
+-- refused; and a fact changed in anything but what no change records (`confirmed`: a keep;
+-- `words`: derived, `reindex` cuts them again) needs its change, made by the member the fact
+-- then names.
+CREATE FUNCTION changes_line_agrees() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NEW.line IS NOT NULL AND NOT memory_gate_owner(current_user) AND (
+        NEW.line->>'member' IS DISTINCT FROM NEW.member OR NEW.line->>'op' IS DISTINCT FROM NEW.op
+        OR NEW.line->>'id' IS DISTINCT FROM NEW.fact::text) THEN
+        RAISE EXCEPTION 'the line of change % names member %, % of fact %, and the change is %''s % of fact %: a change''s line says what its row says',
+            NEW.seq, NEW.line->>'member', NEW.line->>'op', NEW.line->>'id', NEW.member, NEW.op, NEW.fact
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER changes_line_agrees BEFORE INSERT OR UPDATE OF line ON changes
+    FOR EACH ROW EXECUTE FUNCTION changes_line_agrees();
+
+CREATE OR REPLACE FUNCTION facts_recorded() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+    fact facts%ROWTYPE;
+    wanted text;
+BEGIN
+    IF memory_gate_owner(current_user) THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        fact := OLD;
+        wanted := 'delete';
+    ELSE
+        fact := NEW;
+        wanted := lower(TG_OP);
+        IF TG_OP = 'UPDATE' AND (NEW.project, NEW.id, NEW.topic, NEW.kind, NEW.text, NEW.date, NEW.created, NEW.updated,
+                                 NEW.rev, NEW.changed_by)
+           IS NOT DISTINCT FROM (OLD.project, OLD.id, OLD.topic, OLD.kind, OLD.text, OLD.date, OLD.created, OLD.updated,
+                                 OLD.rev, OLD.changed_by) THEN
+            RETURN NULL;
+        END IF;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM changes c WHERE c.project = fact.project AND c.fact = fact.id AND c.rev = fact.rev
+                   AND c.op = wanted AND c.role = current_user
+                   AND (wanted = 'delete' OR c.member = fact.changed_by)) THEN
+        RAISE EXCEPTION 'fact % of project % was changed (%) with no change recorded for it by the member it names (%): every change of a fact goes with its row in changes', fact.id, fact.project, wanted, fact.changed_by
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NULL;
+END
+$$;
