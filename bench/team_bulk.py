@@ -140,7 +140,7 @@ def main() -> None:
     team = _team.start("team bulk paths")
     if team is None:
         return
-    server, conn = team
+    server, _ = team
     try:
         for size in args.sizes:
             rows = _corpus.facts(size)

@@ -395,9 +395,8 @@ def members(postgres_url):
 def refused(conn, statement: str, *args) -> str:
     """The server's refusal of `statement` run as the connection's role, in a transaction of its
     own (committed, so that deferred checks run too)."""
-    with pytest.raises(psycopg.Error) as error:
-        with conn.transaction():
-            conn.execute(statement, args)
+    with pytest.raises(psycopg.Error) as error, conn.transaction():
+        conn.execute(statement, args)
     return str(error.value)
 
 
@@ -412,22 +411,20 @@ def test_a_member_cannot_pass_as_another_by_role_name_line_or_fact(members, post
     assert "belongs to the database role mg_ana" in refused(
         bo.conn, "SELECT memory_gate_claim('ana@laptop', 'mg_bo')")
     # A change of his own whose line names ana: history reads the line.
-    with pytest.raises(psycopg.Error, match="line"):
-        with bo.transaction():
-            bo.existing([])
-            fact = bo.insert({**FACT, "text": "Bo's fact, signed as ana."}, stamp=STAMP)
-            signed = json.dumps({"op": "insert", "id": fact, "write": "w2", "member": "ana@laptop"})
-            assert bo.conn.execute("UPDATE changes SET line = %s::jsonb WHERE project = %s AND fact = %s",
-                                   (signed, bo.project, fact)).rowcount == 1
+    with pytest.raises(psycopg.Error, match="line"), bo.transaction():
+        bo.existing([])
+        fact = bo.insert({**FACT, "text": "Bo's fact, signed as ana."}, stamp=STAMP)
+        signed = json.dumps({"op": "insert", "id": fact, "write": "w2", "member": "ana@laptop"})
+        assert bo.conn.execute("UPDATE changes SET line = %s::jsonb WHERE project = %s AND fact = %s",
+                               (signed, bo.project, fact)).rowcount == 1
     # A fact made to say ana changed it, with no change: the next stale keep would name her.
     assert "no change recorded" in refused(bo.conn, "UPDATE facts SET changed_by = 'ana@laptop', updated = 'x'")
     # A change of his recorded, and the fact it made naming ana.
-    with pytest.raises(psycopg.Error, match="no change recorded"):
-        with bo.transaction():
-            bo.existing([])
-            fact = bo.insert({**FACT, "text": "Bo's fact."}, stamp=STAMP)
-            bo.conn.execute("UPDATE facts SET changed_by = 'ana@laptop' WHERE project = %s AND id = %s",
-                            (bo.project, fact))
+    with pytest.raises(psycopg.Error, match="no change recorded"), bo.transaction():
+        bo.existing([])
+        fact = bo.insert({**FACT, "text": "Bo's fact."}, stamp=STAMP)
+        bo.conn.execute("UPDATE facts SET changed_by = 'ana@laptop' WHERE project = %s AND id = %s",
+                        (bo.project, fact))
     with psycopg.connect(postgres_url) as admin:
         assert admin.execute(
             "SELECT member, role, line->>'member' FROM memory_gate.changes ORDER BY seq").fetchall() == [

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from gate.engine import postgres
 from gate.engine.facts import FACT_COLUMNS, FIELDS, Fact
 
-
 # A bulk insert (an import) moves its facts in batches of this many, each a transaction of its
 # own under the project's lock: another member's write waits for one batch at most (about 0.2 s
 # on a 2-core machine; 2,000 took 0.75 s), never for the whole import, and searches never wait at all. A batch refused for the
