@@ -115,6 +115,11 @@ def team_facts(url: str) -> list[str]:
         return [text for (text,) in admin.execute("SELECT text FROM memory_gate.facts ORDER BY id")]
 
 
+def figure(what: str, seconds: float) -> None:
+    """A fault's figure, for docs/team-memory.md: `pytest -s tests/test_team_faults.py` shows them."""
+    print(f"\n{what}: {seconds * 1000:.1f} ms")
+
+
 def test_a_path_that_accepts_and_relays_nothing_fails_the_connection_within_the_deadline(postgres_url):
     postgres.connect(postgres_url).close()  # the schema, made
     proxy = Proxy(port(postgres_url), stalled=True)
@@ -125,6 +130,7 @@ def test_a_path_that_accepts_and_relays_nothing_fails_the_connection_within_the_
         took = time.monotonic() - started
     finally:
         proxy.close()
+    figure("a path relaying nothing, connecting with a 2 s deadline: refused after", took)
     assert took < 2.0 + 1.0, took
     assert "cannot reach the team database" in str(refused.value)
 
@@ -145,6 +151,7 @@ def test_a_path_going_half_dead_mid_write_fails_within_the_deadline_and_the_writ
     finally:
         conn.close()
         proxy.close()
+    figure("a path gone half dead mid-write, a 2 s deadline: refused after", took)
     assert took < 2.0 + 1.0, took
     assert "no answer within 2 s" in refused.value.reason
     assert team_facts(postgres_url) == ["Written before the path went half dead."]
@@ -229,6 +236,9 @@ def test_a_member_paused_mid_write_costs_the_others_a_few_seconds_once(postgres_
         os.kill(ana.pid, signal.SIGCONT)
         told = ana.communicate(timeout=30)[0]
         conn.close()
+    figure("a member paused mid-write: another's read took", searched)
+    figure("a member paused mid-write: another's first write took", first)
+    figure("a member paused mid-write: another's next write took", second)
     assert searched < 0.5, searched
     # The server let ana's idle transaction go after IDLE_IN_TRANSACTION_MS; bo waited that once.
     assert first < postgres.LOCK_WAIT_MS / 1000 + 1.5, first
@@ -264,6 +274,7 @@ def test_a_lock_held_too_long_is_refused_naming_the_member_who_holds_it(postgres
     finally:
         ana.close()
         bo.close()
+    figure("a lock held too long: refused naming its holder after", took)
     assert took < postgres.LOCK_WAIT_MS / 1000 + 1.0, took
     assert refused.value.holder == "ana@laptop"
     assert "held by ana@laptop" in refused.value.reason and "could not be reached" not in str(refused.value)
