@@ -31,7 +31,6 @@ taken), date (today), and created, updated, confirmed and rev (now, and revision
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
@@ -285,27 +284,24 @@ def _apply(
     if team is not None:
         return _apply_team(conn, team, command=command, new_ids=new_ids, dry_run=dry_run, progress=progress,
                            result=result)
-    with store.writing(conn), (team.transaction() if team is not None else contextlib.nullcontext()):
+    with store.writing(conn):
         # Inside the transaction: what memory holds cannot change under the comparison.
-        if team is None:
-            conn.execute(
-                "UPDATE incoming SET duplicate = 1 WHERE line IN (SELECT i.line FROM main.facts f"
-                " JOIN incoming i ON i.topic = f.topic AND i.kind = f.kind AND i.text = f.text)"
-            )
-        else:
-            _mark_team_duplicates(conn, team)
+        conn.execute(
+            "UPDATE incoming SET duplicate = 1 WHERE line IN (SELECT i.line FROM main.facts f"
+            " JOIN incoming i ON i.topic = f.topic AND i.kind = f.kind AND i.text = f.text)"
+        )
         result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").fetchone()[0]
         result.skipped_lines = [row[0] for row in conn.execute(
             "SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))]
         if not new_ids:
-            _refuse_conflicts(conn, team)
+            _refuse_conflicts(conn)
         wanted = result.lines - result.skipped
         if dry_run or not wanted:
             store.rollback(conn)
             result.inserted = wanted if dry_run else 0
             return result
         turn = changeset.cli_turn(conn, command)
-        changes = changeset.ChangeSet(conn, changeset.author(turn), log if team is None else None, team)
+        changes = changeset.ChangeSet(conn, changeset.author(turn), log)
         ids = []
         for row in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM incoming WHERE NOT duplicate ORDER BY line"):
             fact = dict(zip(COLUMNS, row))
