@@ -268,15 +268,22 @@ def _ranked_in_sql(conn, project: int, text: str, phrases, idf: list[float], ave
         f"CASE WHEN s.t{number} > 0 THEN {IN_TOPIC} WHEN s.f{number} > 0 THEN {IN_TEXT} ELSE {ABSENT} END"
         for number in range(len(phrases))
     )
+    exact, starts = _query_words(phrases)
+    # Each matching fact's words, cut down to the query's before SQL reads them a row a word: with
+    # no prefix, by ts_delete (C, a binary search a word) of every other word, which keeps the
+    # query's words in the order unnest gives them, so the sums add up alike; else all of them.
+    held = ("unnest(ts_delete(f.words, tsvector_to_array(ts_delete(f.words, %s::text[])))) u" if not starts
+            else "unnest(f.words) u")
     sql = (
         f"SELECT id, rank, matched FROM (SELECT f.id, -1.0::float8 * ({score}) AS rank, ARRAY[{matched}] AS matched"
-        f" FROM facts f, LATERAL (SELECT {', '.join(columns)} FROM unnest(f.words) u, unnest(u.weights) w"
+        f" FROM facts f, LATERAL (SELECT {', '.join(columns)} FROM {held}, unnest(u.weights) w"
         "  WHERE u.lexeme = ANY(%s) OR u.lexeme LIKE ANY(%s)) s"
         f" WHERE f.project = %s AND f.words @@ %s::tsquery{' AND f.words @@ %s::tsquery' if among else ''}"
         " AND f.id > %s) ranked ORDER BY rank, id LIMIT %s"
     )
     narrowed = (among,) if among else ()
-    rows = conn.execute(sql, (*score_params, *params, *_query_words(phrases), project, text, *narrowed, after, limit))
+    words = () if starts else (exact,)
+    rows = conn.execute(sql, (*score_params, *params, *words, exact, starts, project, text, *narrowed, after, limit))
     return [(fact, rank, bytes(matched)) for fact, rank, matched in rows]
 
 

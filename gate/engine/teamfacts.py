@@ -20,6 +20,13 @@ from dataclasses import dataclass
 from gate.engine import postgres
 from gate.engine.facts import FACT_COLUMNS, FIELDS, Fact
 
+# A bulk insert (an import) moves its facts in batches of this many, each a transaction of its
+# own under the project's lock: another member's write waits for one batch at most (about 0.2 s
+# on a 2-core machine; 2,000 took 0.75 s), never for the whole import, and searches never wait at all. A batch refused for the
+# lock (a member's write holding it past lock_timeout) is tried again, up to BATCH_TRIES times.
+BATCH = 500
+BATCH_TRIES = 5
+
 
 @dataclass(frozen=True)
 class Who:
@@ -121,6 +128,86 @@ class TeamFacts:
         )
         self._record("insert", fact_id, rev, None, after, stamp)
         return fact_id
+
+    def reserve(self, count: int, above: int = 0, given: Sequence[int] = ()) -> int:
+        """Hand out `count` new ids at once, in a short transaction of its own, after lifting the
+        project's last id to `above` (the highest id a bulk insert brings), so that no member's
+        insert takes an id the bulk gives. Returns the first id handed out. Raises ValueError
+        naming the ids of `given` a fact holds by now (taken since the caller checked them)."""
+        with self.transaction():
+            self._lock()
+            taken = [row[0] for row in self.conn.execute(
+                "SELECT id FROM facts WHERE project = %s AND id = ANY(%s) ORDER BY id", (self.project, list(given)))]
+            if taken:
+                raise ValueError(f"ids {', '.join(map(str, taken[:10]))} were taken by another member's write meanwhile")
+            last = self.conn.execute(
+                "UPDATE projects SET last_fact = greatest(last_fact, %s) + %s WHERE id = %s RETURNING last_fact",
+                (above, count, self.project),
+            ).fetchone()[0]
+        return last - count + 1
+
+    def insert_many(self, rows: Iterable[tuple[int, dict, dict, dict]], *, stamp: str,
+                    progress=None, batch: int | None = None) -> int:
+        """Insert facts in bulk, each with its change in the record: rows of (id, after, kept,
+        line), `kept` the fact's created, updated, confirmed and rev, `line` its change's line (the
+        member is set here). The ids are the caller's (`reserve`). The rows go first, with COPY,
+        into a temporary table of this connection, holding no lock on anything shared; then into
+        facts and changes `batch` at a time, each batch one transaction under the project's lock,
+        whole or not there. Interrupted, the batches before stay, each fact with its change.
+        `progress(done)` is called after each batch. Returns how many facts went in."""
+        member, batch = self.who.member, batch or BATCH
+        with self.transaction():
+            self.conn.execute("SET LOCAL statement_timeout = 0")  # a person waits; nothing shared is held
+            self.conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS memory_gate_incoming (n bigint PRIMARY KEY, id bigint, topic text,"
+                " kind text, text text, date text, created text, updated text, confirmed text, rev integer,"
+                " words text, after jsonb, line jsonb)")
+            self.conn.execute("TRUNCATE memory_gate_incoming")
+            count = 0
+            with self.conn.cursor() as cursor, cursor.copy(
+                "COPY memory_gate_incoming (n, id, topic, kind, text, date, created, updated, confirmed, rev, words,"
+                " after, line) FROM STDIN"
+            ) as copy:
+                for fact_id, after, kept, line in rows:
+                    copy.write_row((
+                        count, fact_id, after["topic"], after["kind"], after["text"], after["date"],
+                        kept.get("created", stamp), kept.get("updated", stamp), kept.get("confirmed", stamp),
+                        kept.get("rev", 1), postgres.words(after["topic"], after["text"]),
+                        json.dumps(after, ensure_ascii=False), json.dumps({**line, "member": member}, ensure_ascii=False),
+                    ))
+                    count += 1
+        done = 0
+        try:
+            while done < count:
+                for attempt in range(BATCH_TRIES):
+                    try:
+                        self._insert_batch(done, done + batch, stamp)
+                        break
+                    except postgres.Held:
+                        if attempt == BATCH_TRIES - 1:
+                            raise
+                done = min(done + batch, count)
+                if progress is not None:
+                    progress(done)
+        finally:
+            if not self.conn.closed and not self.conn.broken:
+                with contextlib.suppress(Exception), self.transaction():
+                    self.conn.execute("DROP TABLE IF EXISTS memory_gate_incoming")
+        return done
+
+    def _insert_batch(self, start: int, end: int, stamp: str) -> None:
+        with self.transaction():
+            self._lock()
+            self.conn.execute(
+                "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, rev, changed_by, words)"
+                " SELECT %s, id, topic, kind, text, date, created, updated, confirmed, rev, %s, words::tsvector"
+                " FROM memory_gate_incoming WHERE n >= %s AND n < %s ORDER BY n",
+                (self.project, self.who.member, start, end))
+            self.conn.execute(
+                "INSERT INTO changes (project, fact, op, rev, before, after, member, session, tool_use_id, at, line)"
+                " SELECT %s, id, 'insert', rev, NULL, after, %s, %s, %s, %s, line"
+                " FROM memory_gate_incoming WHERE n >= %s AND n < %s ORDER BY n",
+                (self.project, self.who.member, self.who.session, self.who.tool_use_id, stamp, start, end))
 
     def _lock(self) -> None:
         """The project's row, first: every change of a project takes it before any fact's row

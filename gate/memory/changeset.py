@@ -134,7 +134,29 @@ class ChangeSet:
         """Someone looked at the fact and it holds: not a change, so nothing is logged."""
         self.facts.confirm(fact_id, stamp=self.stamp)
 
+    def insert_many(self, rows: Iterable[tuple[int, dict[str, str], dict[str, Any] | None]], *, progress=None) -> int:
+        """Facts inserted in bulk on a team (an import): rows of (id, fields, bookkeeping or None),
+        the ids handed out by the caller (TeamFacts.reserve). Each fact's line goes with it into
+        the team's record, in batches (TeamFacts.insert_many); returns how many went in."""
+        def lines():
+            for fact_id, fields, bookkeeping in rows:
+                after = {name: fields[name] for name in FIELDS}
+                extra = {"bookkeeping": {name: bookkeeping[name] for name in BOOKKEEPING}} if bookkeeping else None
+                self.changed.append(fact_id)
+                self.logged += 1
+                yield fact_id, after, bookkeeping or {}, self._entry("insert", fact_id, None, after, extra)
+
+        return self.facts.insert_many(lines(), stamp=self.stamp, progress=progress)
+
     def _line(self, op: str, fact_id: int, before: dict | None, after: dict | None, extra: dict | None) -> None:
+        self.changed.append(fact_id)
+        self.logged += 1
+        self._pending.append(self._entry(op, fact_id, before, after, extra))
+        if len(self._pending) >= FLUSH_LINES:
+            self._flush()
+
+    def _entry(self, op: str, fact_id: int, before: dict | None, after: dict | None, extra: dict | None) -> dict:
+        """A change's line, as write.log and a team's record hold it."""
         current = after or before or {}
         entry = {
             "time": self.stamp, "write": self.write_id, "op": op, "id": fact_id,
@@ -147,11 +169,7 @@ class ChangeSet:
         entry |= {"session": self.author.session, "turn": self.author.turn, "words": self.author.words}
         if extra:
             entry |= extra
-        self.changed.append(fact_id)
-        self.logged += 1
-        self._pending.append(entry)
-        if len(self._pending) >= FLUSH_LINES:
-            self._flush()
+        return entry
 
     def flush(self) -> None:
         """Record the changes' lines so far: in write.log, or a team's record (finish does too)."""

@@ -81,7 +81,7 @@ class TeamRecord:
                 "time": at, "write": f"{seq:08x}", "op": op, "id": fact_id, "session": row_session,
                 **({"before": before} if before is not None else {}), **({"after": after} if after is not None else {}),
             }
-            entry.setdefault("member", member)
+            entry["member"] = member  # the row's, which the server checked (schema-postgres.sql section 8)
             current = entry.get("after") or entry.get("before") or {}
             entry.setdefault("topic", current.get("topic"))
             entry.setdefault("kind", current.get("kind"))

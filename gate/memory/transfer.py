@@ -31,7 +31,6 @@ taken), date (today), and created, updated, confirmed and rev (now, and revision
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
@@ -44,7 +43,7 @@ from typing import Any, TextIO
 import apsw
 
 from gate import clock, credentials
-from gate.engine import store
+from gate.engine import postgres, store
 from gate.memory import changeset, write
 from gate.search import embeddings, vectors
 
@@ -282,27 +281,27 @@ def _apply(
     progress: Progress | None, team: "TeamFacts | None" = None,
 ) -> Imported:
     result = Imported(lines=conn.execute("SELECT count(*) FROM incoming").fetchone()[0])
-    with store.writing(conn), (team.transaction() if team is not None else contextlib.nullcontext()):
+    if team is not None:
+        return _apply_team(conn, team, command=command, new_ids=new_ids, dry_run=dry_run, progress=progress,
+                           result=result)
+    with store.writing(conn):
         # Inside the transaction: what memory holds cannot change under the comparison.
-        if team is None:
-            conn.execute(
-                "UPDATE incoming SET duplicate = 1 WHERE line IN (SELECT i.line FROM main.facts f"
-                " JOIN incoming i ON i.topic = f.topic AND i.kind = f.kind AND i.text = f.text)"
-            )
-        else:
-            _mark_team_duplicates(conn, team)
+        conn.execute(
+            "UPDATE incoming SET duplicate = 1 WHERE line IN (SELECT i.line FROM main.facts f"
+            " JOIN incoming i ON i.topic = f.topic AND i.kind = f.kind AND i.text = f.text)"
+        )
         result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").fetchone()[0]
         result.skipped_lines = [row[0] for row in conn.execute(
             "SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))]
         if not new_ids:
-            _refuse_conflicts(conn, team)
+            _refuse_conflicts(conn)
         wanted = result.lines - result.skipped
         if dry_run or not wanted:
             store.rollback(conn)
             result.inserted = wanted if dry_run else 0
             return result
         turn = changeset.cli_turn(conn, command)
-        changes = changeset.ChangeSet(conn, changeset.author(turn), log if team is None else None, team)
+        changes = changeset.ChangeSet(conn, changeset.author(turn), log)
         ids = []
         for row in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM incoming WHERE NOT duplicate ORDER BY line"):
             fact = dict(zip(COLUMNS, row))
@@ -320,6 +319,82 @@ def _apply(
         changes.finish(
             turn, digest=hashlib.sha256(command.encode()).hexdigest(),
             answer=json.dumps({"command": command, **result.to_json()}),
+        )
+    return result
+
+
+def _apply_team(
+    conn: apsw.Connection, team: "TeamFacts", *, command: str, new_ids: bool, dry_run: bool,
+    progress: Progress | None, result: Imported,
+) -> Imported:
+    """Import into a team's project in bulk: the lines checked against the project with no lock
+    held, ids handed out at once, then the facts and their changes moved in batches
+    (TeamFacts.insert_many), each a short transaction, so that other members' writes wait for a
+    batch at most and never for the whole file. The member's ledger is written only before and
+    after, never held while the team works. Interrupted, the batches in stay: the same import run
+    again adds the rest, the facts already in skipped as duplicates."""
+    with store.writing(conn, lock=False):  # the temporary table only
+        with team.transaction():
+            _mark_team_duplicates(conn, team)
+            last = team.conn.execute("SELECT last_fact FROM projects WHERE id = %s", (team.project,)).fetchone()[0]
+        result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").fetchone()[0]
+        result.skipped_lines = [row[0] for row in conn.execute(
+            "SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))]
+        if not new_ids:
+            with team.transaction():
+                _refuse_conflicts(conn, team)
+        rows = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM incoming WHERE NOT duplicate ORDER BY line").fetchall()
+    wanted = len(rows)
+    if dry_run or not wanted:
+        result.inserted = wanted if dry_run else 0
+        return result
+    given = [] if new_ids else [row[0] for row in rows if row[0] is not None]
+    try:
+        # Ids a member took between the check above and now are refused as the check refuses them.
+        first = team.reserve(sum(1 for row in rows if new_ids or row[0] is None), max(given, default=0),
+                             [fact_id for fact_id in given if fact_id > last])
+    except ValueError as error:
+        raise Refused([f"{error}: run the import again to see which lines give them."]) from None
+    with store.writing(conn):
+        turn = changeset.cli_turn(conn, command)
+    changes = changeset.ChangeSet(conn, changeset.author(turn), None, team)
+
+    def facts():
+        handed = first
+        for row in rows:
+            fact = dict(zip(COLUMNS, row))
+            given_here = {key: fact[key] for key in changeset.BOOKKEEPING if fact[key] is not None}
+            bookkeeping = None
+            if given_here:
+                bookkeeping = {"created": changes.stamp, "updated": changes.stamp, "confirmed": changes.stamp,
+                               "rev": 1} | given_here
+            fact_id = fact["id"] if not new_ids and fact["id"] is not None else None
+            if fact_id is None:
+                fact_id, handed = handed, handed + 1
+            yield fact_id, fact, bookkeeping
+
+    done = [0]
+
+    def moved(count: int) -> None:
+        done[0] = count
+        if progress:
+            progress(count, wanted)
+
+    try:
+        result.inserted = changes.insert_many(facts(), progress=moved)
+    except postgres.Unreachable as error:
+        if not done[0]:
+            raise
+        raise postgres.Unreachable(
+            f"{error}. {done[0]} of the file's {wanted} new facts went in before, each with its change: run the "
+            "same import again once the team answers, and it adds the rest (those in are skipped as duplicates)",
+            error.reason) from None
+    ids = changes.changed
+    result.ids, result.write_id = (min(ids), max(ids)), changes.write_id
+    with store.writing(conn), team.transaction():
+        changes.finish(
+            turn, digest=hashlib.sha256(command.encode()).hexdigest(),
+            answer=json.dumps({"command": command, **result.to_json()}), sync=[],
         )
     return result
 

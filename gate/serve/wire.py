@@ -58,6 +58,19 @@ class Inbound:
     note: str | None = None
 
 
+def read_bytes(raw: bytes) -> Inbound:
+    """read_line of one line as it came on stdin: bytes that are not UTF-8 are read as U+FFFD,
+    as before, and stderr is told how many, so that a fact stored with them is not a mystery."""
+    try:
+        return read_line(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+    found = read_line(text)
+    bad = text.count("\ufffd") - raw.count("\ufffd".encode())
+    said = f"read {bad} invalid UTF-8 byte sequence(s) as U+FFFD in line {text[:60]!r}"
+    return Inbound(found.message, found.replies, f"{found.note}; {said}" if found.note else said)
+
+
 def read_line(line: str) -> Inbound:
     """The message on one line of stdin, or the errors that answer it."""
     if not line.strip():
@@ -349,7 +362,7 @@ class Wire:
             self._stopping = True  # the session is over
 
     async def _forward(self, raw: bytes, inbound, replies) -> None:
-        found = read_line(raw.decode("utf-8", errors="replace"))
+        found = read_bytes(raw)
         if found.note:
             self.log(found.note)
         message = found.message
