@@ -300,10 +300,38 @@ def test_a_model_that_never_complies_still_ends_the_turn(gate):
     assert run.returncode == 0, run.explain()
     assert run.result_text == "I will not touch memory."
     holds = held_messages(run, gate)
-    assert len(holds) == (3 if gate.mode == "plugin" else 1)
+    assert len(holds) == 3  # the gate's own count, in either mode (the Stop hook no longer blocks once)
     [turn] = gate.turns()
-    assert turn["outcome"] == "released"
+    assert (turn["holds"], turn["outcome"]) == (3, "released")
     assert told_owner(run).count("memory-gate: this answer went out without memory kept up to date.") == 1
+
+
+def test_the_stop_hook_counts_its_blocks_across_tool_calls(gate):
+    """Each search between two unwritten answers resets Claude Code's count of consecutive Stop
+    blocks, and `stop_hook_active` says only that a block came before: the gate's own count ends
+    the turn, with the answer and a line to the owner."""
+    gate.box.fake.add(*[step for _ in range(6) for step in (gate.search("build"), "Not written.")])
+    run = gate.run("Why does the build fail?")
+    assert run.returncode == 0, run.explain()
+    assert run.result_text == "Not written."
+    assert len(held_messages(run, gate)) == 3
+    assert (gate.turns()[0]["holds"], gate.turns()[0]["outcome"]) == (3, "released")
+    assert told_owner(run).count("memory-gate: this answer went out without memory kept up to date.") == 1
+
+
+def test_the_stop_hook_stays_within_a_block_cap_the_owner_lowered(tmp_path):
+    """With CLAUDE_CODE_STOP_HOOK_BLOCK_CAP=2 Claude Code would override a third block and end the
+    turn with an empty answer, unsaid: the gate lets the answer out itself, and says so."""
+    with Sandbox(tmp_path) as box:
+        gate = Gate(box, "settings")
+        box.fake.add(*["I will not touch memory."] * 6)
+        run = gate.run("Hello?", env={"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "2"})
+        assert run.returncode == 0, run.explain()
+        assert run.result_text == "I will not touch memory."
+        assert len(held_messages(run, gate)) == 2
+        assert (gate.turns()[0]["holds"], gate.turns()[0]["outcome"]) == (2, "released")
+        assert told_owner(run).count("memory-gate: this answer went out without memory kept up to date.") == 1
+        assert box.fake.errors == []
 
 
 def told_owner(run) -> list[str]:

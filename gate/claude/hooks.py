@@ -25,7 +25,10 @@ from gate.memory import ledger
 # a Stop or Hold on a turn that is met (the usual case), use neither, and every module is a
 # share of a hook's start.
 
-# Times the mod may hold one turn's answer back before it lets the answer out unmet.
+# Times one turn's answer may be held back (by the mod, or blocked by the Stop hook) before it goes
+# out unmet. The gate counts them itself, in the turn's ledger row: Claude Code's own bound (8
+# consecutive Stop blocks, reset by any tool call in between) ends a turn without a word to the
+# hook, and `stop_hook_active` says only that some Stop hook blocked before, not how often.
 MAX_HOLDS = 3
 # How long a hook waits for another session's write: with 8 sessions writing at once a wait of
 # 2 s was seen (bench/concurrency.py), and the hooks' timeout in hooks.json is 10 s.
@@ -177,8 +180,16 @@ def _rule(payload: dict, prefix: str, held_enough, budget) -> tuple[str, str | N
         return "hold", missing(state, prefix)
 
 
+def stop_limit() -> int:
+    """Blocks the Stop hook may make in one turn: MAX_HOLDS, or fewer when the owner set Claude
+    Code's cap below it (a block past the cap would end the turn with an empty answer, unsaid)."""
+    cap = config.stop_block_cap()
+    return MAX_HOLDS if cap is None else min(MAX_HOLDS, cap)
+
+
 def stop(payload: dict, prefix: str) -> dict | None:
-    """The last resort where the mod does not run: block once, then let the answer out."""
+    """The last resort where the mod does not run: block while the turn has been held fewer than
+    stop_limit() times, counted by the gate itself (never `stop_hook_active`), then let it out."""
 
     def budget() -> tuple[int | None, int | None]:
         from gate.claude import maxturns
@@ -192,7 +203,8 @@ def stop(payload: dict, prefix: str) -> dict | None:
         prompt_id = _text(payload, "prompt_id")
         return maxturns.steps_in_transcript(transcript, prompt_id, last if isinstance(last, str) else None), limit
 
-    action, reason = _rule(payload, prefix, lambda state: payload.get("stop_hook_active") is True, budget)
+    limit = stop_limit()
+    action, reason = _rule(payload, prefix, lambda state: state.turn.holds >= limit, budget)
     if action == "pass":
         return None
     return {"systemMessage": reason} if action == "release" else {"decision": "block", "reason": reason}
