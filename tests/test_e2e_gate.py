@@ -615,3 +615,57 @@ def test_a_stop_mark_an_earlier_process_left_is_cleared_by_the_next_ones_first_s
     second = gate.run("Read missing.txt.", resume=first.session_id, args=["--max-turns", "1"])
     assert second.session_id == first.session_id, second.explain()
     assert mark_file.read_text() == ""
+
+
+# -- 16. the host's record decides: an edited ledger releases nothing ------------------------------
+
+
+def shell_sql(gate: Gate, sql: str):
+    """A step running one SQL statement on the turn ledger through Claude Code's Bash tool, as a
+    model with a shell could."""
+    script = f"import sqlite3; c = sqlite3.connect({str(gate.database())!r}); c.execute({sql!r}); c.commit(); print('edited')"
+    return reply(tool_use("Bash", {"command": f"{sys.executable} -c {json.dumps(script)}"}))
+
+
+def test_a_ledger_edited_to_say_searched_and_written_releases_nothing(plugin_gate):
+    gate = plugin_gate
+    gate.box.fake.add(
+        shell_sql(gate, "UPDATE turns SET searched = 1, wrote = 1"),
+        "An answer that only edited the ledger.",
+        gate.search("build"), gate.write(), "The real answer.",
+    )
+    run = gate.run("Why does the build fail?", args=["--allowedTools", "Bash"])
+    assert run.returncode == 0, run.explain()
+    assert "edited" in _result_text(run.tool_results()[0]), run.tool_results()[0]
+    [message] = held_messages(run, gate)
+    assert "has not searched memory" in message
+    assert run.result_text == "The real answer."
+    assert "An answer that only edited the ledger" not in run.stdout
+    [turn] = gate.turns()
+    assert (turn["holds"], turn["outcome"]) == (1, "met")
+
+
+def test_a_fact_read_then_struck_from_the_ledger_is_still_owed(plugin_gate):
+    """Deleting the turn's reads makes the server accept a write that leaves fact 1 out; the mod
+    saw the search return it, and holds the answer until a write answers for it."""
+    gate = plugin_gate
+    new = {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}
+    gate.box.fake.add(gate.search("deploy"), gate.write([new]), "Noted.")
+    assert gate.run("Deploys go through staging.").result_text == "Noted."
+    gate.box.fake.add(
+        gate.search("deploy"),
+        shell_sql(gate, "DELETE FROM reads"),
+        gate.write([], []),
+        "Answered without fact 1.",
+        gate.search("deploy"),  # the server no longer knows fact 1 was read: read it again
+        gate.keep_all(),
+        "Still true.",
+    )
+    run = gate.run("Do deploys still go through staging?", args=["--allowedTools", "Bash"])
+    assert run.returncode == 0, run.explain()
+    accepted = json.loads(last_tool_result_text(run.requests[3]))
+    assert accepted["kept"] == [] and "error" not in json.dumps(accepted).lower()
+    [message] = held_messages(run, gate)
+    assert "Fact 1 read this turn is not answered for" in message
+    assert run.result_text == "Still true."
+    assert gate.turns()[-1]["outcome"] == "met"

@@ -151,6 +151,53 @@ def test_hold_holds_at_most_three_times_then_releases(home, project):
     assert stop(home, project)[1] is None
 
 
+def _seen(searched=False, wrote=False, unanswered=(), holds=0, released=False):
+    return {"searched": searched, "wrote": wrote, "unanswered": list(unanswered), "holds": holds, "released": released}
+
+
+def _edit_ledger(home, project, sql):
+    conn = store.connect(database(home, project))
+    conn.execute(sql)
+    conn.close()
+
+
+def test_hold_rules_on_the_mods_record_not_an_edited_ledger(home, project):
+    prompt(home, project)
+    _edit_ledger(home, project, "UPDATE turns SET searched = 1, wrote = 1, holds = 9, outcome = 'released'")
+    payload = {"session_id": "s1", "prompt_id": "p1", "seen": _seen()}
+    _, out, _ = hook(home, project, "Hold", payload, "--tools", PREFIX)
+    assert out["action"] == "hold" and "has not searched memory" in out["reason"]
+    payload["seen"] = _seen(searched=True, wrote=True, unanswered=[4])
+    _, out, _ = hook(home, project, "Hold", payload, "--tools", PREFIX)
+    assert out["action"] == "hold" and "Fact 4 read this turn is not answered for" in out["reason"]
+    payload["seen"] = _seen(searched=True, wrote=True)
+    assert hook(home, project, "Hold", payload, "--tools", PREFIX)[1] == {"action": "pass"}
+    assert turn(home, project)[3] == "met"
+
+
+def test_hold_counts_the_mods_holds_and_knows_its_release(home, project):
+    prompt(home, project)
+    payload = {"session_id": "s1", "prompt_id": "p1", "seen": _seen(holds=3)}
+    assert hook(home, project, "Hold", payload, "--tools", PREFIX)[1]["action"] == "release"
+    payload["seen"] = _seen(released=True)
+    assert hook(home, project, "Hold", payload, "--tools", PREFIX)[1] == {"action": "pass"}
+
+
+def test_hold_reopens_a_turn_row_that_is_gone(home, project):
+    prompt(home, project)
+    _edit_ledger(home, project, "DELETE FROM turns")
+    payload = {"session_id": "s1", "prompt_id": "p1", "seen": _seen()}
+    assert hook(home, project, "Hold", payload, "--tools", PREFIX)[1]["action"] == "hold"
+    assert turn(home, project)[2] == 1
+
+
+@pytest.mark.parametrize("seen", [[], {"searched": "yes"}, {**_seen(), "unanswered": ["1"]}])
+def test_a_record_not_the_mods_shape_fails_open_loudly(home, project, seen):
+    prompt(home, project)
+    code, out, _ = hook(home, project, "Hold", {"session_id": "s1", "prompt_id": "p1", "seen": seen}, "--tools", PREFIX)
+    assert code == 0 and "seen" in out["systemMessage"]
+
+
 def test_status_reports_without_holding(home, project):
     prompt(home, project)
     _, out, _ = hook(home, project, "Status", {"session_id": "s1", "prompt_id": "p1"})

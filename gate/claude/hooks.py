@@ -151,16 +151,56 @@ def session_start(payload: dict, prefix: str) -> None:
     return None
 
 
-def _rule(payload: dict, prefix: str, held_enough, budget) -> tuple[str, str | None]:
+class Seen:
+    """What the mod saw the turn do with memory, from the memory tools' own calls and answers in
+    Claude Code's process (mods/memory-gate/hooks/register.js): where the mod runs, the gate rules
+    on this and not on the ledger's counts, which a shell command of the session can rewrite."""
+
+    __slots__ = ("searched", "wrote", "unanswered", "holds", "released")
+
+    def __init__(self, searched: bool, wrote: bool, unanswered: list[int], holds: int, released: bool):
+        self.searched, self.wrote, self.unanswered = searched, wrote, unanswered
+        self.holds, self.released = holds, released
+
+
+def _seen(payload: dict) -> Seen | None:
+    """The mod's record from a Hold or Status input, or None when there is none; a record that is
+    not the mod's shape is an error (the hook fails open, loudly)."""
+    record = payload.get("seen")
+    if record is None:
+        return None
+    if not isinstance(record, dict):
+        raise ValueError("hook input's seen is not an object")
+    flags = [record.get(key) for key in ("searched", "wrote", "released")]
+    ids, holds = record.get("unanswered"), record.get("holds")
+    if (
+        any(type(flag) is not bool for flag in flags)
+        or not isinstance(ids, list) or any(type(fact) is not int for fact in ids)
+        or type(holds) is not int
+    ):
+        raise ValueError("hook input's seen is not the mod's record")
+    return Seen(flags[0], flags[1], sorted(set(ids)), holds, flags[2])
+
+
+def _rule(payload: dict, prefix: str, held_enough, budget, seen: Seen | None = None) -> tuple[str, str | None]:
     """The gate's ruling on a final answer, for the Stop hook and the mod's Hold alike: ("pass",
     None), ("release", why) or ("hold", what is missing), settled in the ledger in the same
     transaction. `held_enough(state)` says the turn was held as often as it may be; `budget()`
-    gives (the turn's model requests so far, --max-turns), either None when unknown."""
+    gives (the turn's model requests so far, --max-turns), either None when unknown. With the
+    mod's record (`seen`), what the turn searched, wrote and owes, how often it was held and
+    whether it was let out are the record's; the ledger only records the ruling."""
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
     conn = _open(payload, create=False)
     with store.writing(conn):
         state = ledger.gate(conn, session, prompt_id)
-        if state is None or state.turn.outcome == "released" or hookio.automated(state.turn.prompt):
+        if seen is not None:
+            if seen.released:
+                return "pass", None
+            # A turn row gone (the UserPromptSubmit hook failed, loudly, or a command deleted it)
+            # is opened again: the mod saw the turn, and its record still rules.
+            turn = state.turn if state is not None else ledger.open_turn(conn, session, prompt_id, None)
+            state = ledger.Gate(turn, seen.searched, seen.wrote, seen.unanswered)
+        elif state is None or state.turn.outcome == "released" or hookio.automated(state.turn.prompt):
             return "pass", None
         if state.met:
             ledger.settle(conn, state.turn.id, "met")
@@ -224,15 +264,23 @@ def hold(payload: dict, prefix: str) -> dict:
 
         return step, maxturns.limit()
 
-    action, reason = _rule(payload, prefix, lambda state: state.turn.holds >= MAX_HOLDS, budget)
+    seen = _seen(payload)
+    if seen is None:
+        held_enough = lambda state: state.turn.holds >= MAX_HOLDS  # noqa: E731
+    else:
+        held_enough = lambda state: seen.holds >= MAX_HOLDS  # noqa: E731
+    action, reason = _rule(payload, prefix, held_enough, budget, seen)
     return {"action": action} if reason is None else {"action": action, "reason": reason}
 
 
 def status(payload: dict, prefix: str) -> dict:
     """What the turn still owes, without holding anything (the mod's tool, called by the model)."""
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
+    seen = _seen(payload)
     conn = _open(payload, create=False)
     state = ledger.gate(conn, session, prompt_id)
+    if state is not None and seen is not None:
+        state = ledger.Gate(state.turn, seen.searched, seen.wrote, seen.unanswered)
     if state is None or state.met:
         return {"met": True, "reason": "memory-gate: nothing owed; this turn's memory is up to date."}
     return {"met": False, "reason": missing(state, prefix)}

@@ -2,14 +2,16 @@
 // in its place, a call to the mod's own tool saying what is missing (a search, a write, facts
 // to answer for). The model does it and answers again; it never sees the held draft.
 //
-// The gate itself lives in Python (`memory-gate hook Hold|Status`, gate/claude/hooks.py), which reads
-// the turn ledger the settings hooks and the MCP server keep; this file only follows its verdict,
-// or the server's (a write answered "nothing owed"), so that a compliant turn costs no extra process
-// and its answer streams to the owner as the model writes it; only an answer that may owe memory
-// is held until it is whole.
-// Python also bounds the holds per turn (hooks.MAX_HOLDS), and every failure here lets the answer
-// out: memory must never lock the owner out of their agent. The plugin's Stop hook stays as the
-// last resort where this mod does not run, or did not rule.
+// The gate's rules live in Python (`memory-gate hook Hold|Status`, gate/claude/hooks.py); this file
+// follows its verdict, or the server's (a write answered "nothing owed"), so that a compliant turn
+// costs no extra process and its answer streams to the owner as the model writes it; only an
+// answer that may owe memory is held until it is whole.
+// What the turn did is this file's own record, kept in Claude Code's process from the memory
+// tools' calls and answers as the host ran them (`seen` below): the gate rules on it, not on the
+// turn ledger, a file any shell command of the session can rewrite. Python bounds the holds per
+// turn (hooks.MAX_HOLDS, counted here), and every failure here lets the answer out: memory must
+// never lock the owner out of their agent. The plugin's Stop hook stays as the last resort where
+// this mod does not run, or did not rule.
 //
 // Of the plugin's four hooks a compliant turn starts only UserPromptSubmit's Python: the mod hands
 // the server each memory call's turn itself (handOff), and, once it has ruled a final answer,
@@ -30,9 +32,59 @@ const CLEAR = "Nothing owed for this turn: answer the owner."
 let gateTool = null; // the registered name, as Claude Code returns it
 const promptIds = new Map(); // turnId -> the hooks' prompt_id of that turn
 const reasons = new Map(); // tool_use_id of a swapped-in call -> what it says
-// prompt_ids whose last memory call was a write the server (Python) answered with "nothing owed":
-// their final answer goes out without asking the gate again. A search after it clears the mark.
+// prompt_ids whose last memory call was a write the server (Python) answered with "nothing owed",
+// and that this file's own record finds met too: their final answer goes out without asking the
+// gate again. A search after it clears the mark.
 const clear = new Set();
+
+// What each turn (by prompt_id) did with memory, as the host ran the calls: whether a search and
+// a write were answered without error, the facts a search returned that no accepted write has
+// answered for since (by the ids the server's answers name), how often the turn was held, and
+// whether its answer was let out unmet. Subagents' calls count toward their turn, as in the ledger.
+const seen = new Map();
+function record(promptId) {
+  let turn = seen.get(promptId);
+  if (!turn) {
+    turn = { searched: false, wrote: false, owed: new Set(), holds: 0, released: false, automated: false };
+    seen.set(promptId, turn);
+  }
+  return turn;
+}
+function recordView(turn) {
+  return { searched: turn.searched, wrote: turn.wrote, unanswered: [...turn.owed], holds: turn.holds, released: turn.released };
+}
+function met(turn) {
+  return turn.searched && turn.wrote && turn.owed.size === 0;
+}
+// Claude Code feeds some events back as prompts of their own (gate/claude/hookio.py AUTOMATED):
+// never gated.
+const AUTOMATED = ["<task-notification>"];
+
+function ids(values) {
+  return Array.isArray(values) ? values.map(Number).filter(Number.isSafeInteger) : [];
+}
+
+// One memory call as the host ran it: its input and the server's answer, never a file.
+function noteCall(turn, e, answer) {
+  if (!answer || answer.isError || typeof answer.text !== "string") return;
+  let parsed = null;
+  try {
+    parsed = JSON.parse(answer.text);
+  } catch (error) {
+    parsed = null; // a text answer: the ids come from the call's input
+  }
+  if (e.tool.endsWith("__memory_search")) {
+    turn.searched = true;
+    for (const id of ids(parsed?.must_answer)) turn.owed.add(id);
+    return;
+  }
+  if (e.tool.endsWith("__memory_write")) {
+    turn.wrote = true;
+    const kept = parsed && Array.isArray(parsed.kept) ? parsed.kept : e.kept;
+    const changed = parsed && Array.isArray(parsed.done) ? parsed.done : Array.isArray(e.ops) ? e.ops : [];
+    for (const id of [...ids(kept), ...ids(changed.map((op) => op && op.id))]) turn.owed.delete(id);
+  }
+}
 
 // A line for the owner. Claude Code shows a mod's line after the plugin's name ("memory-gate: ..."),
 // so the name the Python gate's lines start with is not said twice.
@@ -127,9 +179,12 @@ async function clearRuled($) {
   await mark($, "Stop", session, false);
 }
 
-async function rememberPrompt($, turnId) {
+async function rememberPrompt($, e) {
   const info = await $.session.info();
-  if (info && info.promptId) promptIds.set(turnId, info.promptId);
+  if (!info || !info.promptId) return;
+  promptIds.set(e.turnId, info.promptId);
+  const text = typeof e.text === "string" ? e.text.trimStart() : "";
+  if (AUTOMATED.some((start) => text.startsWith(start))) record(info.promptId).automated = true;
 }
 
 async function answerGateTool($, e) {
@@ -139,7 +194,8 @@ async function answerGateTool($, e) {
     return { result: known };
   }
   const promptId = await currentPrompt($);
-  const status = await askGate($, "Status", promptId).catch(() => null);
+  const own = promptId ? { seen: recordView(record(promptId)) } : {};
+  const status = await askGate($, "Status", promptId, own).catch(() => null);
   return { result: status?.reason ?? "memory-gate: nothing owed that it can see." };
 }
 
@@ -158,7 +214,9 @@ async function noteVerdict($, e, answer) {
       verdict = lines[lines.length - 1];
     }
   }
-  if (verdict === CLEAR) clear.add(promptId);
+  const turn = record(promptId);
+  noteCall(turn, e, answer);
+  if (verdict === CLEAR && met(turn)) clear.add(promptId);
   else clear.delete(promptId);
 }
 
@@ -234,7 +292,7 @@ export function register(on) {
 
   on("turn.start", async ($, e, next) => {
     const result = await next(e);
-    if (e.agentId === undefined) await rememberPrompt($, e.turnId).catch(() => undefined);
+    if (e.agentId === undefined) await rememberPrompt($, e).catch(() => undefined);
     return result;
   });
 
@@ -283,16 +341,19 @@ export function register(on) {
     let name = null;
     const stop = held.find((chunk) => chunk.kind === "stop");
     const promptId = promptIds.get(e.turnId);
+    const turn = promptId ? record(promptId) : null;
     // An answer cut by max_tokens is a final answer in the making (Claude Code asks the model to
     // go on from it): held like a whole one, or its first part would reach the owner unmet.
-    if (stop && (stop.stopReason === "end_turn" || stop.stopReason === "max_tokens")) {
+    if (turn && turn.automated) {
+      if (stop) verdict = { action: "pass" };
+    } else if (turn && stop && (stop.stopReason === "end_turn" || stop.stopReason === "max_tokens")) {
       // The gate tool first: a hold is a call of it. Refused (said once), the answer goes out
       // unasked, and the Stop hook holds it; asked, Python would count a hold that never was.
       name = await gateToolName($).catch(() => null);
       try {
         // step: this turn's model requests so far, so that Python can tell whether --max-turns
         // leaves room for a hold (a hold past it would lose the answer).
-        verdict = name ? await askGate($, "Hold", promptId, { step: e.index + 1 }) : null;
+        verdict = name ? await askGate($, "Hold", promptId, { step: e.index + 1, seen: recordView(turn) }) : null;
       } catch (error) {
         verdict = null;
       }
@@ -300,11 +361,13 @@ export function register(on) {
     if (name && verdict && verdict.action === "hold" && typeof verdict.reason === "string") {
       const id = "toolu_memgate_" + e.turnId.slice(0, 8) + "_" + e.index;
       reasons.set(id, verdict.reason); // before yielding: the call starts before this resumes
+      turn.holds += 1;
       yield { kind: "tool", index: 0, id, name };
       yield { kind: "input", index: 0, json: "{}" };
       yield { kind: "stop", stopReason: "tool_use", usage: stop.usage };
       return { ...result, answer: "", toolUses: [{ name, input: {} }], stopReason: "tool_use" };
     }
+    if (verdict && verdict.action === "release") turn.released = true;
     if (verdict && verdict.action === "release" && typeof verdict.reason === "string") {
       // Out of holds: the answer goes out, and the owner is told in one line that memory is behind.
       try {
