@@ -170,7 +170,7 @@ def _seen(payload: dict) -> Seen | None:
     if record is None:
         return None
     if not isinstance(record, dict):
-        raise ValueError("hook input's seen is not an object")
+        raise TypeError("hook input's seen is not an object")
     flags = [record.get(key) for key in ("searched", "wrote", "released")]
     ids, holds = record.get("unanswered"), record.get("holds")
     if (
@@ -266,9 +266,9 @@ def hold(payload: dict, prefix: str) -> dict:
 
     seen = _seen(payload)
     if seen is None:
-        held_enough = lambda state: state.turn.holds >= MAX_HOLDS  # noqa: E731
+        held_enough = lambda state: state.turn.holds >= MAX_HOLDS
     else:
-        held_enough = lambda state: seen.holds >= MAX_HOLDS  # noqa: E731
+        held_enough = lambda state: seen.holds >= MAX_HOLDS
     action, reason = _rule(payload, prefix, held_enough, budget, seen)
     return {"action": action} if reason is None else {"action": action, "reason": reason}
 

@@ -229,6 +229,9 @@ async function currentPrompt($) {
 // Claude Code refuses it (the owner is told why, once; the Stop hook still holds answers).
 // `gateTool` is set once registered: tool.call serves calls of it from then on.
 let registering = null;
+// Claude Code refused the gate tool: the mod no longer asks (a hold it cannot make would be counted),
+// and the Stop hook holds answers.
+let refused = false;
 function gateToolName($) {
   if (registering === null) {
     registering = $.tool
@@ -237,6 +240,7 @@ function gateToolName($) {
         async (registered) => {
           if (registered.tool !== GATE_TOOL) {
             // Its calls would reach no hook of this mod (they are matched by name): say so.
+            refused = true;
             await say($, `memory-gate: the gate tool was registered as ${registered.tool}, not ${GATE_TOOL}; only the Stop hook holds answers now.`)
               .catch(() => undefined);
             return null;
@@ -245,6 +249,7 @@ function gateToolName($) {
           return gateTool;
         },
         async (error) => {
+          refused = true;
           // Never a silent off. The usual cause is `memory-gate install` too, whose MCP server
           // `memory-gate` owns the name.
           const why = error && error.message ? ` (${String(error.message).split("\n")[0].slice(0, 200)})` : "";
@@ -283,7 +288,7 @@ export function register(on) {
   }
 
   // The gate tool, once registered under this name (gateToolName checks it is the one). It is
-  // registered when a first final answer may owe memory (one the server has not cleared), not at
+  // registered at the first hold (Python ruled the answer owes memory), not at
   // the session's start: registering it (Claude Code starts a loopback MCP server for a mod's
   // tools) made every `claude -p` slower, also when no answer is ever held (bench/turn.py). A
   // registration that fails is said once.
@@ -346,16 +351,20 @@ export function register(on) {
     // go on from it): held like a whole one, or its first part would reach the owner unmet.
     if (turn && turn.automated) {
       if (stop) verdict = { action: "pass" };
-    } else if (turn && stop && (stop.stopReason === "end_turn" || stop.stopReason === "max_tokens")) {
-      // The gate tool first: a hold is a call of it. Refused (said once), the answer goes out
-      // unasked, and the Stop hook holds it; asked, Python would count a hold that never was.
-      name = await gateToolName($).catch(() => null);
+    } else if (turn && !refused && stop && (stop.stopReason === "end_turn" || stop.stopReason === "max_tokens")) {
       try {
         // step: this turn's model requests so far, so that Python can tell whether --max-turns
         // leaves room for a hold (a hold past it would lose the answer).
-        verdict = name ? await askGate($, "Hold", promptId, { step: e.index + 1, seen: recordView(turn) }) : null;
+        verdict = await askGate($, "Hold", promptId, { step: e.index + 1, seen: recordView(turn) });
       } catch (error) {
         verdict = null;
+      }
+      // The gate tool only for a hold, which is a call of it: with memory off (no verdict) it is
+      // never registered, so /mcp tells one story, the memory server's failure and its mend.
+      // Refused (said once), the answer goes out and the Stop hook holds it.
+      if (verdict && verdict.action === "hold") {
+        name = await gateToolName($).catch(() => null);
+        if (!name) verdict = null;
       }
     }
     if (name && verdict && verdict.action === "hold" && typeof verdict.reason === "string") {
