@@ -14,6 +14,7 @@ import sqlite3
 import subprocess  # the read-only checks below need no FTS functions
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -669,3 +670,54 @@ def test_a_fact_read_then_struck_from_the_ledger_is_still_owed(plugin_gate):
     assert "Fact 1 read this turn is not answered for" in message
     assert run.result_text == "Still true."
     assert gate.turns()[-1]["outcome"] == "met"
+
+
+# -- 17. Esc while an answer is held: the draft reaches no one ---------------------------------------
+
+
+def test_esc_while_an_answer_is_held_leaks_no_draft(plugin_gate):
+    """The owner interrupts (Esc; here the stream-json interrupt) while the model is still writing
+    an answer the mod holds: none of the draft reaches the screen (the stream, with partial
+    messages), and none reaches the model in the next turn's requests."""
+    gate = plugin_gate
+    go_on = threading.Event()
+    draft = Reply([text("A draft that skipped memory, " * 8)], pause=go_on)
+    gate.box.fake.add(draft, gate.search("build"), gate.write(), "The real answer.")
+    with gate.session(args=["--include-partial-messages"]) as session:
+        session.proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": "Why does the build fail?"}}) + "\n")
+        session.proc.stdin.flush()
+        assert draft.reached.wait(60)
+        # The mod has the draft's first words in hand (it says so in the debug log) before the Esc.
+        wait_for(lambda: "holding the answer until it is whole" in session_debug(session))
+        session.proc.stdin.write(json.dumps({"type": "control_request", "request_id": "esc", "request": {"subtype": "interrupt"}}) + "\n")
+        session.proc.stdin.flush()
+        interrupted = read_until_result(session)
+        go_on.set()
+        after = session.send("Go on, then.")
+    assert "A draft that skipped memory" not in json.dumps(interrupted)
+    assert after.result_text == "The real answer.", after.explain()
+    assert not any("A draft that skipped memory" in json.dumps(body) for body in after.requests)
+    assert "A draft that skipped memory" not in json.dumps(after.events)
+
+
+def session_debug(session) -> str:
+    return session.debug_file.read_text(errors="replace") if session.debug_file and session.debug_file.exists() else ""
+
+
+def wait_for(condition, timeout: float = 30.0) -> None:
+    """Wait until `condition()` holds (checked each 10 ms), failing after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+
+
+def read_until_result(session) -> list[dict]:
+    """The events of the interrupted turn, up to its result."""
+    events = []
+    while True:
+        event = session._events.get(timeout=60)
+        assert event is not None, "Claude Code ended"
+        events.append(event)
+        if event.get("type") == "result":
+            return events

@@ -306,6 +306,7 @@ export function register(on) {
     const held = [];
     let passing = e.agentId !== undefined; // subagents are never gated
     let cleared = false; // known met before the step starts
+    let holdingText = false; // the model's text is held (said once a step, in the debug log)
     if (!passing) await clearRuled($).catch(() => undefined);
     if (!passing && clear.has(promptIds.get(e.turnId))) {
       cleared = true;
@@ -333,6 +334,14 @@ export function register(on) {
         continue;
       }
       held.push(chunk);
+      if (chunk.kind === "text" && !holdingText) {
+        holdingText = true;
+        try {
+          await say($, "memory-gate: holding the answer until it is whole", { to: "debug" });
+        } catch (error) {
+          // held all the same
+        }
+      }
     }
     const result = await stream.result;
     if (passing) {
@@ -345,6 +354,13 @@ export function register(on) {
     let verdict = null;
     let name = null;
     const stop = held.find((chunk) => chunk.kind === "stop");
+    if (!stop) {
+      // The stream ended with no stop: the owner pressed Esc (or the request failed) while the
+      // answer was held. What the model had written is an unchecked draft: none of it goes to the
+      // screen, and none into the conversation the model reads next (seen on 2.1.332: what a step
+      // yields here is kept as the interrupted assistant message).
+      return { ...result, answer: "" };
+    }
     const promptId = promptIds.get(e.turnId);
     const turn = promptId ? record(promptId) : null;
     // An answer cut by max_tokens is a final answer in the making (Claude Code asks the model to
