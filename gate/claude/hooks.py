@@ -2,7 +2,8 @@
 
 `memory-gate hook EVENT [--tools PREFIX]` with the hook's JSON on stdin, for the settings hooks
 UserPromptSubmit, PreToolUse, SessionStart and Stop, and for the mod's two questions: `Hold`,
-asked before a final answer goes out, and `Status`, when the model calls the mod's tool itself.
+asked before a final answer goes out, and `Status`, when the model calls the mod's tool itself;
+the mod sends its own record of the turn's memory calls with both, and they rule on it.
 PREFIX is how the memory tools are named in this install (`mcp__plugin_memory-gate_memory__`
 from the plugin), so that messages name the exact tool.
 
@@ -253,7 +254,8 @@ def stop(payload: dict, prefix: str) -> dict | None:
 def hold(payload: dict, prefix: str) -> dict:
     """The mod's question before a final answer goes out: pass, hold (with what is missing),
     or release, once the turn has been held MAX_HOLDS times or when --max-turns leaves no room
-    for a hold (`step` in the input: the turn's model requests so far, this one included)."""
+    for a hold (`step` in the input: the turn's model requests so far, this one included).
+    `seen` in the input is the mod's own record of the turn (Seen): the ruling rests on it."""
 
     def budget() -> tuple[int | None, int | None]:
         # The mod counts the turn's model requests, this one included.
