@@ -275,6 +275,18 @@ def claude_dir(environ: "Mapping[str, str] | None" = None) -> str:
     return _absolute(configured) if configured else _absolute("~/.claude")
 
 
+def stop_block_cap(environ: "Mapping[str, str] | None" = None) -> int | None:
+    """How many consecutive Stop blocks Claude Code honours, when the owner changed it
+    (`CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`; 8 when unset, and then None here). The host ends a turn
+    past it without telling the hook, so the Stop hook stays within it (gate.claude.hooks)."""
+    env = os.environ if environ is None else environ
+    try:
+        cap = int((env.get("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP") or "").strip())
+    except ValueError:
+        return None
+    return cap if cap >= 0 else None
+
+
 def claude_state_file(environ: "Mapping[str, str] | None" = None) -> str:
     """Claude Code's state file, which holds the user's and each project's local MCP servers:
     `.claude.json` in `$CLAUDE_CONFIG_DIR` when set, else ~/.claude.json."""

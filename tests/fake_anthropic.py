@@ -52,6 +52,7 @@ class Reply:
     # so that a test can see what reached the owner while the model was still writing.
     pause: threading.Event | None = None
     resumed: threading.Event = field(default_factory=threading.Event)  # set once the paused stream goes on
+    reached: threading.Event = field(default_factory=threading.Event)  # set once the stream pauses
 
     def resolved_stop_reason(self) -> str:
         if self.stop_reason:
@@ -447,6 +448,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 if not paused and data.get("delta", {}).get("type") == "text_delta":
                     paused = True
+                    answer.reached.set()
                     answer.pause.wait(60)
                     answer.resumed.set()
             self.wfile.write(b"0\r\n\r\n")

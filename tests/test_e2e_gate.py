@@ -14,6 +14,7 @@ import sqlite3
 import subprocess  # the read-only checks below need no FTS functions
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -300,10 +301,38 @@ def test_a_model_that_never_complies_still_ends_the_turn(gate):
     assert run.returncode == 0, run.explain()
     assert run.result_text == "I will not touch memory."
     holds = held_messages(run, gate)
-    assert len(holds) == (3 if gate.mode == "plugin" else 1)
+    assert len(holds) == 3  # the gate's own count, in either mode (the Stop hook no longer blocks once)
     [turn] = gate.turns()
-    assert turn["outcome"] == "released"
+    assert (turn["holds"], turn["outcome"]) == (3, "released")
     assert told_owner(run).count("memory-gate: this answer went out without memory kept up to date.") == 1
+
+
+def test_the_stop_hook_counts_its_blocks_across_tool_calls(gate):
+    """Each search between two unwritten answers resets Claude Code's count of consecutive Stop
+    blocks, and `stop_hook_active` says only that a block came before: the gate's own count ends
+    the turn, with the answer and a line to the owner."""
+    gate.box.fake.add(*[step for _ in range(6) for step in (gate.search("build"), "Not written.")])
+    run = gate.run("Why does the build fail?")
+    assert run.returncode == 0, run.explain()
+    assert run.result_text == "Not written."
+    assert len(held_messages(run, gate)) == 3
+    assert (gate.turns()[0]["holds"], gate.turns()[0]["outcome"]) == (3, "released")
+    assert told_owner(run).count("memory-gate: this answer went out without memory kept up to date.") == 1
+
+
+def test_the_stop_hook_stays_within_a_block_cap_the_owner_lowered(tmp_path):
+    """With CLAUDE_CODE_STOP_HOOK_BLOCK_CAP=2 Claude Code would override a third block and end the
+    turn with an empty answer, unsaid: the gate lets the answer out itself, and says so."""
+    with Sandbox(tmp_path) as box:
+        gate = Gate(box, "settings")
+        box.fake.add(*["I will not touch memory."] * 6)
+        run = gate.run("Hello?", env={"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "2"})
+        assert run.returncode == 0, run.explain()
+        assert run.result_text == "I will not touch memory."
+        assert len(held_messages(run, gate)) == 2
+        assert (gate.turns()[0]["holds"], gate.turns()[0]["outcome"]) == (2, "released")
+        assert told_owner(run).count("memory-gate: this answer went out without memory kept up to date.") == 1
+        assert box.fake.errors == []
 
 
 def told_owner(run) -> list[str]:
@@ -587,3 +616,108 @@ def test_a_stop_mark_an_earlier_process_left_is_cleared_by_the_next_ones_first_s
     second = gate.run("Read missing.txt.", resume=first.session_id, args=["--max-turns", "1"])
     assert second.session_id == first.session_id, second.explain()
     assert mark_file.read_text() == ""
+
+
+# -- 16. the host's record decides: an edited ledger releases nothing ------------------------------
+
+
+def shell_sql(gate: Gate, sql: str):
+    """A step running one SQL statement on the turn ledger through Claude Code's Bash tool, as a
+    model with a shell could."""
+    script = f"import sqlite3; c = sqlite3.connect({str(gate.database())!r}); c.execute({sql!r}); c.commit(); print('edited')"
+    return reply(tool_use("Bash", {"command": f"{sys.executable} -c {json.dumps(script)}"}))
+
+
+def test_a_ledger_edited_to_say_searched_and_written_releases_nothing(plugin_gate):
+    gate = plugin_gate
+    gate.box.fake.add(
+        shell_sql(gate, "UPDATE turns SET searched = 1, wrote = 1"),
+        "An answer that only edited the ledger.",
+        gate.search("build"), gate.write(), "The real answer.",
+    )
+    run = gate.run("Why does the build fail?", args=["--allowedTools", "Bash"])
+    assert run.returncode == 0, run.explain()
+    assert "edited" in _result_text(run.tool_results()[0]), run.tool_results()[0]
+    [message] = held_messages(run, gate)
+    assert "has not searched memory" in message
+    assert run.result_text == "The real answer."
+    assert "An answer that only edited the ledger" not in run.stdout
+    [turn] = gate.turns()
+    assert (turn["holds"], turn["outcome"]) == (1, "met")
+
+
+def test_a_fact_read_then_struck_from_the_ledger_is_still_owed(plugin_gate):
+    """Deleting the turn's reads makes the server accept a write that leaves fact 1 out; the mod
+    saw the search return it, and holds the answer until a write answers for it."""
+    gate = plugin_gate
+    new = {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}
+    gate.box.fake.add(gate.search("deploy"), gate.write([new]), "Noted.")
+    assert gate.run("Deploys go through staging.").result_text == "Noted."
+    gate.box.fake.add(
+        gate.search("deploy"),
+        shell_sql(gate, "DELETE FROM reads"),
+        gate.write([], []),
+        "Answered without fact 1.",
+        gate.search("deploy"),  # the server no longer knows fact 1 was read: read it again
+        gate.keep_all(),
+        "Still true.",
+    )
+    run = gate.run("Do deploys still go through staging?", args=["--allowedTools", "Bash"])
+    assert run.returncode == 0, run.explain()
+    accepted = json.loads(last_tool_result_text(run.requests[3]))
+    assert accepted["kept"] == [] and "error" not in json.dumps(accepted).lower()
+    [message] = held_messages(run, gate)
+    assert "Fact 1 read this turn is not answered for" in message
+    assert run.result_text == "Still true."
+    assert gate.turns()[-1]["outcome"] == "met"
+
+
+# -- 17. Esc while an answer is held: the draft reaches no one ---------------------------------------
+
+
+def test_esc_while_an_answer_is_held_leaks_no_draft(plugin_gate):
+    """The owner interrupts (Esc; here the stream-json interrupt) while the model is still writing
+    an answer the mod holds: none of the draft reaches the screen (the stream, with partial
+    messages), and none reaches the model in the next turn's requests."""
+    gate = plugin_gate
+    go_on = threading.Event()
+    draft = Reply([text("A draft that skipped memory, " * 8)], pause=go_on)
+    gate.box.fake.add(draft, gate.search("build"), gate.write(), "The real answer.")
+    with gate.session(args=["--include-partial-messages"]) as session:
+        session.proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": "Why does the build fail?"}}) + "\n")
+        session.proc.stdin.flush()
+        assert draft.reached.wait(60)
+        # The mod has the draft's first words in hand (it says so in the debug log) before the Esc.
+        wait_for(lambda: "holding the answer until it is whole" in session_debug(session))
+        session.proc.stdin.write(json.dumps({"type": "control_request", "request_id": "esc", "request": {"subtype": "interrupt"}}) + "\n")
+        session.proc.stdin.flush()
+        interrupted = read_until_result(session)
+        go_on.set()
+        after = session.send("Go on, then.")
+    assert "A draft that skipped memory" not in json.dumps(interrupted)
+    assert after.result_text == "The real answer.", after.explain()
+    assert not any("A draft that skipped memory" in json.dumps(body) for body in after.requests)
+    assert "A draft that skipped memory" not in json.dumps(after.events)
+
+
+def session_debug(session) -> str:
+    return session.debug_file.read_text(errors="replace") if session.debug_file and session.debug_file.exists() else ""
+
+
+def wait_for(condition, timeout: float = 30.0) -> None:
+    """Wait until `condition()` holds (checked each 10 ms), failing after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+
+
+def read_until_result(session) -> list[dict]:
+    """The events of the interrupted turn, up to its result."""
+    events = []
+    while True:
+        event = session._events.get(timeout=60)
+        assert event is not None, "Claude Code ended"
+        events.append(event)
+        if event.get("type") == "result":
+            return events

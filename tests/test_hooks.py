@@ -30,12 +30,13 @@ def database(home, project) -> Path:
     return Path(config.database_for(home, project))
 
 
-def hook(home, project, event, payload, *extra, raw=None, timeout=15):
+def hook(home, project, event, payload, *extra, raw=None, timeout=15, env=None):
     """Run `memory-gate hook EVENT` as Claude Code does; return (exit code, parsed stdout, stderr)."""
     data = raw if raw is not None else json.dumps({"cwd": str(project), **payload})
     result = subprocess.run(
         [sys.executable, "-m", "gate", "hook", event, *extra], input=data, text=True,
-        capture_output=True, cwd=project, env=child_env(home, CLAUDE_PROJECT_DIR=str(project)), timeout=timeout,
+        capture_output=True, cwd=project, env=child_env(home, CLAUDE_PROJECT_DIR=str(project), **(env or {})),
+        timeout=timeout,
     )
     out = result.stdout.strip()
     return result.returncode, (json.loads(out) if out else None), result.stderr
@@ -46,9 +47,9 @@ def prompt(home, project, prompt_id="p1", text="fix the deploy script", session=
                 "--tools", PREFIX)
 
 
-def stop(home, project, prompt_id="p1", active=False, session="s1"):
+def stop(home, project, prompt_id="p1", active=False, session="s1", env=None):
     return hook(home, project, "Stop", {"session_id": session, "prompt_id": prompt_id, "stop_hook_active": active},
-                "--tools", PREFIX)
+                "--tools", PREFIX, env=env)
 
 
 def turn(home, project, prompt_id="p1"):
@@ -94,14 +95,25 @@ def test_pre_tool_use_ignores_other_tools(home, project):
     assert code == 0 and out is None
 
 
-def test_stop_blocks_once_with_what_is_missing_then_releases(home, project):
+@pytest.mark.parametrize("active", [False, True])
+def test_stop_counts_its_own_blocks_whatever_stop_hook_active_says(home, project, active):
     prompt(home, project)
-    code, out, _ = stop(home, project)
-    assert code == 0 and out["decision"] == "block"
-    assert "has not searched memory" in out["reason"] and f"{PREFIX}memory_search" in out["reason"]
-    code, out, _ = stop(home, project, active=True)
+    for _ in range(hooks.MAX_HOLDS):
+        code, out, _ = stop(home, project, active=active)
+        assert code == 0 and out["decision"] == "block"
+        assert "has not searched memory" in out["reason"] and f"{PREFIX}memory_search" in out["reason"]
+    code, out, _ = stop(home, project, active=active)
     assert code == 0 and out == {"systemMessage": "memory-gate: this answer went out without memory kept up to date."}
-    assert turn(home, project)[2:4] == (1, "released")
+    assert turn(home, project)[2:4] == (hooks.MAX_HOLDS, "released")
+
+
+@pytest.mark.parametrize("cap, blocks", [("1", 1), ("0", 0), ("20", hooks.MAX_HOLDS), ("lots", hooks.MAX_HOLDS)])
+def test_stop_stays_within_the_block_cap_the_owner_set(home, project, cap, blocks):
+    prompt(home, project)
+    env = {"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": cap}
+    answers = [stop(home, project, env=env)[1] for _ in range(blocks + 1)]
+    assert [("decision" in out) for out in answers] == [True] * blocks + [False]
+    assert turn(home, project)[2:4] == (blocks, "released")
 
 
 def _search_and_write(home, project, *, write=True):
@@ -137,6 +149,53 @@ def test_hold_holds_at_most_three_times_then_releases(home, project):
     assert turn(home, project)[2:4] == (3, "released")
     # The Stop hook then lets the released answer out.
     assert stop(home, project)[1] is None
+
+
+def _seen(searched=False, wrote=False, unanswered=(), holds=0, released=False):
+    return {"searched": searched, "wrote": wrote, "unanswered": list(unanswered), "holds": holds, "released": released}
+
+
+def _edit_ledger(home, project, sql):
+    conn = store.connect(database(home, project))
+    conn.execute(sql)
+    conn.close()
+
+
+def test_hold_rules_on_the_mods_record_not_an_edited_ledger(home, project):
+    prompt(home, project)
+    _edit_ledger(home, project, "UPDATE turns SET searched = 1, wrote = 1, holds = 9, outcome = 'released'")
+    payload = {"session_id": "s1", "prompt_id": "p1", "seen": _seen()}
+    _, out, _ = hook(home, project, "Hold", payload, "--tools", PREFIX)
+    assert out["action"] == "hold" and "has not searched memory" in out["reason"]
+    payload["seen"] = _seen(searched=True, wrote=True, unanswered=[4])
+    _, out, _ = hook(home, project, "Hold", payload, "--tools", PREFIX)
+    assert out["action"] == "hold" and "Fact 4 read this turn is not answered for" in out["reason"]
+    payload["seen"] = _seen(searched=True, wrote=True)
+    assert hook(home, project, "Hold", payload, "--tools", PREFIX)[1] == {"action": "pass"}
+    assert turn(home, project)[3] == "met"
+
+
+def test_hold_counts_the_mods_holds_and_knows_its_release(home, project):
+    prompt(home, project)
+    payload = {"session_id": "s1", "prompt_id": "p1", "seen": _seen(holds=3)}
+    assert hook(home, project, "Hold", payload, "--tools", PREFIX)[1]["action"] == "release"
+    payload["seen"] = _seen(released=True)
+    assert hook(home, project, "Hold", payload, "--tools", PREFIX)[1] == {"action": "pass"}
+
+
+def test_hold_reopens_a_turn_row_that_is_gone(home, project):
+    prompt(home, project)
+    _edit_ledger(home, project, "DELETE FROM turns")
+    payload = {"session_id": "s1", "prompt_id": "p1", "seen": _seen()}
+    assert hook(home, project, "Hold", payload, "--tools", PREFIX)[1]["action"] == "hold"
+    assert turn(home, project)[2] == 1
+
+
+@pytest.mark.parametrize("seen", [[], {"searched": "yes"}, {**_seen(), "unanswered": ["1"]}])
+def test_a_record_not_the_mods_shape_fails_open_loudly(home, project, seen):
+    prompt(home, project)
+    code, out, _ = hook(home, project, "Hold", {"session_id": "s1", "prompt_id": "p1", "seen": seen}, "--tools", PREFIX)
+    assert code == 0 and "seen" in out["systemMessage"]
 
 
 def test_status_reports_without_holding(home, project):

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from claude_harness import Sandbox, needs_claude
@@ -179,6 +180,39 @@ def test_without_memory_gate_the_prompt_hook_says_memory_is_off(tmp_path):
         assert "injected-context is off" in json.loads(result.stdout)["systemMessage"]
 
 
+def _off_message(launcher: Path) -> str:
+    result = subprocess.run([str(launcher), "hook", "UserPromptSubmit"], capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin"}, stdin=subprocess.DEVNULL, timeout=10)
+    return json.loads(result.stdout)["systemMessage"]
+
+
+def _checkout(root: Path) -> Path:
+    """A checkout's layout: scripts/install beside mods/memory-gate/bin/memory-gate."""
+    (root / "scripts").mkdir(parents=True)
+    (root / "scripts" / "install").write_text("#!/bin/sh\n")
+    (root / "scripts" / "install").chmod(0o755)
+    folder = root / "mods" / "memory-gate" / "bin"
+    folder.mkdir(parents=True)
+    (folder / "memory-gate").write_bytes(plugin_file("memory-gate", "bin", "memory-gate").read_bytes())
+    (folder / "memory-gate").chmod(0o755)
+    return folder / "memory-gate"
+
+
+def test_memory_off_names_a_mend_the_owner_can_run_from_where_they_are(tmp_path):
+    # The plugin run from a checkout: that checkout's scripts/install, by its full path.
+    message = _off_message(_checkout(tmp_path / "checkout"))
+    assert f"To mend: run {tmp_path / 'checkout' / 'scripts' / 'install'} " in message
+    assert "memory-gate doctor" not in message  # not a mend while memory-gate is not installed
+    # A copy scripts/install made, told which checkout it came from: that one, while it is there.
+    copy = launch(tmp_path / "copy", "hook", "UserPromptSubmit", installed=tmp_path / "gone")
+    launcher = tmp_path / "copy" / "plugin" / "bin" / "memory-gate"
+    (launcher.parent / "checkout").write_text(f"{tmp_path / 'checkout'}\n")
+    assert f"To mend: run {tmp_path / 'checkout' / 'scripts' / 'install'} " in _off_message(launcher)
+    (launcher.parent / "checkout").write_text(f"{tmp_path / 'moved'}\n")
+    assert "To mend: run scripts/install in a memory-gate checkout" in _off_message(launcher)
+    assert "To mend: run scripts/install in a memory-gate checkout" in json.loads(copy.stdout)["systemMessage"]
+
+
 @pytest.mark.parametrize("argv", [("hook", "Stop"), ("hook", "Hold"), ("inject", "Answered")])
 def test_without_memory_gate_the_other_hooks_stay_out_of_the_way(tmp_path, argv):
     result = launch(tmp_path, *argv)
@@ -229,6 +263,31 @@ def test_the_plugin_finds_the_recorded_memory_gate_whatever_the_path(tmp_path):
         servers = {server["name"]: server["status"] for server in run.of_type("system", "init")[0]["mcp_servers"]}
         assert servers["plugin:memory-gate:memory"] == "connected" and memory_is_off(run) == []
         assert [result.get("is_error", False) for result in run.tool_results()] == [False, False]
+        assert box.fake.errors == []
+
+
+@needs_claude
+def test_with_memory_off_the_session_tells_one_story(tmp_path):
+    """No memory-gate where the plugin can find it: the memory server fails and each prompt says
+    memory is off, with a mend to run from here; the mod's own gate tool is never registered, so
+    /mcp does not show it connected beside the failed server, and no request offers it."""
+    plugin = copied_plugin(tmp_path)
+    (plugin / "bin" / "checkout").write_text(f"{REPO}\n")
+    with Sandbox(tmp_path / "box") as box:
+        box.fake.add("First answer.", "Second answer.")
+        with box.session(plugin_dirs=[plugin], env={"PATH": BARE_PATH}, debug=True) as session:
+            first = session.send("Hello?")
+            second = session.send("And again?")
+        for run in (first, second):
+            assert run.result_text in ("First answer.", "Second answer."), run.explain()
+            [message] = memory_is_off(run)
+            assert f"To mend: run {REPO / 'scripts' / 'install'} " in message and "memory-gate doctor" not in message
+        assert second.requests and all(
+            not any(tool.get("name", "").startswith("mcp__memory-gate__") for tool in body.get("tools", []))
+            for body in first.requests + second.requests
+        )
+        servers = {server["name"]: server["status"] for server in first.of_type("system", "init")[0]["mcp_servers"]}
+        assert servers == {"plugin:memory-gate:memory": "failed"}, servers
         assert box.fake.errors == []
 
 

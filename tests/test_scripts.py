@@ -79,11 +79,19 @@ def test_install_help_is_its_leading_comment_and_nothing_else(tmp_path):
 
 
 @needs_claude
+def shell_runs(home: Path, env: dict[str, str]) -> str:
+    """What `memory-gate --version` prints in a new interactive bash of the owner (its ~/.bashrc
+    read), with the PATH the install ran under; "" when that shell does not find it."""
+    done = subprocess.run(["bash", "-i", "-c", "memory-gate --version"], capture_output=True, text=True,
+                          env=env, cwd=home, stdin=subprocess.DEVNULL, timeout=60)
+    return done.stdout
+
+
 def test_install_survives_a_moved_checkout_and_uninstall_takes_it_out(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     claude_bin = str(Path(CLAUDE).parent)
-    env = fresh_env(home, claude_bin)
+    env = {**fresh_env(home, claude_bin), "SHELL": "/bin/bash"}
     checkout = checkout_copy(tmp_path)
     installed = subprocess.run([checkout / "scripts" / "install"], cwd=checkout, capture_output=True, text=True, env=env, timeout=600)
     assert installed.returncode == 0, installed.stderr
@@ -92,8 +100,14 @@ def test_install_survives_a_moved_checkout_and_uninstall_takes_it_out(tmp_path):
     assert f"installed: {exe}" in installed.stdout and "this checkout is no longer needed" in installed.stdout
     assert (data / "marketplace" / "mods" / "memory-gate" / "bin" / "installed").read_text() == f"{exe}\n"
     assert (home / ".local" / "bin" / "memory-gate").resolve() == exe.resolve()
-    # ~/.local/bin is not on this PATH: the one line to add, for the owner's shell.
-    assert 'export PATH="$HOME/.local/bin:$PATH"' in installed.stdout
+    # ~/.local/bin is not on this PATH: the one line to add, for the owner's shell; added where it
+    # says, the README's next command works in a new shell.
+    assert shell_runs(home, env) == ""
+    advice = installed.stdout.split("Add this one line to ", 1)[1].splitlines()
+    assert advice[0].startswith("~/.bashrc,") and advice[1] == '  export PATH="$HOME/.local/bin:$PATH"', advice
+    with open(home / ".bashrc", "a") as rc:
+        rc.write(advice[1].strip() + "\n")
+    assert "memory-gate " in shell_runs(home, env)
     # What a plugin cannot bring: Claude Code's own auto memory off.
     assert json.loads((home / ".claude" / "settings.json").read_text())["autoMemoryEnabled"] is False
     # Both engines' schemas ship in the package, beside the modules that apply them.

@@ -2,7 +2,8 @@
 
 `memory-gate hook EVENT [--tools PREFIX]` with the hook's JSON on stdin, for the settings hooks
 UserPromptSubmit, PreToolUse, SessionStart and Stop, and for the mod's two questions: `Hold`,
-asked before a final answer goes out, and `Status`, when the model calls the mod's tool itself.
+asked before a final answer goes out, and `Status`, when the model calls the mod's tool itself;
+the mod sends its own record of the turn's memory calls with both, and they rule on it.
 PREFIX is how the memory tools are named in this install (`mcp__plugin_memory-gate_memory__`
 from the plugin), so that messages name the exact tool.
 
@@ -25,7 +26,10 @@ from gate.memory import ledger
 # a Stop or Hold on a turn that is met (the usual case), use neither, and every module is a
 # share of a hook's start.
 
-# Times the mod may hold one turn's answer back before it lets the answer out unmet.
+# Times one turn's answer may be held back (by the mod, or blocked by the Stop hook) before it goes
+# out unmet. The gate counts them itself, in the turn's ledger row: Claude Code's own bound (8
+# consecutive Stop blocks, reset by any tool call in between) ends a turn without a word to the
+# hook, and `stop_hook_active` says only that some Stop hook blocked before, not how often.
 MAX_HOLDS = 3
 # How long a hook waits for another session's write: with 8 sessions writing at once a wait of
 # 2 s was seen (bench/concurrency.py), and the hooks' timeout in hooks.json is 10 s.
@@ -148,16 +152,56 @@ def session_start(payload: dict, prefix: str) -> None:
     return None
 
 
-def _rule(payload: dict, prefix: str, held_enough, budget) -> tuple[str, str | None]:
+class Seen:
+    """What the mod saw the turn do with memory, from the memory tools' own calls and answers in
+    Claude Code's process (mods/memory-gate/hooks/register.js): where the mod runs, the gate rules
+    on this and not on the ledger's counts, which a shell command of the session can rewrite."""
+
+    __slots__ = ("searched", "wrote", "unanswered", "holds", "released")
+
+    def __init__(self, searched: bool, wrote: bool, unanswered: list[int], holds: int, released: bool):
+        self.searched, self.wrote, self.unanswered = searched, wrote, unanswered
+        self.holds, self.released = holds, released
+
+
+def _seen(payload: dict) -> Seen | None:
+    """The mod's record from a Hold or Status input, or None when there is none; a record that is
+    not the mod's shape is an error (the hook fails open, loudly)."""
+    record = payload.get("seen")
+    if record is None:
+        return None
+    if not isinstance(record, dict):
+        raise TypeError("hook input's seen is not an object")
+    flags = [record.get(key) for key in ("searched", "wrote", "released")]
+    ids, holds = record.get("unanswered"), record.get("holds")
+    if (
+        any(type(flag) is not bool for flag in flags)
+        or not isinstance(ids, list) or any(type(fact) is not int for fact in ids)
+        or type(holds) is not int
+    ):
+        raise ValueError("hook input's seen is not the mod's record")
+    return Seen(flags[0], flags[1], sorted(set(ids)), holds, flags[2])
+
+
+def _rule(payload: dict, prefix: str, held_enough, budget, seen: Seen | None = None) -> tuple[str, str | None]:
     """The gate's ruling on a final answer, for the Stop hook and the mod's Hold alike: ("pass",
     None), ("release", why) or ("hold", what is missing), settled in the ledger in the same
     transaction. `held_enough(state)` says the turn was held as often as it may be; `budget()`
-    gives (the turn's model requests so far, --max-turns), either None when unknown."""
+    gives (the turn's model requests so far, --max-turns), either None when unknown. With the
+    mod's record (`seen`), what the turn searched, wrote and owes, how often it was held and
+    whether it was let out are the record's; the ledger only records the ruling."""
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
     conn = _open(payload, create=False)
     with store.writing(conn):
         state = ledger.gate(conn, session, prompt_id)
-        if state is None or state.turn.outcome == "released" or hookio.automated(state.turn.prompt):
+        if seen is not None:
+            if seen.released:
+                return "pass", None
+            # A turn row gone (the UserPromptSubmit hook failed, loudly, or a command deleted it)
+            # is opened again: the mod saw the turn, and its record still rules.
+            turn = state.turn if state is not None else ledger.open_turn(conn, session, prompt_id, None)
+            state = ledger.Gate(turn, seen.searched, seen.wrote, seen.unanswered)
+        elif state is None or state.turn.outcome == "released" or hookio.automated(state.turn.prompt):
             return "pass", None
         if state.met:
             ledger.settle(conn, state.turn.id, "met")
@@ -177,8 +221,16 @@ def _rule(payload: dict, prefix: str, held_enough, budget) -> tuple[str, str | N
         return "hold", missing(state, prefix)
 
 
+def stop_limit() -> int:
+    """Blocks the Stop hook may make in one turn: MAX_HOLDS, or fewer when the owner set Claude
+    Code's cap below it (a block past the cap would end the turn with an empty answer, unsaid)."""
+    cap = config.stop_block_cap()
+    return MAX_HOLDS if cap is None else min(MAX_HOLDS, cap)
+
+
 def stop(payload: dict, prefix: str) -> dict | None:
-    """The last resort where the mod does not run: block once, then let the answer out."""
+    """The last resort where the mod does not run: block while the turn has been held fewer than
+    stop_limit() times, counted by the gate itself (never `stop_hook_active`), then let it out."""
 
     def budget() -> tuple[int | None, int | None]:
         from gate.claude import maxturns
@@ -192,7 +244,8 @@ def stop(payload: dict, prefix: str) -> dict | None:
         prompt_id = _text(payload, "prompt_id")
         return maxturns.steps_in_transcript(transcript, prompt_id, last if isinstance(last, str) else None), limit
 
-    action, reason = _rule(payload, prefix, lambda state: payload.get("stop_hook_active") is True, budget)
+    limit = stop_limit()
+    action, reason = _rule(payload, prefix, lambda state: state.turn.holds >= limit, budget)
     if action == "pass":
         return None
     return {"systemMessage": reason} if action == "release" else {"decision": "block", "reason": reason}
@@ -201,7 +254,8 @@ def stop(payload: dict, prefix: str) -> dict | None:
 def hold(payload: dict, prefix: str) -> dict:
     """The mod's question before a final answer goes out: pass, hold (with what is missing),
     or release, once the turn has been held MAX_HOLDS times or when --max-turns leaves no room
-    for a hold (`step` in the input: the turn's model requests so far, this one included)."""
+    for a hold (`step` in the input: the turn's model requests so far, this one included).
+    `seen` in the input is the mod's own record of the turn (Seen): the ruling rests on it."""
 
     def budget() -> tuple[int | None, int | None]:
         # The mod counts the turn's model requests, this one included.
@@ -212,15 +266,23 @@ def hold(payload: dict, prefix: str) -> dict:
 
         return step, maxturns.limit()
 
-    action, reason = _rule(payload, prefix, lambda state: state.turn.holds >= MAX_HOLDS, budget)
+    seen = _seen(payload)
+    if seen is None:
+        held_enough = lambda state: state.turn.holds >= MAX_HOLDS
+    else:
+        held_enough = lambda state: seen.holds >= MAX_HOLDS
+    action, reason = _rule(payload, prefix, held_enough, budget, seen)
     return {"action": action} if reason is None else {"action": action, "reason": reason}
 
 
 def status(payload: dict, prefix: str) -> dict:
     """What the turn still owes, without holding anything (the mod's tool, called by the model)."""
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
+    seen = _seen(payload)
     conn = _open(payload, create=False)
     state = ledger.gate(conn, session, prompt_id)
+    if state is not None and seen is not None:
+        state = ledger.Gate(state.turn, seen.searched, seen.wrote, seen.unanswered)
     if state is None or state.met:
         return {"met": True, "reason": "memory-gate: nothing owed; this turn's memory is up to date."}
     return {"met": False, "reason": missing(state, prefix)}

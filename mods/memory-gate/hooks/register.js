@@ -2,14 +2,16 @@
 // in its place, a call to the mod's own tool saying what is missing (a search, a write, facts
 // to answer for). The model does it and answers again; it never sees the held draft.
 //
-// The gate itself lives in Python (`memory-gate hook Hold|Status`, gate/claude/hooks.py), which reads
-// the turn ledger the settings hooks and the MCP server keep; this file only follows its verdict,
-// or the server's (a write answered "nothing owed"), so that a compliant turn costs no extra process
-// and its answer streams to the owner as the model writes it; only an answer that may owe memory
-// is held until it is whole.
-// Python also bounds the holds per turn (hooks.MAX_HOLDS), and every failure here lets the answer
-// out: memory must never lock the owner out of their agent. The plugin's Stop hook stays as the
-// last resort where this mod does not run, or did not rule.
+// The gate's rules live in Python (`memory-gate hook Hold|Status`, gate/claude/hooks.py); this file
+// follows its verdict, or the server's (a write answered "nothing owed"), so that a compliant turn
+// costs no extra process and its answer streams to the owner as the model writes it; only an
+// answer that may owe memory is held until it is whole.
+// What the turn did is this file's own record, kept in Claude Code's process from the memory
+// tools' calls and answers as the host ran them (`seen` below): the gate rules on it, not on the
+// turn ledger, a file any shell command of the session can rewrite. Python bounds the holds per
+// turn (hooks.MAX_HOLDS, counted here), and every failure here lets the answer out: memory must
+// never lock the owner out of their agent. The plugin's Stop hook stays as the last resort where
+// this mod does not run, or did not rule.
 //
 // Of the plugin's four hooks a compliant turn starts only UserPromptSubmit's Python: the mod hands
 // the server each memory call's turn itself (handOff), and, once it has ruled a final answer,
@@ -30,9 +32,59 @@ const CLEAR = "Nothing owed for this turn: answer the owner."
 let gateTool = null; // the registered name, as Claude Code returns it
 const promptIds = new Map(); // turnId -> the hooks' prompt_id of that turn
 const reasons = new Map(); // tool_use_id of a swapped-in call -> what it says
-// prompt_ids whose last memory call was a write the server (Python) answered with "nothing owed":
-// their final answer goes out without asking the gate again. A search after it clears the mark.
+// prompt_ids whose last memory call was a write the server (Python) answered with "nothing owed",
+// and that this file's own record finds met too: their final answer goes out without asking the
+// gate again. A search after it clears the mark.
 const clear = new Set();
+
+// What each turn (by prompt_id) did with memory, as the host ran the calls: whether a search and
+// a write were answered without error, the facts a search returned that no accepted write has
+// answered for since (by the ids the server's answers name), how often the turn was held, and
+// whether its answer was let out unmet. Subagents' calls count toward their turn, as in the ledger.
+const seen = new Map();
+function record(promptId) {
+  let turn = seen.get(promptId);
+  if (!turn) {
+    turn = { searched: false, wrote: false, owed: new Set(), holds: 0, released: false, automated: false };
+    seen.set(promptId, turn);
+  }
+  return turn;
+}
+function recordView(turn) {
+  return { searched: turn.searched, wrote: turn.wrote, unanswered: [...turn.owed], holds: turn.holds, released: turn.released };
+}
+function met(turn) {
+  return turn.searched && turn.wrote && turn.owed.size === 0;
+}
+// Claude Code feeds some events back as prompts of their own (gate/claude/hookio.py AUTOMATED):
+// never gated.
+const AUTOMATED = ["<task-notification>"];
+
+function ids(values) {
+  return Array.isArray(values) ? values.map(Number).filter(Number.isSafeInteger) : [];
+}
+
+// One memory call as the host ran it: its input and the server's answer, never a file.
+function noteCall(turn, e, answer) {
+  if (!answer || answer.isError || typeof answer.text !== "string") return;
+  let parsed = null;
+  try {
+    parsed = JSON.parse(answer.text);
+  } catch (error) {
+    parsed = null; // a text answer: the ids come from the call's input
+  }
+  if (e.tool.endsWith("__memory_search")) {
+    turn.searched = true;
+    for (const id of ids(parsed?.must_answer)) turn.owed.add(id);
+    return;
+  }
+  if (e.tool.endsWith("__memory_write")) {
+    turn.wrote = true;
+    const kept = parsed && Array.isArray(parsed.kept) ? parsed.kept : e.kept;
+    const changed = parsed && Array.isArray(parsed.done) ? parsed.done : Array.isArray(e.ops) ? e.ops : [];
+    for (const id of [...ids(kept), ...ids(changed.map((op) => op && op.id))]) turn.owed.delete(id);
+  }
+}
 
 // A line for the owner. Claude Code shows a mod's line after the plugin's name ("memory-gate: ..."),
 // so the name the Python gate's lines start with is not said twice.
@@ -127,9 +179,12 @@ async function clearRuled($) {
   await mark($, "Stop", session, false);
 }
 
-async function rememberPrompt($, turnId) {
+async function rememberPrompt($, e) {
   const info = await $.session.info();
-  if (info && info.promptId) promptIds.set(turnId, info.promptId);
+  if (!info || !info.promptId) return;
+  promptIds.set(e.turnId, info.promptId);
+  const text = typeof e.text === "string" ? e.text.trimStart() : "";
+  if (AUTOMATED.some((start) => text.startsWith(start))) record(info.promptId).automated = true;
 }
 
 async function answerGateTool($, e) {
@@ -139,7 +194,8 @@ async function answerGateTool($, e) {
     return { result: known };
   }
   const promptId = await currentPrompt($);
-  const status = await askGate($, "Status", promptId).catch(() => null);
+  const own = promptId ? { seen: recordView(record(promptId)) } : {};
+  const status = await askGate($, "Status", promptId, own).catch(() => null);
   return { result: status?.reason ?? "memory-gate: nothing owed that it can see." };
 }
 
@@ -158,7 +214,9 @@ async function noteVerdict($, e, answer) {
       verdict = lines[lines.length - 1];
     }
   }
-  if (verdict === CLEAR) clear.add(promptId);
+  const turn = record(promptId);
+  noteCall(turn, e, answer);
+  if (verdict === CLEAR && met(turn)) clear.add(promptId);
   else clear.delete(promptId);
 }
 
@@ -171,6 +229,9 @@ async function currentPrompt($) {
 // Claude Code refuses it (the owner is told why, once; the Stop hook still holds answers).
 // `gateTool` is set once registered: tool.call serves calls of it from then on.
 let registering = null;
+// Claude Code refused the gate tool: the mod no longer asks (a hold it cannot make would be counted),
+// and the Stop hook holds answers.
+let refused = false;
 function gateToolName($) {
   if (registering === null) {
     registering = $.tool
@@ -179,6 +240,7 @@ function gateToolName($) {
         async (registered) => {
           if (registered.tool !== GATE_TOOL) {
             // Its calls would reach no hook of this mod (they are matched by name): say so.
+            refused = true;
             await say($, `memory-gate: the gate tool was registered as ${registered.tool}, not ${GATE_TOOL}; only the Stop hook holds answers now.`)
               .catch(() => undefined);
             return null;
@@ -187,6 +249,7 @@ function gateToolName($) {
           return gateTool;
         },
         async (error) => {
+          refused = true;
           // Never a silent off. The usual cause is `memory-gate install` too, whose MCP server
           // `memory-gate` owns the name.
           const why = error && error.message ? ` (${String(error.message).split("\n")[0].slice(0, 200)})` : "";
@@ -225,7 +288,7 @@ export function register(on) {
   }
 
   // The gate tool, once registered under this name (gateToolName checks it is the one). It is
-  // registered when a first final answer may owe memory (one the server has not cleared), not at
+  // registered at the first hold (Python ruled the answer owes memory), not at
   // the session's start: registering it (Claude Code starts a loopback MCP server for a mod's
   // tools) made every `claude -p` slower, also when no answer is ever held (bench/turn.py). A
   // registration that fails is said once.
@@ -234,7 +297,7 @@ export function register(on) {
 
   on("turn.start", async ($, e, next) => {
     const result = await next(e);
-    if (e.agentId === undefined) await rememberPrompt($, e.turnId).catch(() => undefined);
+    if (e.agentId === undefined) await rememberPrompt($, e).catch(() => undefined);
     return result;
   });
 
@@ -243,6 +306,7 @@ export function register(on) {
     const held = [];
     let passing = e.agentId !== undefined; // subagents are never gated
     let cleared = false; // known met before the step starts
+    let holdingText = false; // the model's text is held (said once a step, in the debug log)
     if (!passing) await clearRuled($).catch(() => undefined);
     if (!passing && clear.has(promptIds.get(e.turnId))) {
       cleared = true;
@@ -270,6 +334,14 @@ export function register(on) {
         continue;
       }
       held.push(chunk);
+      if (chunk.kind === "text" && !holdingText) {
+        holdingText = true;
+        try {
+          await say($, "memory-gate: holding the answer until it is whole", { to: "debug" });
+        } catch (error) {
+          // held all the same
+        }
+      }
     }
     const result = await stream.result;
     if (passing) {
@@ -282,29 +354,45 @@ export function register(on) {
     let verdict = null;
     let name = null;
     const stop = held.find((chunk) => chunk.kind === "stop");
+    if (!stop) {
+      // The stream ended with no stop: the owner pressed Esc (or the request failed) while the
+      // answer was held. What the model had written is an unchecked draft: none of it goes to the
+      // screen, and none into the conversation the model reads next (seen on 2.1.332: what a step
+      // yields here is kept as the interrupted assistant message).
+      return { ...result, answer: "" };
+    }
     const promptId = promptIds.get(e.turnId);
+    const turn = promptId ? record(promptId) : null;
     // An answer cut by max_tokens is a final answer in the making (Claude Code asks the model to
     // go on from it): held like a whole one, or its first part would reach the owner unmet.
-    if (stop && (stop.stopReason === "end_turn" || stop.stopReason === "max_tokens")) {
-      // The gate tool first: a hold is a call of it. Refused (said once), the answer goes out
-      // unasked, and the Stop hook holds it; asked, Python would count a hold that never was.
-      name = await gateToolName($).catch(() => null);
+    if (turn && turn.automated) {
+      if (stop) verdict = { action: "pass" };
+    } else if (turn && !refused && stop && (stop.stopReason === "end_turn" || stop.stopReason === "max_tokens")) {
       try {
         // step: this turn's model requests so far, so that Python can tell whether --max-turns
         // leaves room for a hold (a hold past it would lose the answer).
-        verdict = name ? await askGate($, "Hold", promptId, { step: e.index + 1 }) : null;
+        verdict = await askGate($, "Hold", promptId, { step: e.index + 1, seen: recordView(turn) });
       } catch (error) {
         verdict = null;
+      }
+      // The gate tool only for a hold, which is a call of it: with memory off (no verdict) it is
+      // never registered, so /mcp tells one story, the memory server's failure and its mend.
+      // Refused (said once), the answer goes out and the Stop hook holds it.
+      if (verdict && verdict.action === "hold") {
+        name = await gateToolName($).catch(() => null);
+        if (!name) verdict = null;
       }
     }
     if (name && verdict && verdict.action === "hold" && typeof verdict.reason === "string") {
       const id = "toolu_memgate_" + e.turnId.slice(0, 8) + "_" + e.index;
       reasons.set(id, verdict.reason); // before yielding: the call starts before this resumes
+      turn.holds += 1;
       yield { kind: "tool", index: 0, id, name };
       yield { kind: "input", index: 0, json: "{}" };
       yield { kind: "stop", stopReason: "tool_use", usage: stop.usage };
       return { ...result, answer: "", toolUses: [{ name, input: {} }], stopReason: "tool_use" };
     }
+    if (verdict && verdict.action === "release") turn.released = true;
     if (verdict && verdict.action === "release" && typeof verdict.reason === "string") {
       // Out of holds: the answer goes out, and the owner is told in one line that memory is behind.
       try {
