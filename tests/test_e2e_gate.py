@@ -429,7 +429,7 @@ def test_a_corrupt_database_lets_the_turn_end_with_a_warning(gate):
     run = gate.run("Hello?")
     assert run.returncode == 0, run.explain()
     assert run.result_text == "Answered anyway."
-    assert "the memory database is damaged" in last_tool_result_text(run.requests[1])
+    assert "the file is not a SQLite database" in last_tool_result_text(run.requests[1])
     assert "memory-gate:" in run.stdout + run.debug_log()  # the hooks' one-line warnings
     assert gate.database().read_bytes().startswith(b"this is not a database")  # untouched
 
