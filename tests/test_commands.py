@@ -93,7 +93,8 @@ def test_stats_prints_every_figure(capsys, memory):
     assert "facts: 1 (state 1, event 0, decision 0, trap 0)" in out
     # p-2 complied when its write left nothing owed; p-3 was settled by hand above.
     assert "turns gated: 2" in out and "complied: 2 (100.0%): 2 at once, 0 after" in out
-    assert "released unmet: 0" in out and "facts read per turn that searched: 1.0" in out
+    # The search of p-2 read both facts: the owner's words name the deploys and the DB trap.
+    assert "released unmet: 0" in out and "facts read per turn that searched: 2.0" in out
     assert "a search costs the context " in out and " tokens " in out
     report = json.loads(run(capsys, "stats", "--json")[1])
     assert report["searches"]["recorded"] == 1 and report["searches"]["chars_per_search"] > 100
