@@ -14,6 +14,7 @@ further request, lets the call in flight finish and answer, closes the database 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Annotated, Any
 
 import anyio
@@ -168,11 +169,33 @@ def build(settings: config.Settings, memory: Memory | None = None) -> tuple[MCPS
     return app, memory
 
 
+class _OneLine(logging.Formatter):
+    """The SDK's log records as one line each: what failed and why, never a traceback (a request
+    for a prompt that does not exist is the client's mistake, answered with an error already)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"memory-gate serve: {record.getMessage()}"
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            text += f" ({type(error).__name__}: {error})"
+        return text
+
+
+def _sdk_logs_in_one_line() -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(_OneLine())
+    sdk = logging.getLogger("mcp")
+    sdk.addHandler(handler)
+    sdk.setLevel(logging.WARNING)
+    sdk.propagate = False
+
+
 def serve(settings: config.Settings, *, pending: bytes = b"", memory: Memory | None = None) -> int:
     """Serve the MCP session on stdin and stdout until it ends or a signal stops it. `pending`:
     what gate/serve/front.py read from stdin and did not answer itself, served first; `memory`: the
     front's connection, if it served calls."""
     app, memory = build(settings, memory)
+    _sdk_logs_in_one_line()
     # The SDK's own stdio transport drops the lines it cannot parse unanswered and blocks in a
     # thread no signal reaches; gate/serve/wire.py serves the same session without either fault.
     lowlevel = app._lowlevel_server

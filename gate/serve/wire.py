@@ -8,7 +8,10 @@ U+FFFD (as invalid UTF-8 bytes already do on the way in) and the call is served;
 be served gets a JSON-RPC error that says what to change, with the request's id whenever the line
 names one. A request whose id is no string or integer (an object, an array, a fraction, a boolean,
 null) is one MCP forbids and the SDK would take for a notification and never answer: it is
-refused with id null, as JSON-RPC says. A cancellation naming no such id is ignored.
+refused with id null, as JSON-RPC says. A cancellation naming no such id is ignored. A message that is neither a request, a notification nor
+a response (`{}`, an id alone) is an invalid request and answered, under its id when it names one.
+A line past MAX_LINE is let go as it arrives and answered with the limit; what the SDK logs is
+one line on stderr, never a traceback.
 
 Stopping: reads never block in a thread (the wire waits on the event loop for stdin to be
 readable), so a signal is obeyed in every state. Once told to stop, the wire reads no further
@@ -31,6 +34,8 @@ from mcp.shared.dispatcher import as_request_id, coerce_request_id
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from gate.serve import front
+
 # Deeper than any message the tools need (a call's arguments are a few levels deep) and well
 # inside what the SDK's parser and Python's json read.
 MAX_DEPTH = 100
@@ -38,6 +43,9 @@ MAX_DEPTH = 100
 # for the lock (gate/engine/store.py) and 0.6 s for its vectors.
 GRACE = 10.0
 CHUNK = 1 << 16
+# Past the longest line read, a line is let go as it arrives (only its head is kept, for its id),
+# so no input holds more memory.
+MAX_LINE = front.MAX_LINE
 # Requests that stay open for the whole session (Claude Code's subscription to list changes):
 # never "in flight", or every stop would wait the whole grace for them.
 OPEN_ENDED = frozenset({"subscriptions/listen"})
@@ -99,10 +107,22 @@ def read_line(line: str) -> Inbound:
             if not isinstance(message, types.JSONRPCNotification) or not _names_an_id(data):
                 return Inbound(message, note=f"replaced {replaced} lone surrogate(s) with U+FFFD in message {_id(data)!r}")
     code, problem = _what_is_wrong(data)
-    if "method" not in data or "id" not in data:
+    if ("method" in data and "id" not in data) or ("method" not in data and ("result" in data or "error" in data)):
         # A notification or a response: JSON-RPC answers neither, so stderr is told.
         return Inbound(note=f"dropped a message it cannot read: {problem}")
+    # Anything else is a request JSON-RPC calls invalid ({}, an id alone): answered, under its id
+    # when it names one MCP allows, else null.
     return _refused(_id(data), code, problem)
+
+
+def too_long(head: bytes, size: int) -> Inbound:
+    """The answer to a line past MAX_LINE, of which only its first bytes were kept: to the ids
+    they name."""
+    ids, _ = _head(head.decode("utf-8", errors="replace"))
+    return _refused(ids, types.INVALID_REQUEST, (
+        f"this line ran to {size:,} bytes; memory-gate reads lines of at most {MAX_LINE >> 20} MiB and "
+        f"let the rest go. A fact is at most a few hundred characters: send fewer ops a write"
+    ))
 
 
 def tool_call_problem(params: dict[str, Any] | None) -> str | None:
@@ -276,6 +296,9 @@ class Wire:
         # The requests in flight, by id as the SDK correlates them ("7" and 7 are one).
         self._pending: set[int | str] = set()
         self._settled = anyio.Event()
+        # Inside a line past MAX_LINE: its first bytes, and how many it has had so far.
+        self._overlong: tuple[bytes, int] | None = None
+        self._scanned = 0  # bytes at the head of the read buffer known to hold no newline
 
     def stop(self) -> None:
         """Read no further line; a second stop does not wait for the calls in flight either."""
@@ -323,7 +346,10 @@ class Wire:
                         break
                 chunk = os.read(fd, CHUNK)
                 if not chunk:
-                    if buffer:
+                    if self._overlong is not None:
+                        head, size = self._overlong
+                        await self._answer(too_long(head, size + len(buffer)), replies)
+                    elif buffer:
                         await self._take(bytes(buffer), inbound, replies)
                     break
                 buffer += chunk
@@ -336,11 +362,40 @@ class Wire:
                 self.log(f"stopped with {len(self._pending)} call(s) unanswered after {self.grace:g} s")
 
     async def _lines(self, buffer: bytearray, inbound, replies) -> None:
-        """Serve every whole line at the head of `buffer`, taking them out of it."""
-        while not self._stopping and (end := buffer.find(b"\n")) >= 0:
+        """Serve every whole line at the head of `buffer`, taking them out of it; let go of a line
+        past MAX_LINE as it comes."""
+        while not self._stopping:
+            end = buffer.find(b"\n", self._scanned)  # only what came since the last look
+            if self._overlong is not None:
+                head, size = self._overlong
+                if end < 0:
+                    self._overlong = (head, size + len(buffer))
+                    del buffer[:]
+                    return
+                del buffer[: end + 1]
+                self._overlong = None
+                await self._answer(too_long(head, size + end), replies)
+                continue
+            if end < 0:
+                self._scanned = len(buffer)
+                if len(buffer) > MAX_LINE:
+                    self._overlong = (bytes(buffer[:CHUNK]), len(buffer))
+                    del buffer[:]
+                    self._scanned = 0
+                return
             line = bytes(buffer[:end])
             del buffer[: end + 1]
+            self._scanned = 0
             await self._take(line, inbound, replies)
+
+    async def _answer(self, found: Inbound, replies) -> None:
+        if found.note:
+            self.log(found.note)
+        try:
+            for reply in found.replies:
+                await replies.send(SessionMessage(reply))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._stopping = True
 
     async def _take(self, raw: bytes, inbound, replies) -> None:
         try:
