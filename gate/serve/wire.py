@@ -15,7 +15,10 @@ one line on stderr, never a traceback.
 
 Stopping: reads never block in a thread (the wire waits on the event loop for stdin to be
 readable), so a signal is obeyed in every state. Once told to stop, the wire reads no further
-line, lets the calls in flight finish and their answers go out, then ends the session.
+line and gives the calls in flight GRACE to finish and answer; then a write still waiting for the
+lock is told to give up (and says so), and a call still waiting on anything else (an embeddings
+endpoint) is answered here that nothing was written, its write no longer able to begin. A stop
+ends the server within a second.
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ from gate.serve import front
 # Deeper than any message the tools need (a call's arguments are a few levels deep) and well
 # inside what the SDK's parser and Python's json read.
 MAX_DEPTH = 100
-# How long calls in flight may take to finish once a stop is asked: a write waits at most 5 s
-# for the lock (gate/engine/store.py) and 0.6 s for its vectors.
-GRACE = 10.0
+# How long calls in flight may take to finish once a stop is asked, and then how long those told
+# to give up (a write waiting for the lock) take to say so: a stop ends the server within 1 s.
+GRACE = 0.5
+SETTLE = 0.15
 CHUNK = 1 << 16
 # Past the longest line read, a line is let go as it arrives (only its head is kept, for its id),
 # so no input holds more memory.
@@ -285,8 +289,13 @@ class Wire:
     in the process (a library's stray print) can read the session's input or corrupt its output.
     """
 
-    def __init__(self, *, grace: float = GRACE, log: Callable[[str], None] | None = None, pending: bytes = b""):
+    def __init__(self, *, grace: float = GRACE, log: Callable[[str], None] | None = None, pending: bytes = b"",
+                 overdue: Callable[[], None] | None = None, abandon: Callable[[], None] | None = None):
         self.grace = grace
+        # Called when calls are still in flight after the grace: they must give up now.
+        self.overdue = overdue or (lambda: None)
+        # Called when calls still run after the grace and the settling, each answered: ends the process.
+        self.abandon = abandon or (lambda: None)
         # What was read from stdin before this wire took it (gate/serve/front.py), served first.
         self._initial = pending
         self.log = log or (lambda line: print(f"memory-gate serve: {line}", file=sys.stderr, flush=True))
@@ -359,7 +368,25 @@ class Wire:
                 while self._pending:
                     await self._settled.wait()
             if self._pending:
-                self.log(f"stopped with {len(self._pending)} call(s) unanswered after {self.grace:g} s")
+                self.overdue()  # a write waiting for the lock gives up, and says so
+                with anyio.move_on_after(SETTLE):
+                    while self._pending:
+                        await self._settled.wait()
+            if self._pending:
+                # Still waiting on something else (an embeddings endpoint): answered here. Its
+                # write can no longer begin (overdue), so nothing it asked is written.
+                self.log(f"stopped with {len(self._pending)} call(s) unfinished: answered that nothing was written")
+                for request_id in sorted(self._pending, key=str):
+                    await self._answer(Inbound(replies=[types.JSONRPCError(
+                        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.INTERNAL_ERROR, message=(
+                            "memory-gate stopped before this call finished: nothing was written; call again once it runs"
+                        )))]), replies)
+                with anyio.move_on_after(SETTLE):
+                    while self._pending:  # written out
+                        await self._settled.wait()
+                # Its worker thread would hold the process until the endpoint answers: the process
+                # ends now instead, the answers out.
+                self.abandon()
 
     async def _lines(self, buffer: bytearray, inbound, replies) -> None:
         """Serve every whole line at the head of `buffer`, taking them out of it; let go of a line
