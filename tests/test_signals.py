@@ -56,6 +56,7 @@ def stopped_within(server: RawServer, signum: int) -> tuple[float, int | None]:
 
 
 def assert_clean(server: RawServer, took: float, code: int | None) -> None:
+    print(f"serve stopped in {took:.3f} s")  # the figure docs/reliability.md gives (pytest -s)
     assert code == 0, f"exit {code}\n{server.stderr[-3000:]}"
     assert took < LIMIT, f"took {took:.2f} s\n{server.stderr[-2000:]}"
     assert "Traceback" not in server.stderr and "KeyboardInterrupt" not in server.stderr, server.stderr[-3000:]
@@ -172,6 +173,7 @@ class View:
 
 
 def assert_view_stopped(took, code, err):
+    print(f"view stopped in {took:.3f} s")
     assert code == 0 and "memory-gate view: stopped" in err, f"exit {code}\n{err[-3000:]}"
     assert took < LIMIT, f"took {took:.2f} s\n{err[-2000:]}"
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
