@@ -10,7 +10,8 @@ def test_append_creates_a_private_file_and_adds_lines(tmp_path):
     audit.append(path, [{"a": 1}])
     audit.append(path, [{"b": "é"}, {"c": 3}])
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] == [{"a": 1}, {"b": "é"}, {"c": 3}]
+    read = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [{k: v for k, v in entry.items() if k not in ("prev", "hash")} for entry in read] == [{"a": 1}, {"b": "é"}, {"c": 3}]
 
 
 def test_a_torn_last_line_is_sealed_off_and_reported(tmp_path):
@@ -20,7 +21,7 @@ def test_a_torn_last_line_is_sealed_off_and_reported(tmp_path):
         handle.write('{"write": "w9", "op": "ins')  # a writer killed mid-line
     audit.append(path, [{"b": 2}])
     found = list(audit.lines(path))
-    assert [line.entry for line in found] == [{"a": 1}, None, {"b": 2}]
+    assert [line.entry and line.entry.get("a", line.entry.get("b")) for line in found] == [1, None, 2]
     assert list(audit.entries(path)) == [{"a": 1}, {"b": 2}]
 
 

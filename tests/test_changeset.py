@@ -67,4 +67,4 @@ def test_memory_write_lines_keep_their_shape(file_conn, file_writer, db_path):
     """No bookkeeping, no extras: exactly what write.log.example shows."""
     file_writer.insert("deploy", "Deploys go through staging.")
     line = json.loads(audit.log_path(db_path).read_text())
-    assert list(line) == ["time", "write", "op", "id", "topic", "kind", "after", "session", "turn", "words"]
+    assert list(line) == ["time", "write", "op", "id", "topic", "kind", "after", "session", "turn", "words", "prev", "hash"]

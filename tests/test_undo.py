@@ -3,7 +3,7 @@ import json
 import pytest
 
 from gate.engine import store
-from gate.memory import audit, changeset, history, ledger, undo
+from gate.memory import audit, chain, changeset, history, ledger, undo
 from gate.search import embeddings, search, vectors
 from gate.serve import tools
 
@@ -139,7 +139,8 @@ def test_a_credential_is_never_put_back(file_conn, db_path, memory):
     lines = path.read_text().splitlines()
     last = json.loads(lines[-1])
     last["before"]["text"] = f"the bot token is {token}"
-    path.write_text("\n".join(lines[:-1] + [json.dumps(last)]) + "\n")
+    # Sealed again, as a line memory-gate wrote: the chain proves it, the credential check refuses it.
+    path.write_text("\n".join(lines[:-1] + [chain.seal(last, last["prev"])[0]]) + "\n")
     message = str(pytest.raises(undo.CannotUndo, run_undo, file_conn, db_path, memory["delete_b"]).value)
     assert "GitHub token" in message and token not in message
     assert fact_row(file_conn, memory["b"]) is None

@@ -147,6 +147,12 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
         "not_written_by_memory_gate": len(check.alien),
         "never_committed": len(check.uncommitted),
         "writes_missing_lines": len(check.missing),
+        "chain": {
+            "from_line": check.chain.start,
+            "lines_before_it": check.chain.before,
+            "breaks": check.chain.breaks,
+            "first_break": check.chain.first(),
+        },
     }
     unwritable = _unwritable(log)
     if unwritable:
@@ -165,6 +171,16 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
             "the log was edited",
             mend="Restore write.log from a backup, or delete those lines; the facts themselves are intact.",
         ))
+    broken = check.broken()
+    if broken:
+        findings.append(Finding(
+            f"{log} was changed after it was written: {broken}",
+            mend="Restore write.log from a backup if you have one; the facts themselves are intact, and "
+            "`memory-gate undo` refuses what a line the chain does not prove says",
+        ))
+    start = check.start()
+    if start:
+        findings.append(Finding(f"{log}: {start}", NOTE))
     if check.missing and not on_team:
         findings.append(Finding(
             f"{len(check.missing)} committed write(s) lack log lines in {log}",

@@ -45,12 +45,27 @@ def _patient(limit_ms: int):
         now = time.monotonic()
         if tries == 0:  # the first call of each wait
             deadline = now + limit_ms / 1000
-        if now >= deadline:
+        if now >= deadline or writes_closed():
             return False
         time.sleep(min(0.001 * (1 << min(tries, 8)), BUSY_POLL_S))
         return True
 
     return busy
+
+
+# A write refused because memory-gate is stopping (gate.stopping, then close_writes).
+STOPPING = "memory-gate is stopping: nothing was written; call again once it runs"
+_closed: list[bool] = []
+
+
+def close_writes() -> None:
+    """No write transaction of this process begins from now on, and one waiting for the lock
+    gives up: a stopping server's calls still in flight after its grace."""
+    _closed.append(True)
+
+
+def writes_closed() -> bool:
+    return bool(_closed)
 
 
 class StoreError(Exception):
@@ -325,14 +340,36 @@ class writing:
         self.conn, self.begin = conn, "BEGIN IMMEDIATE" if lock else "BEGIN"
 
     def __enter__(self) -> apsw.Connection:
+        if writes_closed():
+            raise StoreError(STOPPING)
         self.conn.execute(self.begin)
+        _open.append(self)
         return self.conn
 
     def __exit__(self, kind, error, trace) -> None:
-        if kind is not None:
-            rollback(self.conn)
-        elif not self.conn.get_autocommit():
-            self.conn.execute("COMMIT")
+        try:
+            if kind is not None:
+                rollback(self.conn)
+            elif not self.conn.get_autocommit():
+                self.conn.execute("COMMIT")
+        finally:
+            _open.remove(self)
+
+
+_open: list[writing] = []  # the write transactions under way in this process
+
+
+def writes_open() -> int:
+    """How many write transactions this process has under way (a stop waits for them)."""
+    return len(_open)
+
+
+def writes_done(limit_s: float) -> bool:
+    """Wait up to `limit_s` for the write transactions under way to end; whether they did."""
+    deadline = time.monotonic() + limit_s
+    while _open and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return not _open
 
 
 def rollback(conn: apsw.Connection) -> None:
@@ -346,6 +383,8 @@ def explain(error: BaseException) -> str:
     """What went wrong with the database or its disk, in one line with the mend, for the agent
     and the owner alike."""
     cause = error.__cause__ if isinstance(error, StoreError) and error.__cause__ else error
+    if isinstance(cause, apsw.BusyError) and writes_closed():
+        return STOPPING
     if isinstance(cause, apsw.BusyError):
         return (
             f"memory is busy: another session held the database for over {BUSY_TIMEOUT_MS // 1000} s; "

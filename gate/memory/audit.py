@@ -9,6 +9,11 @@ commit records that id in the `writes` table. A process killed in between leaves
 write id the database does not know: recognisably never committed. A process killed in the middle
 of a line leaves a torn line without its newline; the next append starts on a fresh line and
 readers report the torn one instead of failing.
+
+Each line is chained to the one before it (gate/memory/chain.py), so the log proves itself: doctor
+names the first line edited, removed or repeated, and undo refuses to put back what a line that
+breaks the chain says. Lines are appended under an exclusive lock on the file, so two writers
+never name the same line before theirs.
 """
 
 from __future__ import annotations
@@ -24,6 +29,12 @@ from pathlib import Path
 import apsw
 
 from gate.engine import store
+from gate.memory import chain
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: the database's write lock alone orders the appends
+    fcntl = None
 
 LOG_NAME = store.LOG_NAME
 
@@ -39,7 +50,6 @@ def append(path: Path, entries: list[dict]) -> None:
     store.refuse_planted): the log holds every fact's text."""
     if not entries:
         return
-    payload = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries)
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError as error:
@@ -55,7 +65,15 @@ def append(path: Path, entries: list[dict]) -> None:
         problem = store.planted(os.fspath(path), found, store.shared_folder(os.stat(os.path.dirname(os.path.abspath(path)))))
         if problem:
             raise store.StoreError(problem)
-        size = found.st_size
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd closes
+        size = os.fstat(fd).st_size
+        prev = chain.last_link(fd, size)
+        sealed = []
+        for entry in entries:
+            line, prev = chain.seal(entry, prev)
+            sealed.append(line + "\n")
+        payload = "".join(sealed)
         if size and os.pread(fd, 1, size - 1) != b"\n":
             payload = "\n" + payload
         data = payload.encode("utf-8")
@@ -79,6 +97,7 @@ class Line:
     number: int
     entry: dict | None  # None: a torn or unreadable line
     raw: str
+    data: bytes  # the line as it is on disk, without its newline: what the chain proves
     # Complete JSON that is no line memory-gate writes (not an object, or nested past the
     # parser's depth): put there by hand, not torn by a killed writer.
     alien: bool = False
@@ -88,13 +107,16 @@ def lines(path: Path, *, holding: re.Pattern[str] | None = None) -> Iterator[Lin
     """Every line of the log, oldest first, streamed (the log may be large); with `holding`,
     only the lines where that pattern is found (a search costs a tenth of parsing the JSON)."""
     try:
-        handle = open(path, encoding="utf-8", errors="replace")
+        handle = open(path, "rb")
     except FileNotFoundError:
         return
     with handle:
-        for number, raw in enumerate(handle, start=1):
-            raw = raw.rstrip("\n")
-            if not raw.strip() or (holding is not None and not holding.search(raw)):
+        for number, data in enumerate(handle, start=1):
+            data = data.removesuffix(b"\n")
+            if not data.strip():
+                continue
+            raw = data.decode("utf-8", errors="replace")
+            if holding is not None and not holding.search(raw):
                 continue
             alien = False
             try:
@@ -105,7 +127,22 @@ def lines(path: Path, *, holding: re.Pattern[str] | None = None) -> Iterator[Lin
                 entry, alien = None, True
             if entry is not None and not isinstance(entry, dict):
                 entry, alien = None, True
-            yield Line(number, entry, raw, alien)
+            yield Line(number, entry, raw, data, alien)
+
+
+def _numbered(path: Path) -> Iterator[tuple[int, bytes, dict | None, bool]]:
+    for line in lines(path):
+        yield line.number, line.data, line.entry, line.entry is None and not line.alien
+
+
+def verify(path: Path) -> chain.Chain:
+    """The log read as a chain (gate/memory/chain.py): where it starts, what breaks it."""
+    return chain.verify(path, _numbered)
+
+
+def unproven(path: Path, number: int) -> str | None:
+    """Why line `number` is not proven by the chain; None when it is, or came before the chain."""
+    return chain.unproven(path, number, _numbered)
 
 
 def entries(
@@ -122,6 +159,8 @@ def entries(
             continue
         if since is not None and str(entry.get("time", "")) < since:
             continue
+        for name in chain.FIELDS:  # the log's own proof, no part of the change
+            entry.pop(name, None)
         yield entry
 
 
@@ -139,10 +178,29 @@ class Check:
     alien: list[int] = field(default_factory=list)
     uncommitted: list[int] = field(default_factory=list)
     missing: dict[str, int] = field(default_factory=dict)
+    chain: chain.Chain = field(default_factory=chain.Chain)
 
     @property
     def ok(self) -> bool:
-        return not self.missing
+        return not self.missing and self.chain.ok
+
+    def broken(self) -> str | None:
+        """The first line that breaks the chain, and how many more do, said; None if none does."""
+        first = self.chain.first()
+        if first is None:
+            return None
+        more = self.chain.others()
+        return first + (f"; {more} more line(s) after it break the chain too" if more else "")
+
+    def start(self) -> str | None:
+        """Lines from before the chain, said; None when the log is chained from its first line."""
+        if not self.chain.before:
+            return None
+        if self.chain.start is None:
+            return (f"all {self.chain.before} line(s) were written before write.log was chained: the next "
+                    "change starts the chain after them")
+        return (f"lines before line {self.chain.start} ({self.chain.before}) were written before write.log was "
+                "chained: they are the chain's start, read as ever, though nothing proves them")
 
     def advice(self) -> list[str]:
         notes = []
@@ -162,6 +220,15 @@ class Check:
                 f"{len(self.uncommitted)} line(s) of writes that never committed (a writer stopped "
                 f"before its commit): lines {_some(self.uncommitted)}. Harmless: history ignores them."
             )
+        broken = self.broken()
+        if broken:
+            notes.append(
+                f"the chain is broken: {broken}. Someone changed the log: restore it from a backup; "
+                "undo refuses the lines the chain does not prove, and the facts themselves are intact."
+            )
+        start = self.start()
+        if start:
+            notes.append(start[0].upper() + start[1:] + ".")
         if self.missing:
             notes.append(
                 f"{len(self.missing)} committed write(s) lack log lines: "
@@ -193,6 +260,7 @@ def check(conn: apsw.Connection, path: Path) -> Check:
     for write, changes in committed.items():
         if seen.get(write, 0) < changes:
             result.missing[write] = changes - seen.get(write, 0)
+    result.chain = verify(path)
     return result
 
 

@@ -6,6 +6,9 @@ the version it was shown), and an inserted fact is deleted. The undo is itself a
 other: one transaction through gate/memory/changeset.py, logged in write.log before it commits (who: the
 command line; why: the command as typed; `undoes`: the change it reverts), vectors kept in step.
 
+A line of write.log its chain does not prove (gate/memory/chain.py: edited, moved, copied in) is
+not trusted to say what the fact was: that undo is refused.
+
 Only the latest change to a fact can be undone: undoing an older one would silently throw away
 what came after it, so that is refused, naming the later changes (undo them first, newest first).
 The log is read before the transaction, never under the write lock; inside it the fact must still
@@ -25,7 +28,7 @@ import apsw
 
 from gate import clock
 from gate.engine import store
-from gate.memory import changeset, history, write
+from gate.memory import audit, changeset, history, write
 from gate.search import embeddings, vectors
 
 TYPE_CHECKING = False
@@ -109,6 +112,14 @@ def undo(
         )
     if target.op not in ("insert", "update", "delete"):
         raise CannotUndo(f"{target.name} is a {target.op!r} line, not a change memory-gate makes: nothing to undo.")
+    if team is None:
+        problem = audit.unproven(log, target.line)
+        if problem:
+            raise CannotUndo(
+                f"cannot undo {target.name}: in write.log, {problem}, so what it says the fact was is not "
+                f"proven. Restore write.log from a backup (`memory-gate doctor` names every line that breaks "
+                f"its chain), or change fact {fact} by hand: see `memory-gate history {fact}`."
+            )
     # The fact as the change found it (to put back) and as it left it (what memory must hold now).
     back = _checked(target.before, target) if target.op in ("update", "delete") else None
     expected = target.after if target.op in ("insert", "update") else None

@@ -44,6 +44,9 @@ from gate import config, jsonlite, stopping
 ANSWERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "discovery.json")
 PROTOCOL_KEY = "io.modelcontextprotocol/protocolVersion"
 CHUNK = 1 << 16
+# The longest line memory-gate serve reads (gate.serve.wire lets a longer one go as it arrives): a
+# write of a thousand full facts fits many times over.
+MAX_LINE = 8 << 20
 # The SDK is imported once the session has been quiet this long (or at once, when a line needs
 # it): its import takes a CPU for one to three seconds, and a turn on a 2-core machine runs
 # Claude Code, its hooks and this server at once. In `claude -p` with a fast model the gaps of a
@@ -273,7 +276,11 @@ def serve(settings: config.Settings) -> int:
                 if not waiting and not buffer.strip():
                     break  # the client left, and nothing it asked is the SDK's to answer
                 loader.go.set()
-            readable = [wake_read] if ended else [0, wake_read]
+            # A line longer than the wire reads is the SDK's wire's to let go of, as it arrives.
+            full = len(buffer) > MAX_LINE
+            if full:
+                loader.go.set()
+            readable = [wake_read] if ended or full else [0, wake_read]
             try:
                 ready, _, _ = select.select(readable, [], [], None if loader.go.is_set() else QUIET)
             except InterruptedError:

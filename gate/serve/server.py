@@ -14,6 +14,9 @@ further request, lets the call in flight finish and answer, closes the database 
 from __future__ import annotations
 
 import json
+import logging
+import os
+import sys
 from typing import Annotated, Any
 
 import anyio
@@ -23,6 +26,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, WithJsonSchema
 
 from gate import config, stopping
+from gate.engine import store
 from gate.serve import tools
 from gate.serve.tools import Memory
 from gate.serve.wire import Wire
@@ -168,15 +172,50 @@ def build(settings: config.Settings, memory: Memory | None = None) -> tuple[MCPS
     return app, memory
 
 
+# How long the end of a stop waits for a call's worker thread to let go of the connection.
+CLOSE_WAIT = 0.1
+
+
+def _abandon() -> None:
+    """End the process with a call still running in a worker thread (waiting on an embeddings
+    endpoint), already answered that nothing was written: no write transaction can begin any more
+    (store.close_writes), and one under way finishes first."""
+    store.writes_done(CLOSE_WAIT)
+    sys.stderr.flush()
+    os._exit(0)
+
+
+class _OneLine(logging.Formatter):
+    """The SDK's log records as one line each: what failed and why, never a traceback (a request
+    for a prompt that does not exist is the client's mistake, answered with an error already)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"memory-gate serve: {record.getMessage()}"
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            text += f" ({type(error).__name__}: {error})"
+        return text
+
+
+def _sdk_logs_in_one_line() -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(_OneLine())
+    sdk = logging.getLogger("mcp")
+    sdk.addHandler(handler)
+    sdk.setLevel(logging.WARNING)
+    sdk.propagate = False
+
+
 def serve(settings: config.Settings, *, pending: bytes = b"", memory: Memory | None = None) -> int:
     """Serve the MCP session on stdin and stdout until it ends or a signal stops it. `pending`:
     what gate/serve/front.py read from stdin and did not answer itself, served first; `memory`: the
     front's connection, if it served calls."""
     app, memory = build(settings, memory)
+    _sdk_logs_in_one_line()
     # The SDK's own stdio transport drops the lines it cannot parse unanswered and blocks in a
     # thread no signal reaches; gate/serve/wire.py serves the same session without either fault.
     lowlevel = app._lowlevel_server
-    wire = Wire(pending=pending)
+    wire = Wire(pending=pending, overdue=store.close_writes, abandon=_abandon)
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
@@ -202,10 +241,18 @@ def serve(settings: config.Settings, *, pending: bytes = b"", memory: Memory | N
         anyio.run(main)
     finally:
         # A call still running in its worker thread holds the lock: let it finish its
-        # transaction, then close.
-        with memory.lock:
-            memory.close()
-    return 0
+        # transaction, then close. One waiting on an embeddings endpoint past the stop was
+        # answered already, and its write can no longer begin (store.close_writes): the
+        # process ends without waiting for it, nothing of it written.
+        if memory.lock.acquire(timeout=CLOSE_WAIT):
+            try:
+                memory.close()
+            finally:
+                memory.lock.release()
+        # Every answer is out (written straight to the descriptor) and the database closed: the
+        # process ends here, without the interpreter's teardown of the SDK (half a second).
+        sys.stderr.flush()
+        os._exit(0)
 
 
 # What gate/serve/front.py answers before the SDK is loaded: the requests Claude Code sends first, in

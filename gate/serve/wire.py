@@ -8,11 +8,17 @@ U+FFFD (as invalid UTF-8 bytes already do on the way in) and the call is served;
 be served gets a JSON-RPC error that says what to change, with the request's id whenever the line
 names one. A request whose id is no string or integer (an object, an array, a fraction, a boolean,
 null) is one MCP forbids and the SDK would take for a notification and never answer: it is
-refused with id null, as JSON-RPC says. A cancellation naming no such id is ignored.
+refused with id null, as JSON-RPC says. A cancellation naming no such id is ignored. A message that is neither a request, a notification nor
+a response (`{}`, an id alone) is an invalid request and answered, under its id when it names one.
+A line past MAX_LINE is let go as it arrives and answered with the limit; what the SDK logs is
+one line on stderr, never a traceback.
 
 Stopping: reads never block in a thread (the wire waits on the event loop for stdin to be
 readable), so a signal is obeyed in every state. Once told to stop, the wire reads no further
-line, lets the calls in flight finish and their answers go out, then ends the session.
+line and gives the calls in flight GRACE to finish and answer; then a write still waiting for the
+lock is told to give up (and says so), and a call still waiting on anything else (an embeddings
+endpoint) is answered here that nothing was written, its write no longer able to begin. A stop
+ends the server within a second.
 """
 
 from __future__ import annotations
@@ -31,13 +37,19 @@ from mcp.shared.dispatcher import as_request_id, coerce_request_id
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from gate.serve import front
+
 # Deeper than any message the tools need (a call's arguments are a few levels deep) and well
 # inside what the SDK's parser and Python's json read.
 MAX_DEPTH = 100
-# How long calls in flight may take to finish once a stop is asked: a write waits at most 5 s
-# for the lock (gate/engine/store.py) and 0.6 s for its vectors.
-GRACE = 10.0
+# How long calls in flight may take to finish once a stop is asked, and then how long those told
+# to give up (a write waiting for the lock) take to say so: a stop ends the server within 1 s.
+GRACE = 0.5
+SETTLE = 0.15
 CHUNK = 1 << 16
+# Past the longest line read, a line is let go as it arrives (only its head is kept, for its id),
+# so no input holds more memory.
+MAX_LINE = front.MAX_LINE
 # Requests that stay open for the whole session (Claude Code's subscription to list changes):
 # never "in flight", or every stop would wait the whole grace for them.
 OPEN_ENDED = frozenset({"subscriptions/listen"})
@@ -112,10 +124,22 @@ def read_line(line: str) -> Inbound:
             if not isinstance(message, types.JSONRPCNotification) or not _names_an_id(data):
                 return Inbound(message, note=f"replaced {replaced} lone surrogate(s) with U+FFFD in message {_id(data)!r}")
     code, problem = _what_is_wrong(data)
-    if "method" not in data or "id" not in data:
+    if ("method" in data and "id" not in data) or ("method" not in data and ("result" in data or "error" in data)):
         # A notification or a response: JSON-RPC answers neither, so stderr is told.
         return Inbound(note=f"dropped a message it cannot read: {problem}")
+    # Anything else is a request JSON-RPC calls invalid ({}, an id alone): answered, under its id
+    # when it names one MCP allows, else null.
     return _refused(_id(data), code, problem)
+
+
+def too_long(head: bytes, size: int) -> Inbound:
+    """The answer to a line past MAX_LINE, of which only its first bytes were kept: to the ids
+    they name."""
+    ids, _ = _head(head.decode("utf-8", errors="replace"))
+    return _refused(ids, types.INVALID_REQUEST, (
+        f"this line ran to {size:,} bytes; memory-gate reads lines of at most {MAX_LINE >> 20} MiB and "
+        f"let the rest go. A fact is at most a few hundred characters: send fewer ops a write"
+    ))
 
 
 def tool_call_problem(params: dict[str, Any] | None) -> str | None:
@@ -278,8 +302,13 @@ class Wire:
     in the process (a library's stray print) can read the session's input or corrupt its output.
     """
 
-    def __init__(self, *, grace: float = GRACE, log: Callable[[str], None] | None = None, pending: bytes = b""):
+    def __init__(self, *, grace: float = GRACE, log: Callable[[str], None] | None = None, pending: bytes = b"",
+                 overdue: Callable[[], None] | None = None, abandon: Callable[[], None] | None = None):
         self.grace = grace
+        # Called when calls are still in flight after the grace: they must give up now.
+        self.overdue = overdue or (lambda: None)
+        # Called when calls still run after the grace and the settling, each answered: ends the process.
+        self.abandon = abandon or (lambda: None)
         # What was read from stdin before this wire took it (gate/serve/front.py), served first.
         self._initial = pending
         self.log = log or (lambda line: print(f"memory-gate serve: {line}", file=sys.stderr, flush=True))
@@ -289,6 +318,9 @@ class Wire:
         # The requests in flight, by id as the SDK correlates them ("7" and 7 are one).
         self._pending: set[int | str] = set()
         self._settled = anyio.Event()
+        # Inside a line past MAX_LINE: its first bytes, and how many it has had so far.
+        self._overlong: tuple[bytes, int] | None = None
+        self._scanned = 0  # bytes at the head of the read buffer known to hold no newline
 
     def stop(self) -> None:
         """Read no further line; a second stop does not wait for the calls in flight either."""
@@ -336,7 +368,10 @@ class Wire:
                         break
                 chunk = os.read(fd, CHUNK)
                 if not chunk:
-                    if buffer:
+                    if self._overlong is not None:
+                        head, size = self._overlong
+                        await self._answer(too_long(head, size + len(buffer)), replies)
+                    elif buffer:
                         await self._take(bytes(buffer), inbound, replies)
                     break
                 buffer += chunk
@@ -346,14 +381,61 @@ class Wire:
                 while self._pending:
                     await self._settled.wait()
             if self._pending:
-                self.log(f"stopped with {len(self._pending)} call(s) unanswered after {self.grace:g} s")
+                self.overdue()  # a write waiting for the lock gives up, and says so
+                with anyio.move_on_after(SETTLE):
+                    while self._pending:
+                        await self._settled.wait()
+            if self._pending:
+                # Still waiting on something else (an embeddings endpoint): answered here. Its
+                # write can no longer begin (overdue), so nothing it asked is written.
+                self.log(f"stopped with {len(self._pending)} call(s) unfinished: answered that nothing was written")
+                for request_id in sorted(self._pending, key=str):
+                    await self._answer(Inbound(replies=[types.JSONRPCError(
+                        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.INTERNAL_ERROR, message=(
+                            "memory-gate stopped before this call finished: nothing was written; call again once it runs"
+                        )))]), replies)
+                with anyio.move_on_after(SETTLE):
+                    while self._pending:  # written out
+                        await self._settled.wait()
+                # Its worker thread would hold the process until the endpoint answers: the process
+                # ends now instead, the answers out.
+                self.abandon()
 
     async def _lines(self, buffer: bytearray, inbound, replies) -> None:
-        """Serve every whole line at the head of `buffer`, taking them out of it."""
-        while not self._stopping and (end := buffer.find(b"\n")) >= 0:
+        """Serve every whole line at the head of `buffer`, taking them out of it; let go of a line
+        past MAX_LINE as it comes."""
+        while not self._stopping:
+            end = buffer.find(b"\n", self._scanned)  # only what came since the last look
+            if self._overlong is not None:
+                head, size = self._overlong
+                if end < 0:
+                    self._overlong = (head, size + len(buffer))
+                    del buffer[:]
+                    return
+                del buffer[: end + 1]
+                self._overlong = None
+                await self._answer(too_long(head, size + end), replies)
+                continue
+            if end < 0:
+                self._scanned = len(buffer)
+                if len(buffer) > MAX_LINE:
+                    self._overlong = (bytes(buffer[:CHUNK]), len(buffer))
+                    del buffer[:]
+                    self._scanned = 0
+                return
             line = bytes(buffer[:end])
             del buffer[: end + 1]
+            self._scanned = 0
             await self._take(line, inbound, replies)
+
+    async def _answer(self, found: Inbound, replies) -> None:
+        if found.note:
+            self.log(found.note)
+        try:
+            for reply in found.replies:
+                await replies.send(SessionMessage(reply))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._stopping = True
 
     async def _take(self, raw: bytes, inbound, replies) -> None:
         try:

@@ -12,7 +12,10 @@ its main part again (the `X-Part: main` header) and swaps it in.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
+import signal
 import socket
 import sys
 import threading
@@ -26,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from gate import config
+from gate import config, stopping
 from gate.credentials import find as find_credential, marker
 from gate.engine import store
 from gate.memory import opening, write
@@ -74,7 +77,9 @@ class View:
             with self.lock:
                 return work(self._current(), *args, **kwargs)
 
-        return await anyio.to_thread.run_sync(locked)
+        # Abandoned when a stop cancels the request: its thread may be waiting on an embeddings
+        # endpoint, and a write it has not begun can no longer begin (store.close_writes).
+        return await anyio.to_thread.run_sync(locked, abandon_on_cancel=True)
 
     def page(self, request: Request, *, title: str, body: str, here: str, status: int = 200) -> Response:
         # same-origin: the token in the URL never goes out in a Referer, yet the page's own forms
@@ -302,6 +307,7 @@ def listen(port: int) -> socket.socket:
 def serve(settings: config.Settings, *, port: int, editable: bool, open_browser: bool) -> int:
     import uvicorn
 
+    _Server = _server_class()
     memory = opening.open_memory(settings, session=VIEWER_SESSION)
     if memory.team is None:
         store.load_vectors(memory.conn)  # vectors kept in step with edits, and search by meaning, when it loads
@@ -319,12 +325,57 @@ def serve(settings: config.Settings, *, port: int, editable: bool, open_browser:
     print(f"  {view.where}; {mode}. Ctrl-C stops it.", flush=True)
     if open_browser:
         _open(url)
-    server = uvicorn.Server(uvicorn.Config(build(view), log_level="warning", lifespan="off", access_log=False))
+    server = _Server(uvicorn.Config(build(view), log_level="critical", lifespan="off", access_log=False,
+                                    timeout_graceful_shutdown=SHUTDOWN_GRACE))
     try:
         server.run(sockets=[listener])
     finally:
-        with view.lock:
+        # A request still running in its thread (waiting on an embeddings endpoint) was let go:
+        # the process ends without it, once any write under way has committed.
+        closed = view.lock.acquire(timeout=CLOSE_WAIT)
+        if closed:
             memory.close()
+            view.lock.release()
+        store.writes_done(CLOSE_WAIT)
         listener.close()
-    print("memory-gate view: stopped", file=sys.stderr)
-    return 0
+    print("memory-gate view: stopped", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    # Without the interpreter's teardown of the web stack (and of a thread let go): a stop ends it
+    # within a second.
+    os._exit(0)
+
+
+# Once stopped, how long the requests under way may take to finish (a page's live updates never
+# do), and how long a request's thread is waited for to let go of the connection.
+SHUTDOWN_GRACE = 0.4
+CLOSE_WAIT = 0.1
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, stopped by SIGINT, SIGTERM and SIGHUP alike (gate.stopping), without
+        raising the signal again once stopped (uvicorn would, and the process die of it)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            previous = {signum: signal.signal(signum, self.stop) for signum in stopping.SIGNALS}
+            try:
+                yield
+            finally:
+                for signum, handler in previous.items():
+                    signal.signal(signum, handler)
+
+        def stop(self, signum, frame) -> None:
+            store.close_writes()  # a write waiting for the lock gives up; none begins
+            self.force_exit = self.should_exit  # a second signal waits for nothing
+            self.should_exit = True
+            try:
+                from sse_starlette.sse import AppStatus
+
+                AppStatus.should_exit = True  # the live updates end now
+            except ImportError:
+                pass
+
+    return Server
