@@ -153,7 +153,9 @@ TEAM_SCHEMES = ("postgresql", "postgres")
 
 def _team_url(raw: str | None) -> bool:
     """Whether MEMORY_GATE_DB names a team's PostgreSQL (postgresql://... or postgres://...)."""
-    return bool(raw) and raw.partition("://")[0].lower() in TEAM_SCHEMES and "://" in raw
+    if not raw:
+        return False
+    return raw.partition("://")[0].lower() in TEAM_SCHEMES and "://" in raw
 
 
 def _database(raw: str | None) -> str | None:

@@ -44,7 +44,8 @@ _LEADS = ("$", "{", "[", "(", "&", "op://", "vault:", "vault://", "arn:",
 
 def _words(value: str) -> list[str]:
     """The lowercase words of a value, split at non-letters and at camelCase humps."""
-    words, word = [], ""
+    words: list[str] = []
+    word = ""
     for at, ch in enumerate(value):
         if not ch.isalpha():
             words, word = words + [word] if word else words, ""
@@ -389,6 +390,7 @@ _ASSIGNMENTS = [
 
 def _check_assignment(how: str, value: str, quoted: bool, name: str | None = None) -> bool:
     if how == "name":  # `name = value`: how strong a name decides how the value is checked
+        assert name is not None, "a `name = value` assignment comes with its name"
         if _pattern(_NAMES["strong"]).search(name):
             return literal(value, quoted=quoted, password=bool(_pattern(_NAMES["password"]).search(name)))
         low = name.lower()

@@ -107,7 +107,7 @@ def user_prompt_submit(payload: dict, prefix: str) -> dict | None:
     prompt = payload.get("prompt") if isinstance(payload.get("prompt"), str) else None
     from gate import credentials
 
-    prompt = credentials.redact(prompt)  # here, not under the write lock (open_turn checks again)
+    prompt = credentials.redact(prompt) if prompt is not None else None  # here, not under the write lock (open_turn checks again)
     conn = _open(payload, create=True)
     with store.writing(conn):
         ledger.open_turn(conn, session, prompt_id, prompt)

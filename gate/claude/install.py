@@ -40,11 +40,23 @@ import subprocess
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from gate.claude import automemory
 from gate.claude.settingsfile import (
-    MISSING, Document, FileChange, FileError, Path_, dotted, get, make_dirs, pointer, put, save, unpointer, write_atomic,
+    MISSING,
+    Document,
+    FileChange,
+    FileError,
+    Path_,
+    dotted,
+    get,
+    make_dirs,
+    pointer,
+    put,
+    save,
+    unpointer,
+    write_atomic,
 )
 
 SERVER = "memory-gate"
@@ -130,7 +142,7 @@ def is_our_hook(hook: Any) -> bool:
     return len(words) >= 2 and os.path.basename(words[0]) in EXECUTABLE_NAMES and words[1] == "hook"
 
 
-def is_our_server(entry: Any) -> bool:
+def is_our_server(entry: Any) -> TypeGuard[dict]:
     """A server entry running `memory-gate serve`, from any path."""
     if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
         return False
@@ -179,6 +191,7 @@ def add_to_settings(data: dict, exe: str, *, plugin: bool = False) -> Edit:
     hand-written line) is replaced where it sits; it counts as there before install, not as added.
     `plugin`: the plugin brings hooks, server and rules; only what a plugin cannot set goes in."""
     edit = Edit(data) if plugin else _add_hooks_and_rules(data, exe)
+    assert edit.data is not None, "an install leaves settings to write"
     edit.data, changes, added = automemory.turn_off(edit.data)
     edit.changes += changes
     edit.added += added
@@ -187,6 +200,7 @@ def add_to_settings(data: dict, exe: str, *, plugin: bool = False) -> Edit:
 
 def _add_hooks_and_rules(data: dict, exe: str) -> Edit:
     edit = Edit(data)
+    assert edit.data is not None
     wanted = hook_groups(exe)
     hooks = get(data, ("hooks",), dict)
     if hooks is MISSING:
@@ -241,6 +255,7 @@ def _mine(path: Path_, added: set[Path_] | None) -> bool:
 def _prune(edit: Edit, path: Path_, before: Any, added: set[Path_] | None) -> None:
     """Remove the container at path when it is now empty and install added it; with no record of
     that, when this uninstall emptied it."""
+    assert edit.data is not None, "pruned before the file is deleted"
     now = get(edit.data, path, type(before))
     if now is MISSING or now:
         return

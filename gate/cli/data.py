@@ -22,7 +22,7 @@ from gate.search import embeddings, search, sources, vectors
 def cmd_stats(args: argparse.Namespace) -> int:
     with opening.open_memory(opening.settings(args)) as opened:
         if opened.team is None:
-            report = stats.report(opened.conn)
+            report = stats.report(opened.local_conn)
         else:  # the facts are the team's; the turns are this member's own (their ledger)
             from gate.memory import listing
 
@@ -65,7 +65,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         def export(out, progress) -> int:
             if opened.team is not None:
                 return transfer.export_team(opened.team, out, progress=progress)
-            return transfer.export(opened.conn, out, progress=progress)
+            return transfer.export(opened.local_conn, out, progress=progress)
 
         if args.output in (None, "-"):
             count = export(sys.stdout, show)
@@ -173,7 +173,8 @@ class _lines:
     def _read(self) -> Iterable[str]:
         number = 0
         try:
-            for number, line in enumerate(transfer.lines_of(self.handle), start=1):
+            # number is read by the except below: the line that did not decode follows the last one read.
+            for number, line in enumerate(transfer.lines_of(self.handle), start=1):  # noqa: B007
                 yield line
         except UnicodeDecodeError as error:
             raise UserError(f"{self.name} is not UTF-8 text (line {number + 1}: {error.reason}); export writes UTF-8") from error
@@ -242,7 +243,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     _, conn = opening.open_existing(settings)
     with store.writing(conn):
         search.rebuild_words(conn)
-    count = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
+    count = conn.execute("SELECT count(*) FROM facts").get
     print(f"word index: rebuilt from {count} facts")
     if sources.source(settings) is None:
         print(f"vectors: nothing to embed: {sources.why_words_only(settings)}")

@@ -21,7 +21,7 @@ def _load_binding() -> None:
     import _collections_abc
 
     stand_in = type(sys)("collections")
-    stand_in.abc = _collections_abc
+    stand_in.abc = _collections_abc  # type: ignore[attr-defined]  # a module takes any attribute
     sys.modules["collections"], sys.modules["collections.abc"] = stand_in, _collections_abc
     try:
         __import__("apsw")

@@ -277,7 +277,7 @@ def by_hybrid(conn, endpoint, rules: list[Rule], request: str, earlier: list[str
         meaning = by_embeddings(conn, endpoint, rules, request, earlier, margin=0.0, timeout=timeout)
         model, made = meaning.model, meaning.made
         if meaning.failure is None:
-            margins = [verdict.score for verdict in meaning.verdicts]
+            margins = [verdict.score for verdict in meaning.verdicts if verdict.score is not None]  # all, answered
         else:
             note = f"meaning left out ({meaning.failure}): rules weighed by words"
     weighed, quiet = hybrid.weigh([rule.description for rule in rules], request, earlier, margins)

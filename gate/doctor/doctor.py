@@ -136,8 +136,8 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
         ))
     kinds = dict(conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
     report["facts"] = {kind: kinds.get(kind, 0) for kind in ("state", "event", "decision", "trap")}
-    report["sessions"] = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
-    report["turns"] = conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+    report["sessions"] = conn.execute("SELECT count(*) FROM sessions").get
+    report["turns"] = conn.execute("SELECT count(*) FROM turns").get
     log = audit.log_path(path)
     check = audit.check(conn, log)
     report["write_log"] = {
@@ -287,7 +287,7 @@ def _team_database(conn, found, report: dict, findings: list[Finding], *, wanted
         report["owner"] = True
         findings.append(Finding(
             f"the team database's role {user} owns memory-gate's tables, so nothing binds its changes to the record's "
-            "rules", NOTE, mend=f"members connect with roles of their own: `memory-gate team grant ROLE` sets one up"))
+            "rules", NOTE, mend="members connect with roles of their own: `memory-gate team grant ROLE` sets one up"))
     else:
         for what, mend in teamroles.too_broad(conn):
             findings.append(Finding(what, WARNING, mend=mend))

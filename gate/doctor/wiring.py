@@ -135,10 +135,10 @@ def settings_install(project: str) -> dict:
         "user": (Path(config.claude_dir()) / "settings.json", state.get("mcpServers")),
         "project": (root / ".claude" / "settings.local.json", (state.get("projects", {}).get(str(root)) or {}).get("mcpServers")),
     }
-    found = {}
+    found: dict[str, dict] = {}
     for scope, (settings_file, servers) in places.items():
         hooks = _read(settings_file).get("hooks")
-        counts = {}
+        counts: dict[str, int] = {}
         for event, groups in (hooks.items() if isinstance(hooks, dict) else []):
             for group in groups if isinstance(groups, list) else []:
                 for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
@@ -256,8 +256,8 @@ def check(settings: config.Settings, claude: str | None = None) -> tuple[dict, l
             "Claude Code has no memory-gate: no plugin enabled, no settings install, so memory is off in every session",
             mend="Run scripts/install (the plugin), or `memory-gate install` (settings, no plugin)",
         ))
-    report["auto_memory"], found = auto_memory(cwd, on or bool(wired), "plugin" if on else "settings")
-    findings += found
+    report["auto_memory"], memory_findings = auto_memory(cwd, on or bool(wired), "plugin" if on else "settings")
+    findings += memory_findings
     report["servers"] = {}
     for command, way in commands.items():
         try:

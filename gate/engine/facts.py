@@ -87,7 +87,7 @@ class LocalFacts:
                 fact_id, after["topic"], after["kind"], after["text"], after["date"],
                 kept.get("created", stamp), kept.get("updated", stamp), kept.get("confirmed", stamp), kept.get("rev", 1),
             ),
-        ).fetchone()[0]
+        ).get
 
     def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None:
         self.conn.execute(

@@ -174,10 +174,10 @@ def match(conn, project: int, expression, limit: int, after: int = 0) -> list[tu
         "SELECT id, length, (SELECT json_agg(json_build_array(lexeme, positions, weights)) FROM unnest(words)"
         "  WHERE lexeme = ANY(%s) OR lexeme LIKE ANY(%s))"
         " FROM facts WHERE project = %s AND words @@ %s::tsquery AND id > %s", (exact, starts, project, text, after)):
-        held = {word: list(zip(positions, weights)) for word, positions, weights in held_json or ()}
+        positions_of = {word: list(zip(positions, weights)) for word, positions, weights in held_json or ()}
         score, matched = 0.0, []
         for weight_of_idf, phrase in zip(idf, phrases):
-            instances = _instances(held, phrase)
+            instances = _instances(positions_of, phrase)
             frequency = sum(_COLUMN_WEIGHT[weight] for weight in instances)
             score += weight_of_idf * (frequency * (K1 + 1.0)) / (frequency + K1 * (1 - B + B * length / average))
             matched.append(IN_TOPIC if "A" in instances else IN_TEXT if instances else ABSENT)
@@ -364,11 +364,11 @@ class reaching:
             self._armed = True
         return self
 
-    def __exit__(self, kind, error, trace) -> bool:
+    def __exit__(self, kind, error, trace) -> None:
         if self._armed:
             self.conn.deadline = None
         if error is None or isinstance(error, Unreachable):
-            return False
+            return None
         import psycopg
 
         if isinstance(error, psycopg.errors.LockNotAvailable) and self.conn is not None:
@@ -387,7 +387,7 @@ class reaching:
         if isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError)):
             late = getattr(self.conn, "expired", None) if self.conn is not None else None
             raise _unreachable(self.url, DeadlineExceeded(late) if late else error) from None
-        return False
+        return None
 
 
 def holder_of_project(conn) -> str | None:
@@ -500,7 +500,7 @@ def bound(conn) -> None:
         " set_config('memory_gate.deadline', CASE WHEN %s::float8 IS NULL THEN '' ELSE"
         " (clock_timestamp() + %s::float8 * interval '1 second')::text END, true)",
         (str(statement), str(LOCK_WAIT_MS), str(IDLE_IN_TRANSACTION_MS), seconds, seconds))
-    if left is not None and conn.deadline is not None:
+    if seconds is not None and conn.deadline is not None:
         conn.deadline = max(conn.deadline, time.monotonic() + seconds + 0.05)
 
 

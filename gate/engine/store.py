@@ -15,7 +15,6 @@ import time
 
 import apsw
 
-
 # This module is on the hooks' per-turn path: cheap imports only (no pathlib, dataclasses, or
 # re until a schema upgrade needs it).
 
@@ -136,7 +135,8 @@ def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int | None
     try:
         conn = apsw.Connection(path, flags=flags)
         conn.set_busy_handler(_patient(BUSY_TIMEOUT_MS if busy_ms is None else busy_ms))
-        conn.create_scalar_function("gate_cjk", _cjk_chars, 1, deterministic=True)
+        # apsw's stub types a function of any SQLite values; the FTS triggers call it on text.
+        conn.create_scalar_function("gate_cjk", _cjk_chars, 1, deterministic=True)  # type: ignore[arg-type]
         conn.execute("PRAGMA foreign_keys = ON")
         # In WAL mode NORMAL syncs at checkpoints, not at every commit: a killed process loses
         # nothing, a power cut may lose the last commits. write.log is fsynced before each write
@@ -147,9 +147,11 @@ def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int | None
         migrate(conn)
         # After the first read: on a file that is not a database, this would fail first, with a
         # message about FTS5 instead of the truth.
-        conn.register_fts5_function("gate_phrases", _matched_phrases)
+        # apsw's stub expects extra SQL arguments; gate_phrases takes none.
+        conn.register_fts5_function("gate_phrases", _matched_phrases)  # type: ignore[arg-type]
     except StoreError:
-        conn.close()
+        if conn is not None:
+            conn.close()
         raise
     except apsw.Error as error:
         if conn is not None:
@@ -412,7 +414,7 @@ def diagnose(conn: apsw.Connection, error: BaseException) -> str:
 
 
 def user_version(conn: apsw.Connection) -> int:
-    return conn.execute("PRAGMA user_version").fetchone()[0]
+    return conn.execute("PRAGMA user_version").get
 
 
 def migrate(conn: apsw.Connection) -> int:

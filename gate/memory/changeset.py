@@ -57,11 +57,9 @@ class Facts(Protocol):
     def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None: ...
     def delete(self, fact_id: int, before: dict[str, str], *, stamp: str) -> None: ...
     def confirm(self, fact_id: int, *, stamp: str) -> None: ...
-    # A team's only (local False): the changes just made get their write.log-shaped lines; the
-    # revisions the ledger records a turn read at; a write's lines, to settle a write the ledger missed.
-    def record_lines(self, entries: Any) -> None: ...
-    def revisions(self, ids: Any) -> dict[int, int]: ...
-    def lines_of_write(self, write_id: str) -> list[dict]: ...
+    # A team's only (local False), so not here: TeamFacts.record_lines (the changes just made get
+    # their write.log-shaped lines), TeamFacts.revisions (the revisions the ledger records a turn
+    # read at) and TeamFacts.lines_of_write (a write's lines, to settle a write the ledger missed).
 
 
 @dataclass(frozen=True)
@@ -89,11 +87,11 @@ def cli_turn(conn: apsw.Connection, command: str, session: str = CLI_SESSION) ->
 class ChangeSet:
     """Changes to facts made in one write, each logged; `finish` before the caller's COMMIT."""
 
-    def __init__(self, conn: apsw.Connection, author: Author, log: Path | None, facts: "Facts | None" = None,
+    def __init__(self, conn: apsw.Connection, author: Author, log: Path | None, facts: Facts | None = None,
                  *, write_id: str | None = None):
         self.conn, self.author, self.log = conn, author, log
         # Where the facts are changed: the local memory's own table, unless a team's (TeamFacts).
-        self.facts = facts if facts is not None else LocalFacts(conn)
+        self.facts: Facts = facts if facts is not None else LocalFacts(conn)
         self.write_id = write_id or uuid.uuid4().hex
         self.stamp = clock.now()
         self.changed: list[int] = []
@@ -161,7 +159,7 @@ class ChangeSet:
         if self.log is not None:
             audit.append(self.log, self._pending)
         if not self.facts.local and self._pending:
-            self.facts.record_lines(self._pending)  # a team's record: its `changes` rows
+            self.facts.record_lines(self._pending)  # type: ignore[attr-defined]  # local False: a TeamFacts, its `changes` rows
         self._pending = []
 
     # -- finishing -----------------------------------------------------------------------------
@@ -190,7 +188,8 @@ class ChangeSet:
             from gate.search import teamvectors
 
             teamvectors.sync(self.facts, ids, ahead)
-        revisions = None if self.facts.local else self.facts.revisions(ledger.read_ids(self.conn, turn.id))
+        # local False: a TeamFacts, which has revisions.
+        revisions = None if self.facts.local else self.facts.revisions(ledger.read_ids(self.conn, turn.id))  # type: ignore[attr-defined]
         seq = ledger.record_write(self.conn, turn, revisions)
         self.conn.execute(
             "INSERT INTO writes (id, session, turn, seq, tool_use_id, digest, changes, answer, at)"

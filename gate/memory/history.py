@@ -27,7 +27,7 @@ SHORT = 8
 _ENTRY = re.compile(r"([0-9a-f]{6,32}):([1-9][0-9]{0,18})")
 
 
-def entry_name(write_id: str, fact_id: int) -> str:
+def entry_name(write_id: str, fact_id: int | str) -> str:
     return f"{str(write_id)[:SHORT]}:{fact_id}"
 
 

@@ -44,15 +44,15 @@ def done(conn: apsw.Connection, write_id: str) -> None:
     conn.execute("DELETE FROM team_writes WHERE id = ?", (write_id,))
 
 
-def settle(conn: apsw.Connection, team: "TeamFacts", session: str, *, writing: str) -> list[str]:
+def settle(conn: apsw.Connection, team: TeamFacts, session: str, *, writing: str) -> list[str]:
     """Take in the session's writes the team committed and the ledger did not; forget those it
     never committed. `writing`: the write under way, noted too. In the caller's local and team
     transactions; returns the ids taken in."""
     taken = []
-    for write_id, turn_id, tool_use_id, digest, kept in conn.execute(
+    for write_id, turn_id, tool_use_id, digest, kept in list(conn.execute(
         "SELECT id, turn, tool_use_id, digest, kept FROM team_writes WHERE session = ? AND id != ? ORDER BY at",
         (session, writing),
-    ).fetchall():
+    )):
         lines = team.lines_of_write(write_id)
         turn = ledger.get_turn(conn, turn_id)
         if lines and turn is not None and not _known(conn, write_id, tool_use_id):
@@ -68,7 +68,7 @@ def _known(conn: apsw.Connection, write_id: str, tool_use_id: str | None) -> boo
     return found is not None
 
 
-def _take_in(conn: apsw.Connection, team: "TeamFacts", turn: ledger.Turn, write_id: str, tool_use_id: str | None,
+def _take_in(conn: apsw.Connection, team: TeamFacts, turn: ledger.Turn, write_id: str, tool_use_id: str | None,
              digest: str, kept: list[int], lines: list[dict]) -> None:
     """What the write's own ledger transaction would have committed."""
     done_ops = [{"op": line["op"], "id": line["id"]} for line in lines]

@@ -49,11 +49,12 @@ class TeamRecord:
 
     where = "the team's record"
 
-    def __init__(self, facts: "TeamFacts"):
+    def __init__(self, facts: TeamFacts):
         self.facts = facts
 
     def _rows(self, fact: int | None = None, session: str | None = None, since: str | None = None):
-        where, args = ["project = %s"], [self.facts.project]
+        where = ["project = %s"]
+        args: list[object] = [self.facts.project]
         if fact is not None:
             where.append("fact = %s")
             args.append(fact)

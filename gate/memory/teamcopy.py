@@ -59,7 +59,7 @@ def _revisions(entries: list[dict]) -> list[int]:
     return made
 
 
-def push(conn: apsw.Connection, log: Path, team: "TeamFacts") -> Copied:
+def push(conn: apsw.Connection, log: Path, team: TeamFacts) -> Copied:
     """Copy the local memory `conn` (write.log at `log`) into the team's empty project."""
     entries = [
         {key: value for key, value in entry.items() if key not in ("committed", "entry")}
@@ -78,7 +78,7 @@ def push(conn: apsw.Connection, log: Path, team: "TeamFacts") -> Copied:
                 "into an empty project only, ids and history as they are: add this memory's facts to it with "
                 "`memory-gate export` here and `memory-gate import --new-ids` on the team instead"
             )
-        rows = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM facts ORDER BY id").fetchall()
+        rows = list(conn.execute(f"SELECT {', '.join(COLUMNS)} FROM facts ORDER BY id"))
         with team.conn.cursor() as cursor:
             cursor.executemany(
                 "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, rev, changed_by, words)"
@@ -108,13 +108,13 @@ def _json(value) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
-def pull(team: "TeamFacts", target: Path) -> Copied:
+def pull(team: TeamFacts, target: Path) -> Copied:
     """Make the local memory at `target` a copy of the team's project. `target` may be a new
     file or a memory that holds no facts and no logged change (a member's turn ledger)."""
     conn = store.connect(target)
     try:
         log = audit.log_path(target)
-        held = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
+        held = conn.execute("SELECT count(*) FROM facts").get
         if held or (log.exists() and log.stat().st_size):
             raise CannotCopy(
                 f"{target} already holds a memory ({held} facts, write.log beside it): pull makes a copy in a "

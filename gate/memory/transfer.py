@@ -74,7 +74,7 @@ def export(conn: apsw.Connection, out: TextIO, *, progress: Progress | None = No
     """Write every fact to `out`, one JSON object a line, by id; return how many. One read
     transaction: the count and the rows are one snapshot, however long the writing takes."""
     with store.writing(conn, lock=False):
-        total = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
+        total = conn.execute("SELECT count(*) FROM facts").get
         return _write_rows(conn.execute(f"SELECT {', '.join(COLUMNS)} FROM facts ORDER BY id"), total, out, progress)
 
 
@@ -226,7 +226,7 @@ def import_facts(
     dry_run: bool = False,
     today: str | None = None,
     progress: Progress | None = None,
-    team: "TeamFacts | None" = None,
+    team: TeamFacts | None = None,
 ) -> Imported:
     """Check every line of `source`, then insert its facts in one logged transaction. Raises
     Refused naming every bad line (and every id conflict), with nothing applied. With a `team`,
@@ -279,9 +279,9 @@ def _load(conn: apsw.Connection, source: Iterable[str], today: str, new_ids: boo
 
 def _apply(
     conn: apsw.Connection, *, log: Path | None, command: str, new_ids: bool, dry_run: bool,
-    progress: Progress | None, team: "TeamFacts | None" = None,
+    progress: Progress | None, team: TeamFacts | None = None,
 ) -> Imported:
-    result = Imported(lines=conn.execute("SELECT count(*) FROM incoming").fetchone()[0])
+    result = Imported(lines=conn.execute("SELECT count(*) FROM incoming").get)
     with store.writing(conn), (team.transaction() if team is not None else contextlib.nullcontext()):
         # Inside the transaction: what memory holds cannot change under the comparison.
         if team is None:
@@ -291,7 +291,7 @@ def _apply(
             )
         else:
             _mark_team_duplicates(conn, team)
-        result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").fetchone()[0]
+        result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").get
         result.skipped_lines = [row[0] for row in conn.execute(
             "SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))]
         if not new_ids:
@@ -303,7 +303,7 @@ def _apply(
             return result
         turn = changeset.cli_turn(conn, command)
         changes = changeset.ChangeSet(conn, changeset.author(turn), log if team is None else None, team)
-        ids = []
+        ids: list[int] = []
         for row in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM incoming WHERE NOT duplicate ORDER BY line"):
             fact = dict(zip(COLUMNS, row))
             given = {key: fact[key] for key in changeset.BOOKKEEPING if fact[key] is not None}
@@ -329,7 +329,7 @@ def _content(topic: str, kind: str, text: str) -> str:
     return hashlib.md5(f"{topic}\x1f{kind}\x1f{text}".encode()).hexdigest()
 
 
-def _mark_team_duplicates(conn: apsw.Connection, team: "TeamFacts") -> None:
+def _mark_team_duplicates(conn: apsw.Connection, team: TeamFacts) -> None:
     """Mark the lines whose topic, kind and text a fact of the team's project already has: the
     project's facts compared by a digest of their content, read once."""
     held = {row[0] for row in team.conn.execute(
@@ -341,7 +341,7 @@ def _mark_team_duplicates(conn: apsw.Connection, team: "TeamFacts") -> None:
     conn.executemany("UPDATE incoming SET duplicate = 1 WHERE line = ?", duplicates)
 
 
-def _refuse_conflicts(conn: apsw.Connection, team: "TeamFacts | None" = None) -> None:
+def _refuse_conflicts(conn: apsw.Connection, team: TeamFacts | None = None) -> None:
     """Refuse the file when a line gives an id another fact of memory (the local file's, or the
     team's project) holds, naming the lines."""
     if team is None:
@@ -350,7 +350,7 @@ def _refuse_conflicts(conn: apsw.Connection, team: "TeamFacts | None" = None) ->
             " WHERE NOT i.duplicate ORDER BY i.line"
         ))
     else:
-        rows = conn.execute("SELECT line, id FROM incoming WHERE NOT duplicate AND id IS NOT NULL ORDER BY line").fetchall()
+        rows = list(conn.execute("SELECT line, id FROM incoming WHERE NOT duplicate AND id IS NOT NULL ORDER BY line"))
         topics: dict[int, str] = {}
         for start in range(0, len(rows), 1000):
             ids = [fact_id for _, fact_id in rows[start : start + 1000]]

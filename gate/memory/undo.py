@@ -85,7 +85,7 @@ def undo(
     command: str,
     endpoint: embeddings.Endpoint | None = None,
     session: str = changeset.CLI_SESSION,
-    team: "TeamFacts | None" = None,
+    team: TeamFacts | None = None,
 ) -> Undone:
     """Revert the change `name` (WRITE:FACT) in one logged transaction, or raise CannotUndo.
     `session`: who undoes it, as write.log names it (the command line, or the viewer). With a
@@ -123,9 +123,11 @@ def undo(
         if now != expected:
             raise CannotUndo(_moved(target, now, expected))
         if target.op == "insert":
+            assert now is not None, "now is what the insert left"
             changes.delete(fact, now, extra=extra)
             done = "delete"
         elif target.op == "update":
+            assert now is not None and back is not None, "now is what the update left; back what it found"
             changes.update(fact, now, back, extra=extra)
             done = "update"
         else:
@@ -134,6 +136,7 @@ def undo(
                 "created": life.created or target.entry.get("time") or changes.stamp,
                 "updated": changes.stamp, "confirmed": changes.stamp, "rev": life.rev + 1,
             }
+            assert back is not None, "back is what the delete found"
             changes.insert(back, fact_id=fact, bookkeeping=bookkeeping, extra=extra)
             done = "insert"
         result = Undone(target, done, fact, changes.write_id)

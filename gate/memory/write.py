@@ -218,15 +218,17 @@ def hint(key: str) -> str:
     }.get(key, "")
 
 
-def check_fields(fields: dict) -> tuple[dict[str, str | None], list[str]]:
+def check_fields(fields: dict) -> tuple[dict[str, str], list[str]]:
     """A whole fact's topic, kind, text and date, each through check_field (a missing one is
-    empty): the values, trimmed, and every problem with its mend."""
-    checked, problems = {}, []
+    empty): the values, trimmed, and every problem with its mend (a field with one is left out)."""
+    checked: dict[str, str] = {}
+    problems: list[str] = []
     for key in changeset.FIELDS:
         value, problem = check_field(key, fields.get(key, ""))
         if problem:
             problems.append(problem)
-        checked[key] = value
+        if value is not None:
+            checked[key] = value
     return checked, problems
 
 
@@ -328,7 +330,7 @@ def apply(
     tool_use_id: str | None = None,
     today: str | None = None,
     endpoint: embeddings.Endpoint | None = None,
-    facts: "changeset.Facts | None" = None,
+    facts: changeset.Facts | None = None,
 ) -> Outcome:
     """Check and apply one memory_write; raise Refused with every problem, nothing applied.
 
@@ -360,7 +362,7 @@ def apply(
         raise
 
 
-def _apply_noted(conn: apsw.Connection, facts: "changeset.Facts", parsed: list[Op], kept_ids: list[int],
+def _apply_noted(conn: apsw.Connection, facts: changeset.Facts, parsed: list[Op], kept_ids: list[int],
                  problems: list[str], key: str, ahead: vectors.Prepared | None, write_id: str, *,
                  attribute: Callable[[apsw.Connection], ledger.Turn], log: Path | None,
                  tool_use_id: str | None, today: str | None) -> Outcome:
@@ -369,7 +371,7 @@ def _apply_noted(conn: apsw.Connection, facts: "changeset.Facts", parsed: list[O
         if not facts.local:
             # A write of the session's that the team committed and this ledger missed: taken in
             # first, so that the same write sent again is a replay, not a second copy.
-            pending.settle(conn, facts, turn.session, writing=write_id)
+            pending.settle(conn, facts, turn.session, writing=write_id)  # type: ignore[arg-type]  # local False: a TeamFacts
             turn = ledger.get_turn(conn, turn.id) or turn
         owes_search = turn.opened_by_hook and turn.searched == 0
         replay = _replay(conn, turn, key, tool_use_id)
@@ -419,7 +421,7 @@ def _embed_ahead(conn: apsw.Connection, endpoint: embeddings.Endpoint, ops: list
         marks = ",".join("?" * len(changed))
         sql = f"SELECT id, topic, text FROM facts WHERE id IN ({marks})"
         current = {row[0]: (row[1], row[2]) for row in conn.execute(sql, changed)}
-    return changeset.embed_ahead(conn, endpoint, _texts(ops, current), {op.id for op in ops})
+    return changeset.embed_ahead(conn, endpoint, _texts(ops, current), {op.id for op in ops if op.id is not None})
 
 
 def _embed_ahead_team(team, endpoint: embeddings.Endpoint, ops: list[Op]) -> vectors.Prepared | None:
@@ -441,7 +443,7 @@ def _embed_ahead_team(team, endpoint: embeddings.Endpoint, ops: list[Op]) -> vec
 def _retexted(ops: list[Op]) -> list[int]:
     """The ids of the facts whose topic or text these ops change."""
     return [op.id for op in ops if op.op == "update" and (op.topic is not None or op.text is not None)
-            and -(1 << 63) <= op.id < 1 << 63]
+            and op.id is not None and -(1 << 63) <= op.id < 1 << 63]
 
 
 def _texts(ops: list[Op], current: dict[int, tuple[str, str]]) -> list[str]:
@@ -449,6 +451,7 @@ def _texts(ops: list[Op], current: dict[int, tuple[str, str]]) -> list[str]:
     texts = []
     for op in ops:
         if op.op == "insert":
+            assert op.topic is not None and op.text is not None, "parse checked an insert's fields"
             texts.append(vectors.fact_text(op.topic, op.text))
         elif op.op == "update" and op.id in current:
             topic, text = current[op.id]
@@ -483,7 +486,7 @@ def _replay(conn: apsw.Connection, turn: ledger.Turn, key: str, tool_use_id: str
 
 
 def _check_against_memory(
-    conn: apsw.Connection, facts: "changeset.Facts", turn: ledger.Turn, ops: list[Op], kept: list[int]
+    conn: apsw.Connection, facts: changeset.Facts, turn: ledger.Turn, ops: list[Op], kept: list[int]
 ) -> tuple[list[str], dict[int, int]]:
     """The write's problems with memory as it is, and the facts it names that were changed since
     this turn read them, with their revision now."""
@@ -531,7 +534,7 @@ def _check_against_memory(
 
 
 def _changed_since_read(
-    facts: "changeset.Facts", read: dict[int, int | None], ops: list[Op], kept: list[int]
+    facts: changeset.Facts, read: dict[int, int | None], ops: list[Op], kept: list[int]
 ) -> tuple[list[str], dict[int, int]]:
     """A fact this turn read that was changed since (by another session, or on the memory page):
     keeping, updating or deleting it would answer for a text the turn never saw, and an update
@@ -563,11 +566,14 @@ def _apply(changes: changeset.ChangeSet, ops: list[Op], kept: list[int], today: 
     outcome = Outcome(write_id=changes.write_id)
     for op in ops:
         if op.op == "insert":
+            assert op.topic is not None and op.kind is not None and op.text is not None, "parse checked them"
             after = {"topic": op.topic, "kind": op.kind, "text": op.text, "date": op.date or today}
             fact_id = changes.insert(after)
             outcome.done.append({"op": "insert", "id": fact_id, "topic": after["topic"]})
         elif op.op == "update":
+            assert op.id is not None, "parse checked it"
             before = changes.snapshot(op.id)
+            assert before is not None, "the fact is there: checked in this transaction, before any change"
             after = before | op.changes()
             if after == before:
                 changes.confirm(op.id)
@@ -576,7 +582,10 @@ def _apply(changes: changeset.ChangeSet, ops: list[Op], kept: list[int], today: 
             changes.update(op.id, before, after)
             outcome.done.append({"op": "update", "id": op.id})
         else:
-            changes.delete(op.id, changes.snapshot(op.id))
+            assert op.id is not None, "parse checked it"
+            before = changes.snapshot(op.id)
+            assert before is not None, "the fact is there: checked in this transaction, before any change"
+            changes.delete(op.id, before)
             outcome.done.append({"op": "delete", "id": op.id})
 
     existing = changes.facts.existing(kept)

@@ -143,10 +143,11 @@ def parse_answer(payload: bytes, count: int, model: str) -> Vectors:
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count or rows[index]:
             raise VectorError("embeddings endpoint answered embeddings with wrong or repeated indexes")
         rows[index] = _unit(item.get("embedding"))
-    if len({len(row) for row in rows}) != 1:
+    filled = [row for row in rows if row is not None]  # all of them: count indexes, none repeated
+    if len({len(row) for row in filled}) != 1:
         raise VectorError("embeddings endpoint answered vectors of different lengths")
     named = answer.get("model")
-    return Vectors(named.strip() if isinstance(named, str) and named.strip() else model, rows)
+    return Vectors(named.strip() if isinstance(named, str) and named.strip() else model, filled)
 
 
 def _unit(raw: object) -> tuple[float, ...]:

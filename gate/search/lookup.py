@@ -25,18 +25,18 @@ if TYPE_CHECKING:  # a team's memory is imported only where one is used
     from gate.engine.teamfacts import TeamFacts
 
 
-def search_team(team: "TeamFacts", queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str],
+def search_team(team: TeamFacts, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str],
                  limit: int) -> tuple[list[Fact], embeddings.Vectors | None, int]:
     """A team's facts for the search, best first (ranked_team), after a short catch-up of the
     facts still waiting for their vector. Also the queries' vectors (None: words only, the
     reason in `notes`) and how many facts still wait for their vector after the catch-up."""
     query = embed(queries, endpoint, notes)
-    waiting = catch_up_team(team, endpoint, notes) if query is not None else 0
+    waiting = catch_up_team(team, endpoint, notes) if query is not None and endpoint is not None else 0
     ranking = ranked_team(team, queries, query, endpoint, notes, limit)
     return ranking.facts, ranking.query, waiting
 
 
-def ranked_team(team: "TeamFacts", queries: list[str], query: embeddings.Vectors | None,
+def ranked_team(team: TeamFacts, queries: list[str], query: embeddings.Vectors | None,
                  endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ranking:
     """ranked over a team's facts, as the local ones are ranked (gate.search.ranking): words by
     gate.search.team, meaning by gate.search.teamvectors (pgvector), in one snapshot of the
@@ -74,7 +74,7 @@ def split(query: embeddings.Vectors) -> list[embeddings.Vectors]:
     """One Vectors per query, from one answer for all of them."""
     return [embeddings.Vectors(query.model, [row]) for row in query.rows]
 
-def catch_up_team(team: "TeamFacts", endpoint: embeddings.Endpoint, notes: list[str]) -> int:
+def catch_up_team(team: TeamFacts, endpoint: embeddings.Endpoint, notes: list[str]) -> int:
     """catch_up over a team's project: the facts waiting for a vector (one a member's write
     could not embed in time, or another member's) embedded for at most SEARCH_CATCH_UP seconds
     before ranking; returns how many still wait."""
@@ -158,7 +158,7 @@ def rank(
     *,
     limit: int = search.RESULTS,
     endpoint: embeddings.Endpoint | None = None,
-    team: "TeamFacts | None" = None,
+    team: TeamFacts | None = None,
     owner: str | None = None,
 ) -> Ranking:
     """memory_search's ranking, recording nothing (no turn, no read, no vector caught up): for
@@ -169,6 +169,7 @@ def rank(
     queries = queries_for(terms, owner)
     if team is not None:
         return ranked_team(team, queries, embed(queries, endpoint, notes), endpoint, notes, limit)
+    assert conn is not None, "a local memory's search reads its file"
     query = embed_queries(conn, queries, endpoint, notes)
     facts, why = ranked(conn, queries, query, endpoint, notes, limit)
     return Ranking(facts, query if why is not None and why.meaning else None, notes, why)

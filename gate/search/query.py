@@ -22,8 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from gate.engine import tokens
-from gate.engine import postgres
+from gate.engine import postgres, tokens
 from gate.search import forms, stopwords
 
 MAX_TERMS = 12

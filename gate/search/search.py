@@ -36,8 +36,7 @@ from dataclasses import dataclass
 import apsw
 
 from gate.engine import store
-from gate.search import query as fts
-from gate.search import embeddings, spelling, vectors
+from gate.search import embeddings, query as fts, spelling, vectors
 
 CANDIDATES = 30
 RESULTS = 8
@@ -150,7 +149,8 @@ def candidates_in(index, typed: str | fts.Query, *, wanted: int = RESULTS) -> li
     if not near:
         return found
     parsed = parsed.widened(near)
-    return _pool(index, parsed, *index.frequencies(parsed), wanted)
+    size, docs, exact_docs = index.frequencies(parsed)
+    return _pool(index, parsed, size, docs, exact_docs, wanted)
 
 
 def _pool(index, parsed: fts.Query, size: int, docs: list[int], exact_docs: list[int], wanted: int) -> list[Candidate]:
@@ -356,7 +356,7 @@ def _reaches(conn: apsw.Connection, expression: str, count: int, after: int = 0)
     """Whether at least `count` rows with a rowid above `after` match."""
     sql = "SELECT count(*) FROM (SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? AND rowid > ? LIMIT ?)"
     with _refused(expression):
-        return conn.execute(sql, (expression, after, count)).fetchone()[0] >= count
+        return conn.execute(sql, (expression, after, count)).get >= count
 
 
 @contextlib.contextmanager
@@ -380,8 +380,7 @@ def _frequencies(conn: apsw.Connection, parsed: fts.Query) -> tuple[int, list[in
         docs, phrase = 0, False
         if term.cjk:
             # A run inside unsegmented text is no vocabulary entry: count the facts holding it.
-            row = conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", (term.phrases()[0][0],)).fetchone()
-            docs = row[0]
+            docs = conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", (term.phrases()[0][0],)).get
         # Every vocabulary entry sharing the stem, with its count, in one pass. fts5vocab counts
         # a word's facts by reading its whole list of them, so the forms this pass covers (the
         # word as typed starts with its stem) are taken from it rather than read a second time:

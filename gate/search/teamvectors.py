@@ -106,7 +106,8 @@ def waiting(team, *, limit: int = vectors.WAITING_BATCH, chars: int = vectors.WA
         "SELECT f.id, f.topic, f.text FROM facts_to_embed w JOIN facts f ON f.project = w.project AND f.id = w.id"
         f" WHERE w.project = %s{bound} ORDER BY w.id {order} LIMIT %s", params,
     ).fetchall()
-    found, total = [], 0
+    found: list[tuple[int, str]] = []
+    total = 0
     for fact_id, topic, text in rows:
         item = vectors.fact_text(topic, text)
         if found and total + len(item) > chars:

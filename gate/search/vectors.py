@@ -105,7 +105,8 @@ def waiting(conn: apsw.Connection, *, limit: int = WAITING_BATCH, chars: int = W
         sql = ("SELECT f.id, f.topic, f.text FROM facts_to_embed w JOIN facts f ON f.id = w.id"
                " WHERE w.id > ? ORDER BY w.id LIMIT ?")
         rows = conn.execute(sql, (after, limit))
-    found, total = [], 0
+    found: list[tuple[int, str]] = []
+    total = 0
     for fact_id, topic, text in rows:
         item = fact_text(topic, text)
         if found and total + len(item) > chars:
@@ -125,7 +126,7 @@ def _owed(conn: apsw.Connection, ids: Sequence[int]) -> set[int]:
 
 def missing(conn: apsw.Connection) -> int:
     """How many facts lack a current vector."""
-    return conn.execute("SELECT count(*) FROM facts_to_embed").fetchone()[0]
+    return conn.execute("SELECT count(*) FROM facts_to_embed").get
 
 
 @dataclass
@@ -184,7 +185,7 @@ def sync(conn: apsw.Connection, ids: Iterable[int], prepared: Prepared | None) -
             conn.execute("DELETE FROM facts_to_embed WHERE id = ?", (fact,))
             stored += 1
     if stored and found.center is None:
-        if conn.execute("SELECT count(*) FROM facts_vec").fetchone()[0] > EXACT_LIMIT:
+        if conn.execute("SELECT count(*) FROM facts_vec").get > EXACT_LIMIT:
             recenter(conn)
     return stored
 
@@ -461,7 +462,7 @@ def rebuild(conn: apsw.Connection, endpoint: Endpoint, *, progress: Callable[[in
     answer leaves memory as it was (VectorError). A batch the endpoint refuses is retried one
     fact at a time; a fact that still fails stays waiting and is reported in `failed`."""
     store.require_vectors(conn)
-    total = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
+    total = conn.execute("SELECT count(*) FROM facts").get
     first = [(row[0], fact_text(row[1], row[2])) for row in conn.execute(
         "SELECT id, topic, text FROM facts ORDER BY id LIMIT ?", (batch,))]
     answer = endpoint.embed([text for _, text in first] or ["memory-gate"], role=DOCUMENT, timeout=timeout)
@@ -486,7 +487,7 @@ def rebuild(conn: apsw.Connection, endpoint: Endpoint, *, progress: Callable[[in
         pending, ahead = waiting(conn, limit=batch, chars=1 << 30, after=last), None
     known = _embed_or_none(endpoint, list(REFERENCE), timeout) if has_table(conn) else None
     with store.writing(conn):
-        if has_table(conn) and conn.execute("SELECT count(*) FROM facts_vec").fetchone()[0] > EXACT_LIMIT:
+        if has_table(conn) and conn.execute("SELECT count(*) FROM facts_vec").get > EXACT_LIMIT:
             recenter(conn)
         if known is not None:
             store_reference(conn, known)
@@ -594,13 +595,13 @@ def status(conn: apsw.Connection, endpoint: Endpoint | None, why_not: str | None
     report |= {"model": endpoint.model, "max_distance": endpoint.max_distance}
     try:
         store.require_vectors(conn)
-        report["sqlite_vec"] = conn.execute("SELECT vec_version()").fetchone()[0]
+        report["sqlite_vec"] = conn.execute("SELECT vec_version()").get
     except store.StoreError as error:
         report["sqlite_vec"] = "not loaded"
         return report, [str(error)]
     found = space(conn)
     if found is not None:
-        vectors = conn.execute("SELECT count(*) FROM facts_vec").fetchone()[0]
+        vectors = conn.execute("SELECT count(*) FROM facts_vec").get
         report["stored"] = {
             "model": found.model, "dimension": found.dimension, "vectors": vectors,
             "search": "exact" if found.center is None else f"bit prefilter, {POOL} rescored",

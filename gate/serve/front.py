@@ -41,6 +41,10 @@ import threading
 
 from gate import config, jsonlite, stopping
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 ANSWERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "discovery.json")
 PROTOCOL_KEY = "io.modelcontextprotocol/protocolVersion"
 CHUNK = 1 << 16
@@ -84,7 +88,7 @@ def answer(line: bytes, answers: dict) -> bytes | Call | None:
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
     request_id, method, params = message.get("id"), message.get("method"), message.get("params")
-    if type(request_id) not in (int, str) or not isinstance(method, str) or not isinstance(params, dict):
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)) or not isinstance(method, str) or not isinstance(params, dict):
         return None
     meta = params.get("_meta")
     if not isinstance(meta, dict) or meta.get(PROTOCOL_KEY) != answers.get("protocol"):
@@ -216,10 +220,10 @@ class _Loader(threading.Thread):
     def __init__(self, wake: int):
         super().__init__(name="memory-gate-sdk", daemon=True)
         self.wake = wake
-        self.tools = None
+        self.tools: Any = None  # gate.serve.tools, once imported
         self.tools_ready = threading.Event()  # set once gate/serve/tools.py is imported, or failed to be
         self.go = threading.Event()  # set when the SDK is to be imported (see QUIET)
-        self.server = None
+        self.server: Any = None  # gate.serve.server, once imported
         self.error: BaseException | None = None
         self.finished = False  # set before the wake-up is written: a consumed wake-up is never missed
 
@@ -304,6 +308,7 @@ def serve(settings: config.Settings) -> int:
                         try:
                             if memory is None:
                                 memory = tools.Memory(settings)
+                            assert answers is not None, "a Call is answered from them"
                             # The SDK puts the same envelope on every result it sends.
                             reply = served(reply, memory, tools, answers["results"]["tools/list"].get("_meta"))
                         except Exception as error:  # a bug here: the SDK's server serves the call

@@ -234,8 +234,8 @@ def first_replies(requests: list[dict], settings: config.Settings | None = None)
     replies: list[dict] = []
 
     async def main() -> None:
-        to_server, server_in = anyio.create_memory_object_stream(len(requests))
-        server_out, from_server = anyio.create_memory_object_stream(len(requests))
+        to_server, server_in = anyio.create_memory_object_stream[Any](len(requests))
+        server_out, from_server = anyio.create_memory_object_stream[Any](len(requests))
         async with to_server, server_in, server_out, from_server, anyio.create_task_group() as group:
             group.start_soon(lowlevel.run, server_in, server_out, lowlevel.create_initialization_options())
             for request in requests:

@@ -17,7 +17,7 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import apsw
 
@@ -110,7 +110,8 @@ class SearchAnswer:
     def __post_init__(self):
         # What the answer repeats is redacted: the owner's words and the agent's terms, and fact
         # texts stored before the credential check knew their shape.
-        self.terms, self.owner_words = credentials.redact(self.terms), credentials.redact(self.owner_words)
+        self.terms = credentials.redact(self.terms)
+        self.owner_words = credentials.redact(self.owner_words) if self.owner_words is not None else None
         self.results = [_redacted(result) for result in self.results]
 
     @property
@@ -144,7 +145,7 @@ def memory_search(
     *,
     limit: int = search.RESULTS,
     endpoint: embeddings.Endpoint | None = None,
-    team: "TeamFacts | None" = None,
+    team: TeamFacts | None = None,
 ) -> SearchAnswer:
     """Search for the caller's turn; every fact returned becomes a read the turn must answer
     for. With no database yet (`conn` None) memory is empty and nothing is recorded. With a
@@ -164,7 +165,7 @@ def memory_search(
         shared, query, waiting = lookup.search_team(team, queries, endpoint, notes, limit)
     else:
         query = lookup.embed_queries(conn, queries, endpoint, notes)
-        waiting = lookup.catch_up(conn, endpoint, notes) if query is not None else 0
+        waiting = lookup.catch_up(conn, endpoint, notes) if query is not None and endpoint is not None else 0
     recorded_terms = searches.kept_terms(terms)
     try:
         with store.writing(conn):
@@ -215,7 +216,7 @@ def memory_write(
     *,
     log: Path | None,
     endpoint: embeddings.Endpoint | None = None,
-    team: "TeamFacts | None" = None,
+    team: TeamFacts | None = None,
 ) -> WriteAnswer:
     """Apply the write for the caller's turn, or raise write.Refused naming every problem. With a
     `team`, to the team's facts, each change recorded there with its member."""
@@ -226,7 +227,7 @@ def memory_write(
     return WriteAnswer(outcome)
 
 
-def unreachable(error: "postgres.Unreachable", team: "memory_team.Team") -> str:
+def unreachable(error: postgres.Unreachable, team: memory_team.Team) -> str:
     """Why the turn cannot keep memory, as the owner reads it when the gate lets the answer out:
     an outage, or (postgres.Held) a reachable team whose project another member's write holds."""
     if isinstance(error, postgres.Held):
@@ -286,9 +287,9 @@ class Memory:
         self._embedder: threading.Thread | None = None
         # The team's memory this project shares, if any (gate/memory/team.py): found at the
         # first call, with the member's connection to it.
-        self._team: "memory_team.Member | None | bool" = False  # False: not looked for yet
+        self._team: memory_team.Member | None | Literal[False] = False  # False: not looked for yet
 
-    def team(self) -> "memory_team.Member | None":
+    def team(self) -> memory_team.Member | None:
         """The member's connection to the team's memory of this project, or None for the local
         file alone. Raises config.ConfigError for a team setting memory-gate cannot use."""
         if self._team is False:
@@ -309,7 +310,9 @@ class Memory:
         if self.handoff is not None:
             # Notes of calls that never came, and marks of sessions long over.
             handoff.sweep(self.handoff)
-            handoff.sweep(handoff.marks(self.settings.plugin_data), suffix="")
+            marks = handoff.marks(self.settings.plugin_data)  # there whenever the handoff folder is
+            if marks is not None:
+                handoff.sweep(marks, suffix="")
         # Without sqlite-vec, search says so and runs on words.
         store.load_vectors(self._conn)
         return self._conn
@@ -351,7 +354,7 @@ class Memory:
         self._embedder = threading.Thread(target=run, name="memory-gate-embedder", daemon=True)
         self._embedder.start()
 
-    def _catch_up_team(self, member: "memory_team.Member") -> None:
+    def _catch_up_team(self, member: memory_team.Member) -> None:
         """catch_up for a team's project, on the member's connection (under the lock, as the
         tool calls use it): the facts any member's write could not embed, and the project's
         REFERENCE vectors. Whether there is anything to do is asked in the thread, so that a
@@ -445,6 +448,7 @@ def search_call(memory: Memory, terms: str, caller: Caller) -> SearchAnswer:
                     answer = memory_search(conn, terms, caller, endpoint=memory.endpoint, team=facts)
                 except postgres.Unreachable as error:
                     member.drop()
+                    assert conn is not None, "made for a team's member: create=True"
                     answer = unreachable_search(conn, terms, caller, unreachable(error, member.team))
             if memory.words_only:
                 # Meaning is off for want of a model: said on the first search, not on every one.
@@ -464,6 +468,7 @@ def write_call(memory: Memory, ops: Any, kept: Any, caller: Caller) -> WriteAnsw
         try:
             member = memory.team()
             conn = memory.connection(create=True)
+            assert conn is not None, "create=True makes it"
             if member is None:
                 answer = memory_write(conn, _decode(ops), _decode(kept), caller, log=memory.log, endpoint=memory.endpoint)
             else:

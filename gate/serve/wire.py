@@ -289,8 +289,8 @@ class Wire:
         """Run `session(read_stream, write_stream)` (the SDK server's `run`) on stdin and stdout."""
         source, sink = _claim(0, os.O_RDONLY), _claim(1, None)
         try:
-            inbound_send, inbound = anyio.create_memory_object_stream(0)
-            outbound, outbound_receive = anyio.create_memory_object_stream(0)
+            inbound_send, inbound = anyio.create_memory_object_stream[Any](0)
+            outbound, outbound_receive = anyio.create_memory_object_stream[Any](0)
             replies = outbound.clone()
             async with anyio.create_task_group() as group:
                 group.start_soon(self._read, source.fd, inbound_send, replies)

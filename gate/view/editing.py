@@ -46,7 +46,7 @@ def edit(memory: Opened, fact_id: int, fields: dict[str, str], *, rev: int,
 
             ahead = teamvectors.embed_ahead(memory.team, endpoint, texts, [fact_id])
         else:
-            ahead = changeset.embed_ahead(memory.conn, endpoint, texts, [fact_id])
+            ahead = changeset.embed_ahead(memory.local_conn, endpoint, texts, [fact_id])
     words = f"memory-gate view: edited fact {fact_id}"
     with _writing(memory) as conn:
         changes, turn = _begin(memory, conn, words)
