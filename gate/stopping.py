@@ -3,7 +3,7 @@
 Claude Code stops its MCP server with SIGINT, at any time, even while the server is still
 importing the MCP SDK (a second or more). Python's default answer is a KeyboardInterrupt
 traceback wherever the signal lands; instead the signal is noted here, before anything heavy is
-imported, and the server stops cleanly once it runs (gate/serve/wire.py). Standard library only.
+imported, and the server stops cleanly once it runs (gate.serve.wire). Standard library only.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from gate import config
 from gate.claude import install
 from gate.claude.install import InstallError, add_server, add_to_settings, remove_from_settings, remove_server
 from gate.claude.settingsfile import FileError, pointer, render, unpointer
-from gate.cli import cli
+from gate.cli import main as cli
 
 EXE = "/opt/memory gate/bin/memory-gate"  # a space: the hook command must quote it
 QUOTED = "'/opt/memory gate/bin/memory-gate'"

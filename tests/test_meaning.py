@@ -15,10 +15,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from gate import config
-from gate.cli import cli
+from gate.cli import main as cli
 from gate.engine import store
 from gate.memory import ledger
-from gate.search import lookup, search, vectors
+from gate.search import lookup, fulltext as search, vectors
 from gate.search.embeddings import Endpoint
 from gate.serve import tools
 

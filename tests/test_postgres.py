@@ -328,7 +328,7 @@ def test_the_parity_test_sees_a_query_that_finds_something(both_engines):
 @given(words=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4), every=st.booleans(), exact_only=st.booleans())
 def test_a_query_ranks_the_same_facts_alike_on_both_engines(both_engines, words, every, exact_only):
     """FTS5's bm25 and the phrases each fact holds, and where (topic or text), as PostgreSQL computes them."""
-    from gate.search import query, search
+    from gate.search import query, fulltext as search
 
     local, team = both_engines
     parsed = query.parse(" ".join(words))
@@ -356,8 +356,8 @@ def test_the_ranking_parity_sees_ranks_that_differ(both_engines):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(words=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4), limit=st.integers(1, 8))
 def test_a_search_by_words_returns_the_same_facts_on_both_engines(both_engines, words, limit):
-    """The tiers, the common words, the judgement: search.py's whole word search, on either index."""
-    from gate.search import search, team as team_words
+    """The tiers, the common words, the judgement: gate.search.fulltext's whole word search, on either index."""
+    from gate.search import fulltext as search, team as team_words
 
     local, team = both_engines
     typed = " ".join(words)
@@ -370,7 +370,7 @@ def test_a_search_by_words_returns_the_same_facts_on_both_engines(both_engines, 
 
 
 def test_the_search_parity_sees_searches_that_find_facts(both_engines):
-    from gate.search import search, team as team_words
+    from gate.search import fulltext as search, team as team_words
 
     local, team = both_engines
     index = team_words.TeamIndex(team, 1)
@@ -440,7 +440,7 @@ def _rankings(monkeypatch) -> list[str]:
 @given(words=st.lists(st.sampled_from(SKEWED_WORDS + ["deplo", "rollbacks"]), min_size=2, max_size=4, unique=True),
        limit=st.sampled_from([1, 8, 60]), after=st.sampled_from([0, 150]))
 def test_ranking_the_rarest_phrases_first_gives_fts5s_answer(skewed, words, limit, after):
-    from gate.search import query, search
+    from gate.search import query, fulltext as search
 
     local, team, project = skewed
     parsed = query.parse(" ".join(words))

@@ -7,7 +7,7 @@ PREFIX is how the memory tools are named in this install (`mcp__plugin_memory-ga
 from the plugin), so that messages name the exact tool.
 
 This is the per-turn path: it imports the standard library and the SQLite binding only (JSON
-through gate/jsonlite.py, cheaper to import than `json`), and fails open (gate/claude/hookio.py): a
+through gate.jsonlite, cheaper to import than `json`), and fails open (gate.claude.hookio): a
 missing, locked or corrupt database, input that is not what Claude Code sends, an unknown event,
 any bug, and the hook exits 0 with one warning line for the owner while the turn goes on. Memory
 must never lock the owner out of their agent; a block is a decision, never a crash.
@@ -21,7 +21,7 @@ from gate.claude import hookio
 from gate.engine import store
 from gate.memory import ledger
 
-# gate/credentials.py and gate/claude/maxturns.py are imported where they are needed: a PreToolUse hook, and
+# gate.credentials and gate.claude.maxturns are imported where they are needed: a PreToolUse hook, and
 # a Stop or Hold on a turn that is met (the usual case), use neither, and every module is a
 # share of a hook's start.
 
@@ -46,7 +46,7 @@ def released_by_limit(limit: int) -> str:
 
 def _affordable(state: ledger.Gate, step: int | None, limit: int | None) -> bool:
     """Whether a hold at this model request leaves the turn room to pay memory and answer again
-    within --max-turns (gate/claude/maxturns.py): a hold past the limit would lose the answer."""
+    within --max-turns (gate.claude.maxturns): a hold past the limit would lose the answer."""
     if limit is None or step is None:
         return True
     from gate.claude import maxturns

@@ -16,7 +16,7 @@ from gate.cli import terminal
 from gate.engine import store
 from gate.memory import audit, history, opening, stats, transfer
 from gate.memory.opening import UserError
-from gate.search import embeddings, search, sources, vectors
+from gate.search import embeddings, fulltext, sources, vectors
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -242,7 +242,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
                             "the team's vectors")
     _, conn = opening.open_existing(settings)
     with store.writing(conn):
-        search.rebuild_words(conn)
+        fulltext.rebuild_words(conn)
     count = conn.execute("SELECT count(*) FROM facts").get
     print(f"word index: rebuilt from {count} facts")
     if sources.source(settings) is None:

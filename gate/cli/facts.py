@@ -1,7 +1,7 @@
 """`memory-gate search`, `show` and `review`: the facts as memory holds them now.
 
 Rows are printed as they are read, never gathered first, so a memory of any size answers at once.
-What is printed of facts is redacted (gate/credentials.py): a database from before the credential
+What is printed of facts is redacted (gate.credentials): a database from before the credential
 check knew a shape may still hold a credential.
 """
 
@@ -16,7 +16,7 @@ from gate.cli import terminal
 from gate.cli.terminal import fact_json, print_fact
 from gate.engine import store
 from gate.memory import listing, opening
-from gate.search import lookup, query, ranking, search
+from gate.search import fulltext, lookup, query, ranking
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -29,7 +29,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"score  {ranking.WORD_WEIGHT:g} x a fact's bm25 as a share of the best fact's, plus the standard "
               "deviations it stands nearer the query than memory at large (meaning), for each query")
         print(f"keep   every fact scoring >= {ranking.SHARE:g} of the best, when memory holds something on the subject: "
-              f"words whose terms carry >= {search.COVERAGE:g} of the query's weight, or a fact meaning calls near")
+              f"words whose terms carry >= {fulltext.COVERAGE:g} of the query's weight, or a fact meaning calls near")
         return 0
     settings = opening.settings(args)
     with opening.open_memory(settings) as opened:

@@ -21,14 +21,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from gate.doctor import doctor, wiring
+    from gate.doctor import checks, wiring
 
-    checks: dict[str, doctor.Check] = {"memory": doctor.memory, "team": doctor.team, "injected_context": doctor.injected_context}
+    chosen: dict[str, checks.Check] = {"memory": checks.memory, "team": checks.team, "injected_context": checks.injected_context}
     if not args.no_claude:
-        checks["claude_code"] = lambda settings: wiring.check(settings, args.claude)
-    checks["install_clash"] = lambda settings: ({}, doctor.stated(wiring.install_clash(settings.project_dir)))
-    report, findings = doctor.run(opening.settings(args), checks)
-    problems = [finding for finding in findings if finding.severity == doctor.PROBLEM]
+        chosen["claude_code"] = lambda settings: wiring.check(settings, args.claude)
+    chosen["install_clash"] = lambda settings: ({}, checks.stated(wiring.install_clash(settings.project_dir)))
+    report, findings = checks.run(opening.settings(args), chosen)
+    problems = [finding for finding in findings if finding.severity == checks.PROBLEM]
     if args.json:
         print(json.dumps({
             **report, "problems": [finding.message() for finding in problems],
@@ -36,7 +36,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         }, indent=2))
     else:
         _print_report(report)
-        for finding in sorted(findings, key=lambda finding: (doctor.PROBLEM, doctor.WARNING, doctor.NOTE).index(finding.severity)):
+        for finding in sorted(findings, key=lambda finding: (checks.PROBLEM, checks.WARNING, checks.NOTE).index(finding.severity)):
             print(finding.line())
         if not problems:
             print("all well" if not findings else "no problems")

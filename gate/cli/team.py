@@ -1,7 +1,7 @@
 """`memory-gate team connect | disconnect | status | push | pull | grant`: put this project's facts on a team's
 PostgreSQL, take them back to the local file, and see which memory the project uses.
 
-The setting is per project (gate/memory/team.py), so one developer can share one repository's
+The setting is per project (gate.memory.team), so one developer can share one repository's
 memory with a team and keep another's in a local file. `MEMORY_GATE_DB=postgresql://...` does
 the same for every project the variable reaches, and wins over the setting.
 """

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gate import config
 from gate.claude import install, settingsfile
-from gate.doctor.doctor import NOTE, PROBLEM, WARNING, Finding
+from gate.doctor.checks import NOTE, PROBLEM, WARNING, Finding
 
 # The Claude Code the tests run against (package.json pins it); mods need 2.1.287 or later.
 TESTED = "2.1.332"

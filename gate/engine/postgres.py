@@ -1,9 +1,9 @@
 """Open a team's memory on PostgreSQL and bring its schema up to date.
 
-The team engine's base (issue 17): the connection (TCP keepalives, a statement timeout, and
+The team engine's base: the connection (TCP keepalives, a statement timeout, and
 `Unreachable` for a server that is down, cut off or too slow, so that the server, the gate and
 the commands can say so in one line), the schema (schema-postgres.sql, applied in numbered
-sections as gate/engine/store.py applies schema.sql), a fact's words as the SQLite index holds
+sections as gate.engine.store applies schema.sql), a fact's words as the SQLite index holds
 them, and word matching ranked by FTS5's own bm25, summed in SQL from the counters of section 2
 for queries of single words, so that the same query finds and ranks the same facts on both
 engines (tests/test_postgres.py holds them equal).
@@ -84,7 +84,7 @@ def lexeme(word: str) -> str:
 
 
 def words(topic: str, text: str) -> str:
-    """The tsvector literal of a fact's words, cut and folded by gate/engine/tokens.py, the
+    """The tsvector literal of a fact's words, cut and folded by gate.engine.tokens, the
     tokenizer of the SQLite index, so that PostgreSQL's own parser never cuts them otherwise:
     `'deploy':1A 'staging':12 ...`. Cast it with ::tsvector."""
     from gate.engine import tokens
@@ -134,9 +134,9 @@ def _instances(held: dict, phrase) -> list[str]:
 
 
 def match(conn, project: int, expression, limit: int, after: int = 0) -> list[tuple[int, float, bytes]]:
-    """gate/search/search.py `_match` on PostgreSQL: (id, bm25 rank: lower is better, matched
+    """gate.search.fulltext `_match` on PostgreSQL: (id, bm25 rank: lower is better, matched
     phrases as gate_phrases' bytes) of the best `limit` facts of the project with an id above
-    `after` whose words match `expression` (a gate/search/query.py Expression as tsquery text),
+    `after` whose words match `expression` (a gate.search.query Expression as tsquery text),
     best first, equal ranks in id order. Its phrases, in its numbering, are each (words, prefix,
     cjk). The rank is FTS5's own, so that the same query ranks the same facts alike on both engines."""
     import math

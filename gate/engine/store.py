@@ -189,7 +189,7 @@ def refuse_foreign(conn: apsw.Connection, path: str, *, create: bool) -> None:
 
 
 def _cjk_chars(value: str | None) -> str:
-    """gate_cjk() for the FTS triggers (gate/engine/tokens.py), imported when a fact is first written:
+    """gate_cjk() for the FTS triggers (gate.engine.tokens), imported when a fact is first written:
     the hooks, which never write one, do not pay for unicodedata."""
     from gate.engine import tokens
 

@@ -1,7 +1,7 @@
 """The facts of one project in a team database, as a change set changes them.
 
-The team's side of the seam LocalFacts (gate/engine/facts.py) stands on: the same five
-operations, over a psycopg connection to a database gate/engine/postgres.py opened (this module
+The team's side of the seam LocalFacts (gate.engine.facts) stands on: the same five
+operations, over a psycopg connection to a database gate.engine.postgres opened (this module
 never imports psycopg itself). Each change writes its record in `changes` (schema-postgres.sql)
 in the caller's transaction, so that a change and its record commit together or not at all:
 what write.log is to one owner, `changes` is to a team, and it says which member made each.
@@ -184,7 +184,7 @@ class TeamFacts:
 
     def record_lines(self, entries: Sequence[dict]) -> None:
         """Give the changes just recorded their lines, as write.log would hold them (the change
-        set's, gate/memory/changeset.py), with the member: in the caller's transaction, in the
+        set's, gate.memory.changeset), with the member: in the caller's transaction, in the
         order the changes were made. A line whose change made no row (a fact gone meanwhile)
         is dropped, as no change."""
         rows = []

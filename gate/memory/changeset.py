@@ -1,8 +1,8 @@
 """A change set: the one path every change to the facts takes, whoever makes it.
 
-memory_write (gate/memory/write.py), `memory-gate undo` and `memory-gate import` all change facts through
+memory_write (gate.memory.write), `memory-gate undo` and `memory-gate import` all change facts through
 a ChangeSet, inside a write transaction their caller opened. Each insert, update and delete
-happens here together with its write.log line, and `finish` keeps the rules of gate/memory/audit.py for
+happens here together with its write.log line, and `finish` keeps the rules of gate.memory.audit for
 all of them: it brings the vectors of the changed facts up to date, records the write in `writes`
 (with the number of lines it logged), and appends and fsyncs the lines, all before the caller
 commits. So a committed change never lacks its line, and a line whose write id `writes` does not
@@ -42,8 +42,8 @@ BOOKKEEPING = ("created", "updated", "confirmed", "rev")
 
 
 class Facts(Protocol):
-    """The engine's side of a change: LocalFacts (gate/engine/facts.py) or TeamFacts
-    (gate/engine/teamfacts.py), inside the caller's transaction."""
+    """The engine's side of a change: LocalFacts (gate.engine.facts) or TeamFacts
+    (gate.engine.teamfacts), inside the caller's transaction."""
 
     local: bool
 

@@ -7,7 +7,7 @@ around it (lines before it cut, logs joined), where a line number would silently
 change. A longer prefix of the write id, or all of it, names the same change.
 
 Only committed changes count: a line whose write id the `writes` table does not know never
-committed (gate/memory/audit.py), and a torn line is no change at all.
+committed (gate.memory.audit), and a torn line is no change at all.
 """
 
 from __future__ import annotations

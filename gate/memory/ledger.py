@@ -251,7 +251,7 @@ def attribute(conn: apsw.Connection, *, tool_use_id: str | None, session: str) -
     """The turn an MCP tool call belongs to, from the best evidence there is:
 
     1. its tool_use_id (Claude Code's `_meta["claudecode/toolUseId"]`), which the PreToolUse
-       hook (or, under the plugin, the mod's note: gate/serve/handoff.py) mapped to the hook's
+       hook (or, under the plugin, the mod's note: gate.serve.handoff) mapped to the hook's
        own session and prompt_id: right even where the server's
        session variable is wrong (`--continue`, after `/clear`);
     2. else `session` (CLAUDE_CODE_SESSION_ID, or the server's own id) and its current turn.

@@ -28,7 +28,7 @@ def topic_match(typed: str) -> str | None:
 
 
 def topic_query(typed: str) -> str:
-    """topic_match for a team's memory: a tsquery over the facts' words (gate/engine/postgres.py
+    """topic_match for a team's memory: a tsquery over the facts' words (gate.engine.postgres
     `words`, the topic's at weight A), each typed word a prefix of a topic word. Only called when
     topic_match found a word."""
     from gate.engine import postgres
@@ -138,7 +138,7 @@ def count_unconfirmed(conn: apsw.Connection, before: str) -> int:
     return conn.execute("SELECT count(*) FROM facts WHERE confirmed < ?", (before,)).get
 
 
-# -- a team's facts (gate/engine/teamfacts.py): the same lists, from PostgreSQL -----------------
+# -- a team's facts (gate.engine.teamfacts): the same lists, from PostgreSQL -----------------
 
 
 def _team_rows(team, sql: str, args: list) -> Iterator[Fact]:

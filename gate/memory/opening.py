@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from gate.engine.teamfacts import TeamFacts
     from gate.memory.team import Member
 
-# A person waits longer for a vector than a turn does (see gate/search/embeddings.py's time-outs).
+# A person waits longer for a vector than a turn does (see gate.search.embeddings's time-outs).
 PATIENT_TIMEOUT = 10.0
 
 
@@ -49,7 +49,7 @@ class Opened:
 
     @property
     def record(self):
-        """The record of changes: write.log, or the team's (gate/memory/record.py)."""
+        """The record of changes: write.log, or the team's (gate.memory.record)."""
         from gate.memory import record
 
         if self.team is not None:
@@ -92,7 +92,7 @@ class Opened:
 
 def open_memory(settings: config.Settings, *, session: str = changeset.CLI_SESSION) -> Opened:
     """The project's memory for a command that reads or changes facts: the team's when the
-    project is on one (gate/memory/team.py), else the local file, which must exist."""
+    project is on one (gate.memory.team), else the local file, which must exist."""
     from gate.memory import team
 
     shared = team.find(settings)

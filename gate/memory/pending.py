@@ -1,7 +1,7 @@
 """Writes to a team's memory that the member's ledger has not taken in yet.
 
 A write to a team's memory commits in the team's PostgreSQL first and in the member's local
-ledger right after (gate/memory/write.py): a change the team has is never one the ledger refused.
+ledger right after (gate.memory.write): a change the team has is never one the ledger refused.
 The other way round is the gap: the ledger's commit can still fail after the team's (a full disk,
 an I/O error, the server killed between the two). The team then holds changes the ledger does not
 know: the turn still owes its write, and the agent's next write, a new call, would insert each new

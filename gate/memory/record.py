@@ -1,6 +1,6 @@
 """The record of a memory's changes, as `log`, `history` and `undo` read it: write.log beside a
 local memory, the `changes` table of a team's (schema-postgres.sql), each change the same entry
-(gate/memory/changeset.py writes both): time, write, op, id, topic, kind, before, after, session,
+(gate.memory.changeset writes both): time, write, op, id, topic, kind, before, after, session,
 turn, words, and on a team the member.
 
 write.log may hold lines of writes that never committed (the writer stopped between the log and

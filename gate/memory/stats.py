@@ -9,7 +9,7 @@ running, stopped before the Stop hook, or a prompt Claude Code made up itself (a
 notification), which is not gated. Turns of a client without hooks are counted apart: nothing
 holds their answers. Turns of the hand sessions (`memory-gate undo`, `import`, the viewer's edits) are left out.
 
-What a search costs the context is recorded by each search (gate/memory/searches.py): the
+What a search costs the context is recorded by each search (gate.memory.searches): the
 characters of the answer the model reads. Tokens are estimated at CHARS_PER_TOKEN
 characters each, about right for English prose and JSON; code, and text in other scripts, take
 more tokens per character, so read the estimate as a floor.

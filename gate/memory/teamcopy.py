@@ -133,7 +133,7 @@ def pull(team: TeamFacts, target: Path) -> Copied:
                 conn.execute("DELETE FROM sqlite_sequence WHERE name = 'facts'")
                 conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('facts', ?)", (last,))
             # Each of the team's writes becomes a write of this memory's, so that write.log's lines
-            # count as committed (gate/memory/audit.py), under one turn of the command line's.
+            # count as committed (gate.memory.audit), under one turn of the command line's.
             turn = changeset.cli_turn(conn, "memory-gate team pull")
             counts: dict[str, list] = {}
             for line in lines:

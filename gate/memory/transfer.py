@@ -6,10 +6,10 @@ bookkeeping included. Export reads one snapshot and changes nothing, so it write
 write.log (the log records changes to memory; the command says what it wrote and where).
 
 Import is all or nothing. Every line is checked first, as memory_write checks a fact (the same
-checks: gate/memory/write.py's check_field), and one bad line refuses the whole file, with the line
+checks: gate.memory.write's check_field), and one bad line refuses the whole file, with the line
 numbers, before anything is applied. The lines go into a temporary table, not a list, so a file
 of any size is read once and held on disk. Then, in one transaction, the facts go in through
-gate/memory/changeset.py: each logged in write.log before the commit, by the command line's own session
+gate.memory.changeset: each logged in write.log before the commit, by the command line's own session
 with the command as its words, so `memory-gate undo` can take any of them out again.
 
 Importing into a memory that already holds facts:
@@ -61,7 +61,7 @@ MAX_LINE = 20_000
 MAX_ID = 2**31 - 1
 # Problems named one by one; past this many, the rest are counted.
 LISTED = 20
-# `progress(done, total)` is called every this many facts and at the end (gate/cli/terminal.py draws it).
+# `progress(done, total)` is called every this many facts and at the end (gate.cli.terminal draws it).
 PROGRESS_EVERY = 500
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 Progress = Callable[[int, int], None]
@@ -79,7 +79,7 @@ def export(conn: apsw.Connection, out: TextIO, *, progress: Progress | None = No
 
 
 def export_team(team, out: TextIO, *, progress: Progress | None = None) -> int:
-    """`export` of a team's project (gate/engine/teamfacts.py): the same lines, one snapshot."""
+    """`export` of a team's project (gate.engine.teamfacts): the same lines, one snapshot."""
     from gate.memory import listing
 
     total = sum(listing.team_kinds(team).values())

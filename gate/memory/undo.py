@@ -3,7 +3,7 @@
 An update gets its previous topic, kind, text and date back, a deleted fact comes back under its
 own id (created when it first was, at a revision above any it had, so no session mistakes it for
 the version it was shown), and an inserted fact is deleted. The undo is itself a change like any
-other: one transaction through gate/memory/changeset.py, logged in write.log before it commits (who: the
+other: one transaction through gate.memory.changeset, logged in write.log before it commits (who: the
 command line; why: the command as typed; `undoes`: the change it reverts), vectors kept in step.
 
 Only the latest change to a fact can be undone: undoing an older one would silently throw away
@@ -54,7 +54,7 @@ class Undone:
 
 
 def find(record, name: str) -> tuple[history.Change, list[history.Change]]:
-    """The committed change `name` names in `record` (gate/memory/record.py), and the fact's
+    """The committed change `name` names in `record` (gate.memory.record), and the fact's
     whole history; CannotUndo when there is no such change (with why: never committed, not in
     the record, or ambiguous)."""
     prefix, fact = history.parse_entry(name)

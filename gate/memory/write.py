@@ -7,9 +7,9 @@ contract, a turn answers for everything memory showed it.
 
 An accepted write inserts, updates and deletes facts, confirms the kept and updated ones, marks
 the turn's reads answered, brings the vectors of the facts it touched up to date (asked for
-before the transaction, stored in it: gate/search/vectors.py), and puts one line per change in
-write.log before it commits (see gate/memory/audit.py for why in that order): the changes themselves go
-through gate/memory/changeset.py, the one path every change to facts takes. The same write delivered
+before the transaction, stored in it: gate.search.vectors), and puts one line per change in
+write.log before it commits (see gate.memory.audit for why in that order): the changes themselves go
+through gate.memory.changeset, the one path every change to facts takes. The same write delivered
 twice, a retried call, is recognised and not applied again.
 """
 
@@ -334,10 +334,10 @@ def apply(
 ) -> Outcome:
     """Check and apply one memory_write; raise Refused with every problem, nothing applied.
 
-    `attribute` names the turn inside the transaction (gate/memory/ledger.py's attribution rules).
+    `attribute` names the turn inside the transaction (gate.memory.ledger's attribution rules).
     `log` is write.log; None only for in-memory databases. With an `endpoint`, new and changed
     facts get their vectors when it answers in time, else they wait for a later write. `facts`:
-    where the facts are (gate/engine/teamfacts.py's TeamFacts for a team's memory); the turn's
+    where the facts are (gate.engine.teamfacts's TeamFacts for a team's memory); the turn's
     ledger is `conn`'s either way, and the team's transaction commits inside the ledger's.
     """
     facts = facts if facts is not None else LocalFacts(conn)
@@ -401,7 +401,7 @@ def _apply_noted(conn: apsw.Connection, facts: changeset.Facts, parsed: list[Op]
                 sync=[item["id"] for item in outcome.done], tool_use_id=tool_use_id,
             )
             if turn.opened_by_hook and not owes_search:
-                ledger.met_by_write(conn, turn.id)  # the answer "nothing owed" (serve/render.py)
+                ledger.met_by_write(conn, turn.id)  # the answer "nothing owed" (gate.serve.render)
             if not facts.local:
                 pending.done(conn, write_id)
     if refused is not None:
@@ -426,7 +426,7 @@ def _embed_ahead(conn: apsw.Connection, endpoint: embeddings.Endpoint, ops: list
 
 def _embed_ahead_team(team, endpoint: embeddings.Endpoint, ops: list[Op]) -> vectors.Prepared | None:
     """_embed_ahead for a team's write: the texts read, and the facts still waiting for a vector
-    picked, in a team transaction of their own before the write's (gate/search/teamvectors.py)."""
+    picked, in a team transaction of their own before the write's (gate.search.teamvectors)."""
     from gate.search import teamvectors
 
     changed = _retexted(ops)

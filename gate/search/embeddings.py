@@ -10,7 +10,7 @@ by list order), numbers or base64 float32 (`encoding_format: "float"` is always 
 OpenAI's SDKs and some servers answer base64 anyway), all one length, finite, not zero; then
 scaled to unit length, so that cosine is all that matters downstream.
 
-A deadline bounds each request as a whole (gate/search/transport.py), so a server that trickles its answer
+A deadline bounds each request as a whole (gate.search.transport), so a server that trickles its answer
 cannot hold a turn either; after a time-out the endpoint is left alone for a while, so
 the rest of the session's turns do not each wait for it again. That spell is kept per role: a
 write's batch that times out does not silence the searches' short queries. The standard library only:
@@ -36,7 +36,7 @@ QUERY, DOCUMENT = "query", "document"
 # a query in about 20 ms idle; bge-m3 (568M parameters) served on two CPU cores takes tens to a
 # hundred ms per short text, several times that while the machine is busy, so the deadlines
 # leave room for a slow answer rather than quietly searching by words. A fact a write could not
-# embed in time is embedded soon after by the server (gate/search/vectors.py `catch_up`).
+# embed in time is embedded soon after by the server (gate.search.vectors `catch_up`).
 SEARCH_TIMEOUT = 2.0
 WRITE_TIMEOUT = 1.0
 # After two time-outs in a row the endpoint is not asked again for this long: an endpoint too

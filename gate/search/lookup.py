@@ -18,7 +18,7 @@ import apsw
 
 from gate.engine import store
 from gate.engine.facts import Fact, load_facts
-from gate.search import embeddings, ranking, search, vectors
+from gate.search import embeddings, fulltext, ranking, vectors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a team's memory is imported only where one is used
@@ -108,7 +108,7 @@ def catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[s
     """Embed the facts still waiting for a vector, for at most SEARCH_CATCH_UP seconds, before
     ranking; returns how many still wait. Meaning cannot find a fact without a vector, and a
     fact just written, whose write found the endpoint slow, is what a search is most likely
-    after. The background embedder (gate/serve/server.py) does the same, but a search right after the
+    after. The background embedder (gate.serve.server) does the same, but a search right after the
     writes would run ahead of it and answer differently for the same memory. Outside the
     search's transaction: the write lock is never held across a request."""
     waiting = vectors.missing(conn)
@@ -156,7 +156,7 @@ def rank(
     conn: apsw.Connection | None,
     terms: str,
     *,
-    limit: int = search.RESULTS,
+    limit: int = fulltext.RESULTS,
     endpoint: embeddings.Endpoint | None = None,
     team: TeamFacts | None = None,
     owner: str | None = None,
@@ -200,16 +200,16 @@ def ranked(
     near = lambda vector: vectors.neighbourhood(conn, vector, limit=ranking.POOL)  # noqa: E731
     why: ranking.Ranked | None = None
     try:
-        why, _ = fused(search.Index(conn), queries, query, near, endpoint, notes, limit)
+        why, _ = fused(fulltext.Index(conn), queries, query, near, endpoint, notes, limit)
         ranked = why.ids
-    except search.MalformedQuery as error:
+    except fulltext.MalformedQuery as error:
         # A bug of the query builder, never the agent's doing: say it on stderr for the owner,
         # answer by meaning alone rather than with a traceback.
         print(f"memory-gate: bug: {error}", file=sys.stderr)
         notes.append("words could not search this query (a memory-gate bug, reported on stderr)")
         cut = endpoint.max_distance if endpoint else None
         try:
-            ranked = search.by_meaning(conn, split(query)[0], max_distance=cut)[:limit] if query is not None else []
+            ranked = fulltext.by_meaning(conn, split(query)[0], max_distance=cut)[:limit] if query is not None else []
         except embeddings.VectorError:
             ranked = []
     facts = load_facts(conn, ranked)

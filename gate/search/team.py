@@ -1,5 +1,5 @@
-"""Words looked up in a team's memory on PostgreSQL: gate/search/search.py's Index over
-gate/engine/postgres.py, so that the tiers and the judgement run unchanged and the same query
+"""Words looked up in a team's memory on PostgreSQL: gate.search.fulltext's Index over
+gate.engine.postgres, so that the tiers and the judgement run unchanged and the same query
 returns the same facts on both engines (tests/test_postgres.py holds them equal).
 
 What FTS5 gives the SQLite index for free is asked of PostgreSQL here: how many facts hold each
@@ -82,8 +82,8 @@ class TeamIndex:
 
 
 def rebuild_words(team) -> int:
-    """`memory-gate reindex` on a team's project (a gate/engine/teamfacts.py TeamFacts): every
-    fact's words cut again by gate/engine/tokens.py, and the counters bm25 reads (the project's
+    """`memory-gate reindex` on a team's project (a gate.engine.teamfacts TeamFacts): every
+    fact's words cut again by gate.engine.tokens, and the counters bm25 reads (the project's
     totals, each word's facts) counted afresh from them, under the project's lock, in one
     transaction. Returns how many facts. What search misses after a tokenizer change, or a
     counter a hand-made change to the database put wrong, is right again."""

@@ -1,4 +1,4 @@
-"""A team's vectors on pgvector: gate/search/vectors.py's index, over a project in a team database.
+"""A team's vectors on pgvector: gate.search.vectors's index, over a project in a team database.
 
 The same contract as the local index: a fact's vector embeds vectors.fact_text, vectors are
 unit length and cosine distance is the measure, `facts_to_embed` lists every fact whose vector
@@ -15,7 +15,7 @@ vectors.sample_ids' evenly spread SAMPLE), with the same REFERENCE vectors, so t
 `search.near` judges both engines' neighbourhoods alike. What differs: candidates tied in
 Hamming distance at the pool's edge are taken by id here, in vec0's order there.
 
-Every function takes a TeamFacts (gate/engine/teamfacts.py): its connection and project. This
+Every function takes a TeamFacts (gate.engine.teamfacts): its connection and project. This
 module never imports psycopg.
 """
 

@@ -1,4 +1,4 @@
-"""The vector index beside the facts: sqlite-vec's vec0, filled from gate/search/embeddings.py.
+"""The vector index beside the facts: sqlite-vec's vec0, filled from gate.search.embeddings.
 
 One vec0 table (schema.sql, "template vectors"), rowid = fact id, made when the first vectors
 arrive; their dimension and model name go in `meta`, and vectors of another kind are refused

@@ -12,11 +12,11 @@ connected).
 
 The turn's first tool calls come before the SDK is loaded too (with a fast model, the first one
 about a second before it): the front serves calls of memory_search and memory_write itself, with
-the functions the SDK's server runs (gate/serve/tools.py: search_call, write_call, on the same Memory,
+the functions the SDK's server runs (gate.serve.tools: search_call, write_call, on the same Memory,
 which it hands over), and writes the very bytes the SDK would (tests/test_front.py holds them
 equal over real stdio). Everything else (a call with arguments the tools do not take, the
 subscription to resources, anything the front does not recognise exactly) waits, in order, and
-goes to the SDK's server (gate/serve/server.py) the moment it is imported, in a thread of its own; a
+goes to the SDK's server (gate.serve.server) the moment it is imported, in a thread of its own; a
 call behind a waiting line waits too, so that calls keep their order. The SDK is imported when a
 line needs it, or once the session has been quiet for QUIET seconds: a turn's first calls never
 wait for it, and its import does not take a CPU from Claude Code while a turn runs. A short
@@ -27,7 +27,7 @@ The recorded answers are used only for requests in the protocol version they wer
 the version that recorded them; otherwise the SDK answers, later but right.
 
 Standard library only until the first call (the hooks' cheap modules are fine), so that the
-answers go out within a few tens of milliseconds of the interpreter's start; gate/serve/tools.py is
+answers go out within a few tens of milliseconds of the interpreter's start; gate.serve.tools is
 imported by the loader thread, before the SDK.
 """
 
@@ -96,7 +96,7 @@ def answer(line: bytes, answers: dict) -> bytes | Call | None:
     if method == LISTEN:
         return _acknowledged(request_id, params)
     if method == "tools/call":
-        # A lone surrogate (from an escape) is the wire's to mend (gate/serve/wire.py) before a tool sees it.
+        # A lone surrogate (from an escape) is the wire's to mend (gate.serve.wire) before a tool sees it.
         return None if _lone_surrogate(params) else _call(request_id, params)
     if set(params) != {"_meta"}:
         return None
@@ -109,7 +109,7 @@ def answer(line: bytes, answers: dict) -> bytes | Call | None:
 # The arguments each tool takes: a call with any other is the SDK's to answer (its validation).
 ARGUMENTS = {"memory_search": {"terms"}, "memory_write": {"ops", "kept"}}
 # The tools take flat arguments (a list of flat objects at most): anything nested deeper is left to
-# the SDK's server, whose wire refuses what nests too deep (gate/serve/wire.py MAX_DEPTH) in its words.
+# the SDK's server, whose wire refuses what nests too deep (gate.serve.wire MAX_DEPTH) in its words.
 FLAT = 8
 TOOL_USE_ID = "claudecode/toolUseId"
 
@@ -213,7 +213,7 @@ def _acknowledged(request_id: int | str, params: dict) -> bytes | None:
 
 
 class _Loader(threading.Thread):
-    """Imports gate/serve/tools.py, then gate/serve/server.py (the SDK with it), then wakes the front through
+    """Imports gate.serve.tools, then gate.serve.server (the SDK with it), then wakes the front through
     its pipe. The front imports neither itself: two threads importing the same modules at once
     could meet a half-made module."""
 
@@ -221,7 +221,7 @@ class _Loader(threading.Thread):
         super().__init__(name="memory-gate-sdk", daemon=True)
         self.wake = wake
         self.tools: Any = None  # gate.serve.tools, once imported
-        self.tools_ready = threading.Event()  # set once gate/serve/tools.py is imported, or failed to be
+        self.tools_ready = threading.Event()  # set once gate.serve.tools is imported, or failed to be
         self.go = threading.Event()  # set when the SDK is to be imported (see QUIET)
         self.server: Any = None  # gate.serve.server, once imported
         self.error: BaseException | None = None
@@ -256,7 +256,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def serve(settings: config.Settings) -> int:
     """Answer the recorded requests and the calls until the SDK is loaded, then let
-    gate/serve/server.py serve the session, handing it every line not yet answered and the Memory."""
+    gate.serve.server serve the session, handing it every line not yet answered and the Memory."""
     answers = recorded()
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
@@ -347,7 +347,7 @@ def serve(settings: config.Settings) -> int:
 
 
 def _tools(loader: _Loader):
-    """gate/serve/tools.py once the loader has imported it (a fraction of the SDK's time), or None if
+    """gate.serve.tools once the loader has imported it (a fraction of the SDK's time), or None if
     it could not or a stop came meanwhile: then the SDK's server serves the call, or says why."""
     while not loader.tools_ready.wait(0.05):
         if stopping.requested():

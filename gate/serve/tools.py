@@ -1,6 +1,6 @@
 """The two tools as the agent meets them, apart from any transport: a search that records what
-it showed the turn (and what its answer cost the context: gate/memory/searches.py), and a write checked
-against it. gate/serve/server.py puts these behind MCP, and gate/serve/front.py serves the first calls
+it showed the turn (and what its answer cost the context: gate.memory.searches), and a write checked
+against it. gate.serve.server puts these behind MCP, and gate.serve.front serves the first calls
 with the same functions while the MCP SDK loads (search_call, write_call: one body for both).
 
 With an embeddings endpoint, a search embeds its query before its transaction and ranks by words
@@ -25,7 +25,7 @@ from gate import clock, config, credentials
 from gate.engine import postgres, store
 from gate.engine.facts import Fact
 from gate.memory import audit, ledger, searches, write
-from gate.search import embeddings, lookup, search, sources, vectors
+from gate.search import embeddings, fulltext, lookup, sources, vectors
 from gate.serve import handoff, render
 
 TYPE_CHECKING = False
@@ -37,8 +37,8 @@ if TYPE_CHECKING:  # a team's memory is imported only where one is used
 @dataclass(frozen=True)
 class Caller:
     """Who is calling: the session to fall back on, Claude Code's id for the tool call, the
-    server process answering it (a fact is shown once per context: gate/memory/ledger.py), and
-    where the plugin's mod leaves each call's turn (gate/serve/handoff.py), if anywhere."""
+    server process answering it (a fact is shown once per context: gate.memory.ledger), and
+    where the plugin's mod leaves each call's turn (gate.serve.handoff), if anywhere."""
 
     session: str
     tool_use_id: str | None = None
@@ -126,7 +126,7 @@ class SearchAnswer:
 # text is checked once per process (at most 8192 texts of at most 600 characters remembered).
 @functools.lru_cache(maxsize=8192)
 def masked(text: str) -> str:
-    """A stored text as it may be shown: gate/credentials.py's `redact`, remembered."""
+    """A stored text as it may be shown: gate.credentials's `redact`, remembered."""
     return credentials.redact(text)
 
 
@@ -143,7 +143,7 @@ def memory_search(
     terms: str,
     caller: Caller,
     *,
-    limit: int = search.RESULTS,
+    limit: int = fulltext.RESULTS,
     endpoint: embeddings.Endpoint | None = None,
     team: TeamFacts | None = None,
 ) -> SearchAnswer:
@@ -267,7 +267,7 @@ CATCH_UP_PATIENCE = 32.0
 
 class Memory:
     """The server's one connection to the project's database, opened when first needed: made
-    by gate/serve/front.py, which may serve the first calls, and handed to gate/serve/server.py with them."""
+    by gate.serve.front, which may serve the first calls, and handed to gate.serve.server with them."""
 
     def __init__(self, settings: config.Settings):
         self.settings = settings
@@ -285,7 +285,7 @@ class Memory:
         self._conn: apsw.Connection | None = None
         self._path: Path | None = None
         self._embedder: threading.Thread | None = None
-        # The team's memory this project shares, if any (gate/memory/team.py): found at the
+        # The team's memory this project shares, if any (gate.memory.team): found at the
         # first call, with the member's connection to it.
         self._team: memory_team.Member | None | Literal[False] = False  # False: not looked for yet
 

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 # inside what the SDK's parser and Python's json read.
 MAX_DEPTH = 100
 # How long calls in flight may take to finish once a stop is asked: a write waits at most 5 s
-# for the lock (gate/engine/store.py) and 0.6 s for its vectors.
+# for the lock (gate.engine.store) and 0.6 s for its vectors.
 GRACE = 10.0
 CHUNK = 1 << 16
 # Requests that stay open for the whole session (Claude Code's subscription to list changes):
@@ -267,7 +267,7 @@ class Wire:
 
     def __init__(self, *, grace: float = GRACE, log: Callable[[str], None] | None = None, pending: bytes = b""):
         self.grace = grace
-        # What was read from stdin before this wire took it (gate/serve/front.py), served first.
+        # What was read from stdin before this wire took it (gate.serve.front), served first.
         self._initial = pending
         self.log = log or (lambda line: print(f"memory-gate serve: {line}", file=sys.stderr, flush=True))
         self._stopping = False

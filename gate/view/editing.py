@@ -1,11 +1,11 @@
 """Edit, delete and undo from the page: the same path every other change takes.
 
-Each change is one transaction through gate/memory/changeset.py, like memory_write's, `undo`'s and
+Each change is one transaction through gate.memory.changeset, like memory_write's, `undo`'s and
 `import`'s: its record is written before the commit (the write.log line on disk, or on a team's
 memory the row in the team's `changes`, naming the member, in the team's transaction), the
 session is `viewer` and the turn's words say what the owner did on the page, the vectors of the
 changed fact are kept in step. The fields pass the checks memory_write applies
-(gate/memory/write.py: at most 600 characters, one of the four kinds, a real day, no credential).
+(gate.memory.write: at most 600 characters, one of the four kinds, a real day, no credential).
 
 The form carries the revision the owner was looking at: a fact another session (or, on a team,
 another member) changed since is not overwritten blindly. The revision is checked under the lock
@@ -70,7 +70,7 @@ def delete(memory: Opened, fact_id: int, *, rev: int) -> str:
 
 
 def revert(memory: Opened, entry: str, *, fact_id: int | None = None, endpoint: embeddings.Endpoint | None = None) -> str:
-    """Undo the change `entry` names (gate/memory/undo.py: only a fact's latest change), which
+    """Undo the change `entry` names (gate.memory.undo: only a fact's latest change), which
     must be a change to `fact_id`, the fact whose page asked."""
     team = memory.team
     try:

@@ -1,4 +1,4 @@
-"""The body of each page, as HTML built from the plain values of gate/view/reading.py."""
+"""The body of each page, as HTML built from the plain values of gate.view.reading."""
 
 from __future__ import annotations
 

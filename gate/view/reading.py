@@ -17,7 +17,7 @@ from gate.engine import store
 from gate.engine.facts import Fact, load_facts
 from gate.memory import changeset, history, listing, stats
 from gate.memory.opening import Opened
-from gate.search import embeddings, lookup, search
+from gate.search import embeddings, fulltext, lookup
 
 PER_PAGE = 50
 TURNS_PER_PAGE = 20
@@ -86,7 +86,7 @@ def fact(memory: Opened, fact_id: int) -> Fact | None:
 @dataclass(frozen=True)
 class Story:
     """A fact's page: the fact as memory holds it now (None: deleted or never there) and every
-    committed change to it from its record (gate/memory/record.py), oldest first."""
+    committed change to it from its record (gate.memory.record), oldest first."""
 
     fact: Fact | None
     changes: list[history.Change]
@@ -94,7 +94,7 @@ class Story:
 
     @property
     def latest(self) -> history.Change | None:
-        """The change that can be undone: only the latest (gate/memory/undo.py)."""
+        """The change that can be undone: only the latest (gate.memory.undo)."""
         return self.changes[-1] if self.changes else None
 
     @property
@@ -116,7 +116,7 @@ def story(memory: Opened, fact_id: int) -> Story:
 @dataclass(frozen=True)
 class Hit:
     fact: Fact
-    words: str | None  # how words found it: exact, forms, some (gate/search/search.py TIERS); None: not by words
+    words: str | None  # how words found it: exact, forms, some (gate.search.fulltext TIERS); None: not by words
     share: float  # the share of the query's weight its words carry (0 when not found by words)
     meaning: bool  # meaning brought it: words alone did not return it
 
@@ -150,7 +150,7 @@ def find(memory: Opened, terms: str, endpoint: embeddings.Endpoint | None) -> Fo
     hits = []
     for found in ranking.facts:
         word = by_words.get(found.id) if found.id in returned else None
-        hits.append(Hit(found, search.TIERS[word.tier] if word else None, word.coverage if word else 0.0,
+        hits.append(Hit(found, fulltext.TIERS[word.tier] if word else None, word.coverage if word else 0.0,
                         found.id not in returned))
     return Found(terms, hits, ranking.notes, ranking.query is not None)
 

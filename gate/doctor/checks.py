@@ -6,7 +6,7 @@ note is information), and what to do about it (`mend`). Findings are made where 
 the facts, never by reading another message's words.
 
 The checks: memory (the database, its index, write.log, search by meaning), injected-context
-(its rule files and classifier), and Claude Code (gate/doctor/wiring.py: is memory-gate wired in, does
+(its rule files and classifier), and Claude Code (gate.doctor.wiring: is memory-gate wired in, does
 what Claude Code will run start).
 """
 

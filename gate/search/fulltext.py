@@ -1,6 +1,6 @@
 """Rank facts for a search: by words, by meaning when vectors are available, together.
 
-Words: FTS5 finds the facts holding any form of any term (gate/search/query.py), bm25 ranks them
+Words: FTS5 finds the facts holding any form of any term (gate.search.query), bm25 ranks them
 (topic weighs five times the text: a fact's subject says more than a word in passing), and each
 score is weighed by the share of the query's weight (idf) the fact's terms carry, so that facts
 about the whole question rank above one that repeats a single rare word. Facts holding every term
@@ -15,7 +15,7 @@ holding every term is kept whatever its topic). The shares and the rule were cho
 conversations 26, 30 and 41 (bench/locomo.py) and are reported on 42 and 43.
 
 Meaning: the facts whose vectors stand out as near the query's, judged against the distances
-the query has to memory at large (gate/search/vectors.py `neighbourhood`), so that models of very
+the query has to memory at large (gate.search.vectors `neighbourhood`), so that models of very
 different distance scales need no cut-off of their own; or under MEMORY_GATE_MAX_DISTANCE when
 the owner fixes one. It finds facts worded otherwise than the query, or in another language.
 
@@ -41,7 +41,7 @@ from gate.search import embeddings, query as fts, spelling, vectors
 CANDIDATES = 30
 RESULTS = 8
 RRF_K = 60
-# Facts bm25 ranks before the judgement (gate/search/search.py `judge`) picks the ones worth returning.
+# Facts bm25 ranks before the judgement (gate.search.fulltext `judge`) picks the ones worth returning.
 POOL = 60
 # The judgement's shares, chosen on LoCoMo conversations 26, 30 and 41 (bench/locomo.py), never
 # on the sets they are reported on.
@@ -87,7 +87,7 @@ def words(conn: apsw.Connection, typed: str | fts.Query, *, limit: int = RESULTS
 
 
 def by_words_in(index, typed: str | fts.Query, *, limit: int = RESULTS) -> list[int]:
-    """by_words over any Index (gate/search/team.py: a team's memory on PostgreSQL)."""
+    """by_words over any Index (gate.search.team: a team's memory on PostgreSQL)."""
     return judge(candidates_in(index, typed, wanted=limit)).first(limit).ranked()
 
 
@@ -104,7 +104,7 @@ class Candidate:
 
 
 class Index:
-    """Where words are looked up: the SQLite memory's FTS5 index. gate/search/team.py is the
+    """Where words are looked up: the SQLite memory's FTS5 index. gate.search.team is the
     same for a team's memory on PostgreSQL; the tiers and the judgement above are shared."""
 
     def __init__(self, conn: apsw.Connection):
@@ -143,7 +143,7 @@ def candidates_in(index, typed: str | fts.Query, *, wanted: int = RESULTS) -> li
     if judge(found).ranked():
         return found
     # Nothing better matches: a term memory holds in no form is looked for as the words it
-    # nearly is, a typo, a dropped accent, another inflection (gate/search/spelling.py).
+    # nearly is, a typo, a dropped accent, another inflection (gate.search.spelling).
     near = {i: words for i, (term, count) in enumerate(zip(parsed.terms, docs))
             if not count and not term.cjk and (words := spelling.words_near(term.word, index.vocabulary))}
     if not near:
@@ -263,7 +263,7 @@ def by_meaning(conn: apsw.Connection, query: embeddings.Vectors, *, max_distance
 
 
 def near(found: vectors.Neighbourhood | None, *, max_distance: float | None = None) -> list[int]:
-    """by_meaning's judgement of a neighbourhood, whichever engine measured it (gate/search/teamvectors.py
+    """by_meaning's judgement of a neighbourhood, whichever engine measured it (gate.search.teamvectors
     on a team's memory)."""
     if found is None:
         return []
@@ -323,7 +323,7 @@ def combine(hits: WordHits, near: Sequence[int], *, limit: int | None = RESULTS)
 
 
 class MalformedQuery(Exception):
-    """FTS5 refused an expression gate/search/query.py built: a bug in the builder, never the agent's
+    """FTS5 refused an expression gate.search.query built: a bug in the builder, never the agent's
     fault. Raised so that tests see it; memory_search answers by meaning alone and says so."""
 
 
