@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from gate.engine import store, tokens  # noqa: E402
-from gate.search import embeddings, local, query, ranking, fulltext as search, vectors  # noqa: E402
+from gate.search import backfill, embeddings, fulltext as search, local, query, ranking, vectors  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 TUNE = ("conv-26", "conv-30", "conv-41")
@@ -221,7 +221,7 @@ def report(half: str, samples: list[dict], endpoint) -> None:
             systems["words-pg"] = on_team
         if endpoint is not None:
             store.load_vectors(conn)
-            vectors.rebuild(conn, endpoint)
+            backfill.rebuild(conn, endpoint)
             near = lambda vector, conn=conn: vectors.neighbourhood(conn, vector, limit=ranking.POOL)  # noqa: E731
             systems["hybrid"] = lambda q, v, conn=conn, near=near: ranking.rank(
                 search.Index(conn), [q], [v], near, max_distance=endpoint.max_distance).ids

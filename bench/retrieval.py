@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from gate.engine import store  # noqa: E402
-from gate.search import embeddings, forms, fulltext as search, vectors  # noqa: E402
+from gate.search import backfill, embeddings, forms, fulltext as search, vectors  # noqa: E402
 
 KINDS = {"bugfix": "trap", "decision": "decision", "feature": "state", "change": "event", "refactor": "event"}
 LIMIT = 600
@@ -248,7 +248,7 @@ def embed_all(conn, url: str, queries: list[dict], max_distance: float):
     endpoint = embeddings.Endpoint(url, "multilingual-e5-small", max_distance=max_distance, quiet_after_timeout=0.0)
     store.load_vectors(conn)
     started = time.perf_counter()
-    rebuilt = vectors.rebuild(conn, endpoint)
+    rebuilt = backfill.rebuild(conn, endpoint)
     made = rebuilt.space
     print(f"hybrid: {rebuilt.embedded} facts embedded by {made.model} ({made.dimension} dimensions) "
           f"in {time.perf_counter() - started:.1f} s; cut-off {max_distance}")

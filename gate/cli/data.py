@@ -16,7 +16,7 @@ from gate.cli import terminal
 from gate.engine import store
 from gate.memory import audit, history, opening, stats, transfer
 from gate.memory.opening import UserError
-from gate.search import embeddings, fulltext, sources, vectors
+from gate.search import backfill, embeddings, fulltext, sources
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -252,7 +252,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         store.require_vectors(conn)
     except store.StoreError as error:
         raise UserError(str(error)) from error
-    return _rebuilt(settings, count, lambda endpoint, show: vectors.rebuild(conn, endpoint, progress=show),
+    return _rebuilt(settings, count, lambda endpoint, show: backfill.rebuild(conn, endpoint, progress=show),
                     "memory's vectors")
 
 

@@ -21,7 +21,7 @@ import apsw
 from gate import config
 from gate.engine import store
 from gate.memory import audit
-from gate.search import sources, vectors
+from gate.search import sources, vectorstatus
 
 PROBLEM, WARNING, NOTE = "problem", "warning", "note"
 
@@ -170,7 +170,7 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
             f"{len(check.missing)} committed write(s) lack log lines in {log}",
             mend="The log was edited, truncated or replaced: restore it from a backup if you have one; the facts themselves are intact.",
         ))
-    report["meaning"], found = vectors.status(conn, sources.source(settings), sources.why_words_only(settings))
+    report["meaning"], found = vectorstatus.status(conn, sources.source(settings), sources.why_words_only(settings))
     findings += stated(found)
 
 

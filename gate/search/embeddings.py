@@ -36,7 +36,7 @@ QUERY, DOCUMENT = "query", "document"
 # a query in about 20 ms idle; bge-m3 (568M parameters) served on two CPU cores takes tens to a
 # hundred ms per short text, several times that while the machine is busy, so the deadlines
 # leave room for a slow answer rather than quietly searching by words. A fact a write could not
-# embed in time is embedded soon after by the server (gate.search.vectors `catch_up`).
+# embed in time is embedded soon after by the server (gate.search.backfill `catch_up`).
 SEARCH_TIMEOUT = 2.0
 WRITE_TIMEOUT = 1.0
 # After two time-outs in a row the endpoint is not asked again for this long: an endpoint too

@@ -18,7 +18,7 @@ import apsw
 
 from gate.engine import store
 from gate.engine.facts import Fact, load_facts
-from gate.search import embeddings, fulltext, ranking, vectors
+from gate.search import backfill, embeddings, fulltext, ranking, vectors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a team's memory is imported only where one is used
@@ -97,7 +97,7 @@ def catch_up_team(team: TeamFacts, endpoint: embeddings.Endpoint, notes: list[st
 # and how many a request: a CPU-served bge-m3 on a busy machine takes 0.1-0.3 s a text, so a
 # request stays well under the deadline and none is abandoned half done.
 SEARCH_CATCH_UP = 3.0
-SEARCH_CATCH_UP_BATCH = vectors.CATCH_UP_BATCH
+SEARCH_CATCH_UP_BATCH = backfill.CATCH_UP_BATCH
 # More waiting than this is no burst of writes but a memory never embedded (an endpoint
 # configured for an old memory): searches leave it to the background and to `memory-gate
 # reindex` rather than each paying the whole deadline.
@@ -120,7 +120,7 @@ def catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[s
         return waiting
     try:
         # A request cut short by this deadline must not silence the writes' embedding for a spell.
-        vectors.catch_up(conn, endpoint.patient(), hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
+        backfill.catch_up(conn, endpoint.patient(), hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
                          timeout=SEARCH_CATCH_UP, until=None if reference else time.monotonic() + SEARCH_CATCH_UP)
     except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.BusyError) as error:
         # Memory can still be searched; the vectors wait for a write that can store them.

@@ -25,7 +25,7 @@ from gate import clock, config, credentials
 from gate.engine import postgres, store
 from gate.engine.facts import Fact
 from gate.memory import audit, ledger, searches, write
-from gate.search import embeddings, fulltext, lookup, sources, vectors
+from gate.search import backfill, embeddings, fulltext, lookup, sources, vectors
 from gate.serve import handoff, render
 
 TYPE_CHECKING = False
@@ -340,7 +340,7 @@ class Memory:
             pause = 0.5
             try:
                 while True:
-                    vectors.catch_up(conn, endpoint, hold=self._hold(conn))
+                    backfill.catch_up(conn, endpoint, hold=self._hold(conn))
                     with self.lock:
                         if self._conn is not conn or not (vectors.missing(conn) or vectors.needs_reference(conn)):
                             return
