@@ -22,8 +22,8 @@ import apsw
 from gate import __version__, config
 from gate.cli import changes, data, facts, setup, team
 from gate.engine import store
+from gate.memory.checking import KINDS
 from gate.memory.opening import UserError
-from gate.memory.write import KINDS
 from gate.search import fulltext
 
 EXAMPLES = {

@@ -20,7 +20,7 @@ from __future__ import annotations
 import apsw
 
 from gate.memory.changeset import HAND_SESSIONS
-from gate.memory.write import KINDS
+from gate.memory.checking import KINDS
 
 CHARS_PER_TOKEN = 4
 def meaning_report(conn: apsw.Connection, *, since: str = "") -> dict:

@@ -45,7 +45,7 @@ import apsw
 
 from gate import clock, credentials
 from gate.engine import store
-from gate.memory import changeset, write
+from gate.memory import changeset, checking
 from gate.search import embeddings, vectors
 
 TYPE_CHECKING = False
@@ -119,13 +119,13 @@ def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
     """One line of the file: the fact it holds (absent columns None, date filled in), or its
     problems, each with its mend."""
     if len(raw) > MAX_LINE:
-        return None, [f"{len(raw)} characters, more than any fact: one fact per line, its text at most {write.MAX_TEXT} characters."]
+        return None, [f"{len(raw)} characters, more than any fact: one fact per line, its text at most {checking.MAX_TEXT} characters."]
     try:
         data = json.loads(raw)
     except ValueError as error:
         return None, [f"not JSON ({error}): each line holds one fact as a JSON object."]
     if not isinstance(data, dict):
-        return None, [f"{write.brief(data)} is not a fact: give an object such as "
+        return None, [f"{checking.brief(data)} is not a fact: give an object such as "
                       '{"topic": "deploy", "kind": "state", "text": "..."}.']
     problems = []
     unknown = [key for key in data if key not in COLUMNS]
@@ -133,8 +133,8 @@ def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
         problems.append("remove " + ", ".join(f'"{key}"' for key in unknown) + f": a fact line holds {', '.join(COLUMNS)}.")
     fact: dict[str, Any] = dict.fromkeys(COLUMNS)
     if data.get("id") is not None:
-        if not write.is_id(data["id"]):
-            problems.append(f"id is {write.brief(data['id'])}: give a positive integer, or leave id out for a new one.")
+        if not checking.is_id(data["id"]):
+            problems.append(f"id is {checking.brief(data['id'])}: give a positive integer, or leave id out for a new one.")
         elif data["id"] > MAX_ID:
             problems.append(f"id {data['id']} is past {MAX_ID}, the largest id import takes (memory would run out "
                             "of ids for its next facts): leave id out, or import with --new-ids.")
@@ -143,9 +143,9 @@ def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
     for key in ("topic", "kind", "text", "date"):
         if data.get(key) is None:
             if key != "date":
-                problems.append(f"{key} is missing{write.hint(key)}.")
+                problems.append(f"{key} is missing{checking.hint(key)}.")
             continue
-        value, problem = write.check_field(key, data[key])
+        value, problem = checking.check_field(key, data[key])
         if problem:
             problems.append(problem)
         fact[key] = value
@@ -155,19 +155,19 @@ def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
         if value is None:
             continue
         if not isinstance(value, str) or not _is_time(value):
-            problems.append(f"{key} is {write.brief(value)}: write a UTC time as YYYY-MM-DDTHH:MM:SSZ, or leave it out.")
+            problems.append(f"{key} is {checking.brief(value)}: write a UTC time as YYYY-MM-DDTHH:MM:SSZ, or leave it out.")
         else:
             fact[key] = value
     if data.get("rev") is not None:
-        if write.is_id(data["rev"]) and data["rev"] <= MAX_ID:
+        if checking.is_id(data["rev"]) and data["rev"] <= MAX_ID:
             fact["rev"] = data["rev"]
         else:
-            problems.append(f"rev is {write.brief(data['rev'])}: give a positive integer up to {MAX_ID}, or leave it out.")
+            problems.append(f"rev is {checking.brief(data['rev'])}: give a positive integer up to {MAX_ID}, or leave it out.")
     return (None if problems else fact), problems
 
 
 def _is_time(value: str) -> bool:
-    return bool(_TIME.fullmatch(value)) and clock.is_stamp(value) and write.FIRST_DAY <= value[:10] <= write.LAST_DAY
+    return bool(_TIME.fullmatch(value)) and clock.is_stamp(value) and checking.FIRST_DAY <= value[:10] <= checking.LAST_DAY
 
 
 def lines_of(handle: TextIO) -> Iterator[str]:
@@ -182,7 +182,7 @@ def lines_of(handle: TextIO) -> Iterator[str]:
         if len(line.rstrip("\r\n")) > MAX_LINE:
             raise Refused([
                 f"line {number}: more than {MAX_LINE} characters, import's limit for one line (a fact's text "
-                f"is at most {write.MAX_TEXT}): give one fact per line, as export writes them."
+                f"is at most {checking.MAX_TEXT}): give one fact per line, as export writes them."
             ])
         yield line
 

@@ -25,7 +25,7 @@ import apsw
 
 from gate import clock
 from gate.engine import store
-from gate.memory import changeset, history, write
+from gate.memory import changeset, checking, history
 from gate.search import embeddings, vectors
 
 TYPE_CHECKING = False
@@ -152,7 +152,7 @@ def _checked(fields: dict | None, target: history.Change) -> dict[str, str]:
     fact from before a check existed, is not trusted blindly)."""
     if not isinstance(fields, dict):
         raise CannotUndo(f"the log's line for {target.name} does not say what the fact was before: nothing to put back.")
-    checked, problems = write.check_fields(fields)
+    checked, problems = checking.check_fields(fields)
     if problems:
         raise CannotUndo(f"cannot put back what {target.name} replaced: " + " ".join(problems))
     return checked

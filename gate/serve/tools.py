@@ -24,7 +24,7 @@ import apsw
 from gate import clock, config, credentials
 from gate.engine import postgres, store
 from gate.engine.facts import Fact
-from gate.memory import audit, ledger, searches, write
+from gate.memory import audit, checking, ledger, searches, write
 from gate.search import backfill, embeddings, fulltext, lookup, sources, vectors
 from gate.serve import handoff, render
 
@@ -84,7 +84,7 @@ def argument_problem(tool: str, arguments: dict[str, Any]) -> str | None:
         if "terms" not in arguments:
             return f"memory_search needs terms: a few keywords of what the owner asks, e.g. {SEARCH_EXAMPLE}."
         if not isinstance(terms, str):
-            return f"memory_search: terms must be a string of keywords (got {write.brief(terms)}), e.g. {SEARCH_EXAMPLE}."
+            return f"memory_search: terms must be a string of keywords (got {checking.brief(terms)}), e.g. {SEARCH_EXAMPLE}."
     elif tool == "memory_write":
         missing = [
             f"{name} is missing: {mend}"

@@ -29,7 +29,7 @@ from starlette.routing import Route
 from gate import config
 from gate.credentials import find as find_credential, marker
 from gate.engine import store
-from gate.memory import opening, write
+from gate.memory import checking, opening
 from gate.memory.changeset import VIEWER_SESSION
 from gate.search import embeddings, sources
 from gate.view import editing, pages, reading
@@ -133,7 +133,7 @@ def build(view: View) -> Guarded:
     async def fact(request: Request, *, message: str | None = None, error: str | None = None,
                    draft: dict | None = None, status: int = 200) -> Response:
         fact_id = request.path_params["fact"]
-        if not write.is_id(fact_id):
+        if not checking.is_id(fact_id):
             return PlainTextResponse(f"no fact {fact_id}: ids are whole numbers below 2**63", 404)
         story = await view.run(reading.story, fact_id)
         message = message or request.query_params.get("done")
@@ -152,7 +152,7 @@ def build(view: View) -> Guarded:
         if not view.editable:
             return PlainTextResponse(READ_ONLY, 403)
         fact_id, action = request.path_params["fact"], request.path_params["action"]
-        if not write.is_id(fact_id):
+        if not checking.is_id(fact_id):
             return PlainTextResponse(f"no fact {fact_id}: ids are whole numbers below 2**63", 404)
         rev = _int(form.get("rev"))  # type: ignore[arg-type]  # a file sent as rev fails, as it always did
         fields = {key: str(form.get(key, "")) for key in ("topic", "kind", "text", "date")}

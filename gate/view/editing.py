@@ -21,7 +21,7 @@ import json
 
 from gate import clock
 from gate.engine import store
-from gate.memory import audit, changeset, history, undo, write
+from gate.memory import audit, changeset, checking, history, undo
 from gate.memory.changeset import VIEWER_SESSION
 from gate.memory.opening import Opened
 from gate.search import embeddings, vectors
@@ -35,7 +35,7 @@ class Refused(Exception):
 def edit(memory: Opened, fact_id: int, fields: dict[str, str], *, rev: int,
          endpoint: embeddings.Endpoint | None = None) -> str:
     """Give the fact these topic, kind, text and date; return what was done, for the page."""
-    checked, problems = write.check_fields(fields)
+    checked, problems = checking.check_fields(fields)
     if problems:
         raise Refused(" ".join(problems))
     ahead = None
