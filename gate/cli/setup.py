@@ -59,17 +59,17 @@ def _print_report(report: dict, indent: str = "") -> None:
 
 
 def _install_run(args: argparse.Namespace, verb: str) -> int:
-    from gate.claude import install, settingsfile
+    from gate.claude import install, scopes, settingsfile
 
     record = Path(config.load().home) / install.RECORD_NAME
     try:
         if args.project is not None:
-            scope = install.project_scope(args.project, config.claude_state_file())
+            scope = scopes.project_scope(args.project, config.claude_state_file())
         else:
-            scope = install.user_scope(config.claude_dir(), config.claude_state_file())
+            scope = scopes.user_scope(config.claude_dir(), config.claude_state_file())
         if verb == "install":
             exe = args.exe or install.executable(sys.argv[0], sys.executable)
-            plugin_in = install.plugin_settings(config.claude_dir(), scope.root)
+            plugin_in = scopes.plugin_settings(config.claude_dir(), scope.root)
             report = install.install(scope, exe, record=record, dry_run=args.dry_run, plugin_in=plugin_in, plugin=args.plugin)
         else:
             report = install.uninstall(scope, record=record, dry_run=args.dry_run)
