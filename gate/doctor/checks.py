@@ -19,7 +19,7 @@ from pathlib import Path
 import apsw
 
 from gate import config
-from gate.engine import store
+from gate.engine import health, store
 from gate.memory import audit
 from gate.search import sources, vectorstatus
 
@@ -117,7 +117,7 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
               findings: list[Finding]) -> None:
     report["schema_version"] = store.user_version(conn)
     try:
-        integrity = store.check_integrity(conn)
+        integrity = health.check_integrity(conn)
     except (apsw.BusyError, apsw.ReadOnlyError) as error:
         # Not damage: what keeps memory from being written, named as such, and the rest checked.
         findings.append(Finding(store.explain(error)))
