@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gate.engine import postgres
+from gate.engine import postgres, teamwords
 from gate.engine.facts import FACT_COLUMNS, FIELDS, Fact
 
 
@@ -116,7 +116,7 @@ class TeamFacts:
             (
                 self.project, fact_id, after["topic"], after["kind"], after["text"], after["date"],
                 kept.get("created", stamp), kept.get("updated", stamp), kept.get("confirmed", stamp), rev,
-                self.who.member, postgres.words(after["topic"], after["text"]),
+                self.who.member, teamwords.words(after["topic"], after["text"]),
             ),
         )
         self._record("insert", fact_id, rev, None, after, stamp)
@@ -135,7 +135,7 @@ class TeamFacts:
             " rev = rev + 1, changed_by = %s, words = %s::tsvector WHERE project = %s AND id = %s RETURNING rev",
             (
                 after["topic"], after["kind"], after["text"], after["date"], stamp, stamp, self.who.member,
-                postgres.words(after["topic"], after["text"]), self.project, fact_id,
+                teamwords.words(after["topic"], after["text"]), self.project, fact_id,
             ),
         ).fetchone()
         if row is not None:

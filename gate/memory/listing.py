@@ -31,9 +31,9 @@ def topic_query(typed: str) -> str:
     """topic_match for a team's memory: a tsquery over the facts' words (gate.engine.postgres
     `words`, the topic's at weight A), each typed word a prefix of a topic word. Only called when
     topic_match found a word."""
-    from gate.engine import postgres
+    from gate.engine import teamwords
 
-    return " & ".join(f"{postgres.lexeme(word)}:*A" for word in words_of.words(typed))
+    return " & ".join(f"{teamwords.lexeme(word)}:*A" for word in words_of.words(typed))
 
 
 def like_pattern(text: str) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 import apsw
 
 from gate import clock
-from gate.engine import postgres, store
+from gate.engine import store, teamwords
 from gate.memory import audit, changeset, ledger, record
 
 TYPE_CHECKING = False
@@ -83,7 +83,7 @@ def push(conn: apsw.Connection, log: Path, team: TeamFacts) -> Copied:
             cursor.executemany(
                 "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, rev, changed_by, words)"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector)",
-                [(team.project, *row, member, postgres.words(row[1], row[3])) for row in rows],
+                [(team.project, *row, member, teamwords.words(row[1], row[3])) for row in rows],
             )
             cursor.executemany(
                 "INSERT INTO changes (project, fact, op, rev, before, after, member, session, tool_use_id, at, line)"

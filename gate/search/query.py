@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from gate.engine import postgres, tokens
+from gate.engine import teamwords, tokens
 from gate.search import forms, stopwords
 
 MAX_TERMS = 12
@@ -76,7 +76,7 @@ class Term:
     def tsphrases(self) -> list[tuple[str, bool]]:
         """The same phrases, in the same order, as PostgreSQL tsquery text over the words
         gate.engine.postgres stores (gate.engine.tokens', the CJK spelling at weight C)."""
-        return [(postgres.phrase_text(*shape), same) for shape, (_, same) in zip(self.structure(), self.phrases())]
+        return [(teamwords.phrase_text(*shape), same) for shape, (_, same) in zip(self.structure(), self.phrases())]
 
 
 class Expression(NamedTuple):
