@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate.engine import store  # noqa: E402
+from gate.engine import health, store  # noqa: E402
 from gate.memory import audit  # noqa: E402
 from gate.search import vectors  # noqa: E402
 
@@ -52,7 +52,7 @@ def verify(path, embed=None):
     makes for a text, when the writer had one. Returns (writes committed, log lines of writes
     that never committed, torn lines)."""
     conn = store.connect(path)
-    assert store.check_integrity(conn) == []
+    assert health.check_integrity(conn) == []
     check = audit.check(conn, audit.log_path(path))
     assert check.ok, f"committed writes without log lines: {check.missing}"
     # Every fact in memory was inserted by a committed, logged write.

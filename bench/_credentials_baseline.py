@@ -1,5 +1,5 @@
 """The credential check as it was before bench/data/credentials.json: the baseline bench/credentials.py
-runs beside gate/credentials.py. Frozen; not used by the product.
+runs beside gate.credentials. Frozen; not used by the product.
 
 Credentials that must never become memory.
 

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import postgres_server  # noqa: E402
 
-from gate.engine import postgres  # noqa: E402
+from gate.engine import postgres, teamwords  # noqa: E402
 
 
 def start(what: str = "the team rows"):
@@ -47,7 +47,7 @@ def load(conn, rows, key: str = "bench") -> int:
                 " FROM STDIN"
             ) as copy:
                 for fact, topic, kind, text, date in rows:
-                    copy.write_row((pid, fact, topic, kind, text, date, "", "", "", "bench", postgres.words(topic, text)))
+                    copy.write_row((pid, fact, topic, kind, text, date, "", "", "", "bench", teamwords.words(topic, text)))
                     last = max(last, fact)
         conn.execute("UPDATE projects SET last_fact = %s WHERE id = %s", (last, pid))
     conn.execute("ANALYZE facts")

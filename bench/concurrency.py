@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gate.engine import store  # noqa: E402
+from gate.engine import health, store  # noqa: E402
 from gate.memory import audit  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def verify(db: Path, results: list[dict]) -> list[str]:
     stored = [row[0] for row in conn.execute("SELECT id FROM facts ORDER BY id")]
     if written != stored:
         problems.append(f"{len(written)} facts written, {len(stored)} stored")
-    problems += [f"integrity: {p}" for p in store.check_integrity(conn)]
+    problems += [f"integrity: {p}" for p in health.check_integrity(conn)]
     check = audit.check(conn, audit.log_path(db))
     if not check.ok or check.uncommitted or check.torn:
         problems.append(f"write.log: {check.advice()}")

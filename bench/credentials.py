@@ -16,7 +16,7 @@ detector, so they are no evidence, only a check.
 Then the generated set (bench/_credential_samples.py, a tuning and a held-out part, each of
 about 330 credentials of 45 providers and 5 password shapes and 300 look-alikes): a credential is
 caught only when it is caught on every path where text lands: a fact's text (insert, update,
-import and the page's edit all check it with gate.memory.write.check_field), its topic when the
+import and the page's edit all check it with gate.memory.checking.check_field), its topic when the
 sample fits on one (one line, 100 characters), and the owner's prompt (redacted: no 8 characters
 of the secret may remain). A look-alike is refused when `find` names it or redaction changes it.
 
@@ -45,7 +45,7 @@ from test_secrets import NEGATIVE, POSITIVE  # noqa: E402
 import _credential_samples as generated  # noqa: E402
 
 from gate import credentials  # noqa: E402
-from gate.memory import write  # noqa: E402
+from gate.memory import checking  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "credentials.json"
 SEED = ROOT.parent / "shared" / "data" / "claude-mem-lite" / "seed-data.json"
@@ -127,9 +127,9 @@ def leaked(value: str, text: str) -> bool:
 def missed_paths(sample: generated.Sample) -> list[str]:
     """The paths where text lands on which a generated credential gets through."""
     missed = []
-    if write.check_field("text", sample.text)[1] is None:
+    if checking.check_field("text", sample.text)[1] is None:
         missed.append("text")
-    if "\n" not in sample.text and len(sample.text) <= write.MAX_TOPIC and write.check_field("topic", sample.text)[1] is None:
+    if "\n" not in sample.text and len(sample.text) <= checking.MAX_TOPIC and checking.check_field("topic", sample.text)[1] is None:
         missed.append("topic")
     if leaked(sample.value, credentials.redact(sample.text)):
         missed.append("prompt")

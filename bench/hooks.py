@@ -10,7 +10,7 @@ as pip installs it) and starting it as `python -S`. Beside them, `python -c pass
 command started with `site` (as the settings hooks run it), the console script pip would generate,
 and the floor of any hook that keeps its ledger in SQLite itself: the interpreter, `import apsw`,
 one write transaction in WAL mode, with and without `site`. Targets on a 2-core machine: every
-hook at most 1.3x `python -c pass` (issue 14) and at most 30 ms p50; all hooks of a compliant turn
+hook at most 1.3x `python -c pass` and at most 30 ms p50; all hooks of a compliant turn
 (UserPromptSubmit, two PreToolUse, Stop) at most 100 ms together. With the plugin the mod asks
 `Hold` only of an answer that may owe memory: in a compliant turn the write's own answer
 ("nothing owed") lets it out, so its hook processes are the same four; a held turn adds one Hold

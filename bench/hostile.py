@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gate.claude import hooks  # noqa: E402
-from gate.engine import store  # noqa: E402
+from gate.engine import health, store  # noqa: E402
 from gate.memory import write  # noqa: E402
 from gate.serve import tools  # noqa: E402
 
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
                 crashes.append(f"case {case}: {type(error).__name__}: {str(error)[:120]}")
     elapsed = time.perf_counter() - started
     print(f"{args.cases} hostile cases in {elapsed:.1f} s: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    print("integrity after all writes: " + ("ok" if store.check_integrity(conn) == [] else "FAILED"))
+    print("integrity after all writes: " + ("ok" if health.check_integrity(conn) == [] else "FAILED"))
     for line in crashes[:10]:
         print(f"  {line}")
     failed = 1 if crashes else 0

@@ -50,7 +50,7 @@ import _corpus  # noqa: E402
 import _vectors  # noqa: E402
 
 from gate.engine import store  # noqa: E402
-from gate.search import embeddings, ranking, search, vectors  # noqa: E402
+from gate.search import embeddings, fulltext as search, ranking, vectors  # noqa: E402
 from gate.serve import tools  # noqa: E402
 
 
@@ -150,7 +150,7 @@ def module(*names):
             continue
     raise SystemExit(f"no module {names[-1]} in {tree}")
 
-search = module("gate.search.search", "gate.search")
+search = module("gate.search.fulltext", "gate.search")
 store = module("gate.engine.store", "gate.store")
 tools = module("gate.serve.tools", "gate.tools")
 import _corpus

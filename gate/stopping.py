@@ -3,7 +3,7 @@
 Claude Code stops its MCP server with SIGINT, at any time, even while the server is still
 importing the MCP SDK (a second or more). Python's default answer is a KeyboardInterrupt
 traceback wherever the signal lands; instead the signal is noted here, before anything heavy is
-imported, and the server stops cleanly once it runs (gate/serve/wire.py). SIGHUP (the terminal
+imported, and the server stops cleanly once it runs (gate.serve.wire). SIGHUP (the terminal
 closed) is a stop like the others. Standard library only.
 
 Once a stop has waited its grace for the calls in flight, gate.engine.store.close_writes makes

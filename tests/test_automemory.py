@@ -13,7 +13,7 @@ import pytest
 
 from gate import config
 from gate.claude import automemory, install
-from gate.cli import cli
+from gate.cli import main as cli
 
 EXE = "/opt/mg/bin/memory-gate"
 

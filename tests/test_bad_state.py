@@ -3,7 +3,7 @@ empty, a damaged word index, a tampered write.log. Each answers with what happen
 exits 1 (doctor: with the true cause), never prints a traceback, and never writes into a file
 that is not memory-gate's.
 
-In-process through gate.cli.cli.main: the boundary is the command, not the process.
+In-process through gate.cli.main.main: the boundary is the command, not the process.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import apsw
 import pytest
 from conftest import child_env
 
-from gate.cli import cli
+from gate.cli import main as cli
 from gate.engine import store
 from gate.memory import audit
 from gate.serve import tools

@@ -140,7 +140,7 @@ def memory(file_conn, file_writer, db_path):
 
 def doctor_findings(db_path, monkeypatch):
     from gate import config
-    from gate.doctor import doctor
+    from gate.doctor import checks as doctor
 
     monkeypatch.setenv("MEMORY_GATE_DB", str(db_path))
     return doctor.memory(config.load())

@@ -7,7 +7,7 @@ import pytest
 from conftest import REPO, Writer, child_env
 
 from gate import config
-from gate.cli import cli
+from gate.cli import main as cli
 from gate.engine import store
 from gate.memory import audit, ledger
 

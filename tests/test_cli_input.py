@@ -18,7 +18,7 @@ from conftest import Writer, child_env
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gate import config
-from gate.cli import cli
+from gate.cli import main as cli
 from gate.engine import store
 from gate.memory import audit, ledger
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import Writer, child_env
 
 from gate import config
-from gate.cli import cli
+from gate.cli import main as cli
 from gate.engine import store
 from gate.memory import audit, ledger
 from gate.serve import tools

@@ -15,7 +15,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from gate.engine import store
+from gate.engine import health, store
 from gate.memory import audit, write
 from gate.serve import tools
 
@@ -32,7 +32,7 @@ def seed(path: Path) -> None:
 def contents(path: Path) -> list:
     conn = store.connect(path)
     rows = list(conn.execute("SELECT id, topic, kind, text FROM facts ORDER BY id"))
-    assert store.check_integrity(conn) == []
+    assert health.check_integrity(conn) == []
     assert audit.check(conn, audit.log_path(path)).ok
     conn.close()
     return rows

@@ -301,15 +301,16 @@ HOOK_FILES = [REPO / "hooks" / "hooks.json", REPO / "mods" / "memory-gate" / "ho
 HOOK_PATH = {"gate", "gate.cli", "gate.cli.entry", "gate.config", "gate.claude", "gate.claude.hookio", "gate.jsonlite",
              "gate.engine", "gate.engine.store", "_json"}
 # What each hook needs for its work in the test's situation below (a turn opened, nothing searched):
-# gate/credentials.py only where a prompt is stored, gate/claude/maxturns.py only where an answer may be held.
+# gate.credentials only where a prompt is stored, gate.claude.maxturns only where an answer may be held.
 GATE = HOOK_PATH | {"gate.claude.hooks", "gate.memory", "gate.memory.ledger", "gate.clock"}
+CREDENTIALS = {"gate.credentials", "gate.credentials.shapes", "gate.credentials.values"}
 MODULES = {
-    "hook UserPromptSubmit": GATE | {"gate.credentials"},
+    "hook UserPromptSubmit": GATE | CREDENTIALS,
     "hook PreToolUse": GATE,
     "hook SessionStart": GATE,
     "hook Stop": GATE | {"gate.claude.maxturns"},
     "inject": HOOK_PATH | {"gate.context", "gate.context.hook", "gate.context.classify", "gate.context.inject",
-                           "gate.context.rules", "gate.context.state", "gate.credentials", "gate.clock", "__future__"},
+                           "gate.context.rules", "gate.context.state", "gate.clock", "__future__"} | CREDENTIALS,
 }
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from gate import jsonlite
 from gate.claude import hooks
-from gate.engine import store
+from gate.engine import health, store
 from gate.memory import write
 from gate.serve import tools
 
@@ -49,7 +49,7 @@ def snapshot(conn):
     return (
         list(conn.execute("SELECT * FROM facts ORDER BY id")),
         list(conn.execute("SELECT * FROM writes ORDER BY id")),
-        store.check_integrity(conn),
+        health.check_integrity(conn),
     )
 
 
@@ -77,7 +77,7 @@ def test_any_write_is_accepted_whole_or_refused_whole(memory, ops, kept, search_
         assert refused.problems and all(isinstance(problem, str) for problem in refused.problems)
         return
     assert answer.text.startswith(("memory_write accepted", "This write was already applied"))
-    assert store.check_integrity(memory) == []
+    assert health.check_integrity(memory) == []
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))

@@ -16,10 +16,10 @@ from claude_harness import Sandbox, needs_claude
 from fake_anthropic import last_user_text, reply, tool_use
 
 from gate import config
-from gate.claude import install
+from gate.claude import install, scopes
 from gate.claude.install import InstallError, add_server, add_to_settings, remove_from_settings, remove_server
 from gate.claude.settingsfile import FileError, pointer, render, unpointer
-from gate.cli import cli
+from gate.cli import main as cli
 
 EXE = "/opt/memory gate/bin/memory-gate"  # a space: the hook command must quote it
 QUOTED = "'/opt/memory gate/bin/memory-gate'"
@@ -246,7 +246,7 @@ def where(tmp_path):
     """A user scope in a temp home, and the record beside it."""
     home = tmp_path / "home"
     home.mkdir()
-    scope = install.user_scope(home / ".claude", home / ".claude.json")
+    scope = scopes.user_scope(home / ".claude", home / ".claude.json")
     return scope, home / ".claude" / install.RECORD_NAME
 
 
@@ -406,14 +406,14 @@ def test_a_project_is_keyed_by_its_git_root(tmp_path):
     root = tmp_path / "repo"
     (root / ".git").mkdir(parents=True)
     (root / "src" / "deep").mkdir(parents=True)
-    scope = install.project_scope(root / "src" / "deep", tmp_path / ".claude.json")
+    scope = scopes.project_scope(root / "src" / "deep", tmp_path / ".claude.json")
     assert scope.settings == root.resolve() / ".claude" / "settings.local.json"
     assert scope.server_at == ("projects", str(root.resolve())) and "git root" in scope.label
     plain = tmp_path / "plain"
     plain.mkdir()
-    assert install.project_scope(plain, tmp_path / ".claude.json").server_at == ("projects", str(plain.resolve()))
+    assert scopes.project_scope(plain, tmp_path / ".claude.json").server_at == ("projects", str(plain.resolve()))
     with pytest.raises(InstallError, match="no such folder"):
-        install.project_scope(tmp_path / "missing", tmp_path / ".claude.json")
+        scopes.project_scope(tmp_path / "missing", tmp_path / ".claude.json")
 
 
 def test_a_project_install_creates_and_uninstall_removes_its_folder(tmp_path):
@@ -423,7 +423,7 @@ def test_a_project_install_creates_and_uninstall_removes_its_folder(tmp_path):
     state.write_text(json.dumps(STATE, indent=2))
     record = tmp_path / "record.json"
     before = tree(tmp_path)
-    scope = install.project_scope(project, state)
+    scope = scopes.project_scope(project, state)
     install.install(scope, EXE, record=record)
     assert json.loads((project / ".claude" / "settings.local.json").read_text())["permissions"] == {"allow": RULES}
     assert json.loads(state.read_text())["projects"][str(project.resolve())] == {"mcpServers": {"memory-gate": SERVER}}
@@ -433,11 +433,11 @@ def test_a_project_install_creates_and_uninstall_removes_its_folder(tmp_path):
 
 def test_a_project_file_git_would_commit_is_pointed_out(tmp_path):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    scope = install.project_scope(tmp_path, tmp_path / "state.json")
+    scope = scopes.project_scope(tmp_path, tmp_path / "state.json")
     report = install.install(scope, EXE, record=tmp_path / "record.json")
     assert any("git does not ignore .claude/settings.local.json" in line for line in report.lines())
     (tmp_path / ".gitignore").write_text(".claude/*.local.json*\nstate.json*\nrecord.json\n")
-    report = install.install(install.project_scope(tmp_path, tmp_path / "state.json"), "/new/memory-gate", record=tmp_path / "record.json")
+    report = install.install(scopes.project_scope(tmp_path, tmp_path / "state.json"), "/new/memory-gate", record=tmp_path / "record.json")
     assert not any("git does not ignore" in line for line in report.lines())
 
 

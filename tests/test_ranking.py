@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gate.memory import ledger
-from gate.search import lookup, ranking, search
+from gate.search import lookup, ranking, fulltext as search
 from gate.serve import tools
 
 # A memory where the stale fact and the correction share words the agent's keywords do not.

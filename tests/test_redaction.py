@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from gate import config
 from gate.claude import hookio
-from gate.cli import cli
+from gate.cli import main as cli
 from gate.engine import store
 from gate.memory import audit, changeset, ledger, write
 from gate.serve import tools

@@ -1,4 +1,4 @@
-"""Search by words (gate/search/search.py) on both engines: each behavioural test searches the
+"""Search by words (gate.search.fulltext) on both engines: each behavioural test searches the
 facts it seeds in a local SQLite memory and in a team's project on PostgreSQL (`memory`), and
 expects the same facts, in the same order, and the same ones left out. The tests of SQLite's own
 machinery (FTS5's vocabulary counts, its fast paths, a malformed FTS5 expression) run on SQLite
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from conftest import Writer
 from gate.engine import store, tokens
-from gate.search import query, search
+from gate.search import query, fulltext as search
 
 PITFALLS = ["C++", "e-mail", "node.js", "-O2", "topic:deploy", "NOT", '"', "(", "*", "", " ", "\t\n",
             "😀", "it's", "AND OR", "^word", "NEAR(a b)", "a*b", "col:", "{topic}: x", "'", "\x00", "\ud800"]

@@ -85,7 +85,7 @@ NEGATIVE = [
     "Secrets are injected by External Secrets Operator.",
     "ssh-keygen -t ed25519 made the deploy key; the public half is in the repo.",
     "Use password: optional in the schema.",
-    # Placeholders, references and prose issue 12 found refused.
+    # Placeholders, references and prose that were once refused.
     "OPENAI_API_KEY=sk-...",
     "SLACK_BOT_TOKEN=xoxb-your-token-here",
     "GITHUB_TOKEN=ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
@@ -192,7 +192,7 @@ def test_the_filed_triggers_are_all_the_triggers_the_text_holds(parts):
     assert credentials._present(low) == {trigger for trigger in credentials._TRIGGERS if trigger in low}
 
 
-# Each shape issue 30 found missed on every path where text lands (made up, shaped as issued).
+# Each shape that was once missed on every path where text lands (made up, shaped as issued).
 MISSED_SHAPES = {
     "a password starting with !": "DB_PASSWORD=!Falcon2019#",
     "a password starting with @": "postgres:\n  password: @Copper2021#\n  host: db",

@@ -5,7 +5,7 @@ import threading
 import apsw
 import pytest
 
-from gate.engine import store
+from gate.engine import health, store
 
 
 def dump(conn):
@@ -108,10 +108,10 @@ def test_a_lock_held_too_long_is_a_busy_error(db_path):
 
 def test_integrity_check_finds_a_damaged_word_index(file_conn, file_writer):
     file_writer.insert("deploy", "Deploys go through staging.")
-    assert store.check_integrity(file_conn) == []
+    assert health.check_integrity(file_conn) == []
     # Index a word the facts table does not hold: index and content now disagree.
     file_conn.execute("INSERT INTO facts_fts (rowid, topic, text, cjk) VALUES (1, 'bogus', 'bogus', '')")
-    assert store.check_integrity(file_conn)
+    assert health.check_integrity(file_conn)
 
 
 def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gate import config
-from gate.cli import cli
+from gate.cli import main as cli
 from gate.engine import postgres, store
 from gate.engine.teamfacts import TeamFacts, Who, project
 from gate.memory import audit, ledger

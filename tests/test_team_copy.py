@@ -12,7 +12,7 @@ import pytest
 from test_team_commands import stable, tell
 
 from gate import config
-from gate.cli import cli
+from gate.cli import main as cli
 
 KEY = "github.com/acme/api"
 

@@ -14,7 +14,7 @@ import pytest
 from gate.engine import postgres, store
 from gate.engine.teamfacts import TeamFacts, Who, project
 from gate.memory import ledger
-from gate.search import embeddings, teamvectors, vectors
+from gate.search import backfill, embeddings, teamvectors, vectors
 from gate.serve import tools
 
 
@@ -64,7 +64,7 @@ def settle(member, endpoint, local=None) -> None:
     with member.team.transaction():
         assert not teamvectors.needs_reference(member.facts())
     if local is not None:
-        vectors.catch_up(local, endpoint, hold=contextlib.nullcontext)
+        backfill.catch_up(local, endpoint, hold=contextlib.nullcontext)
 
 
 def endpoint_of(fake) -> embeddings.Endpoint:

@@ -269,7 +269,7 @@ def test_a_database_of_the_first_schema_gets_its_counters_on_upgrade(postgres_ur
     """Section 2 counts what section 1's facts already hold, and the trigger keeps it right."""
     import psycopg
 
-    from gate.engine import postgres
+    from gate.engine import postgres, teamwords
 
     [(number, _, first)] = postgres.schema_steps()[:1]
     with psycopg.connect(postgres_url, autocommit=True) as conn:
@@ -282,7 +282,7 @@ def test_a_database_of_the_first_schema_gets_its_counters_on_upgrade(postgres_ur
             conn.execute(
                 "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, changed_by, words)"
                 " VALUES (%s, %s, %s, 'state', %s, '2026-12-01', '', '', '', 'ana', %s::tsvector)",
-                (pid, number, topic, text, postgres.words(topic, text)))
+                (pid, number, topic, text, teamwords.words(topic, text)))
     team = postgres.connect(postgres_url)
     assert postgres.version(team) == len(postgres.schema_steps())
     assert counters(team, pid) == recounted(team, pid)

@@ -6,7 +6,7 @@ import pytest
 
 from gate.engine import store
 from gate.memory import audit, changeset, history, ledger, listing, transfer, undo
-from gate.search import embeddings, search, vectors
+from gate.search import embeddings, fulltext as search, vectors
 
 
 def exported(conn) -> str:

@@ -4,7 +4,7 @@ import pytest
 
 from gate.engine import store
 from gate.memory import audit, chain, changeset, history, ledger, undo
-from gate.search import embeddings, search, vectors
+from gate.search import embeddings, fulltext as search, vectors
 from gate.serve import tools
 
 

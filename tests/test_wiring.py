@@ -13,7 +13,7 @@ from pathlib import Path
 from claude_harness import CLAUDE, OFFLINE_ENV, needs_claude
 from conftest import REPO
 
-from gate.doctor import doctor, wiring
+from gate.doctor import checks as doctor, wiring
 
 BIN = Path(sys.executable).parent
 # The memory-gate under test, also where BIN's is another checkout's editable install.

@@ -186,14 +186,14 @@ def gather(folder: Path) -> tuple[list[AutoFile], list[str]]:
     """Every auto memory file in `folder`, read, each fact checked as memory_write checks one (a
     fact that fails, e.g. one holding a credential, is dropped and the file says why), and the
     good facts as `memory-gate import` lines."""
-    from gate.memory import write  # checks only: no heavy imports
+    from gate.memory import checking  # checks only: no heavy imports
 
     read_files, lines = [], []
     for path in files(folder):
-        found = read(path, write.MAX_TEXT)
+        found = read(path, checking.MAX_TEXT)
         kept = []
         for fact in found.facts:
-            problems = [problem for key in ("topic", "kind", "text") if (problem := write.check_field(key, fact[key])[1])]
+            problems = [problem for key in ("topic", "kind", "text") if (problem := checking.check_field(key, fact[key])[1])]
             if problems:
                 found.problem = "; ".join(problems)
                 continue

@@ -8,7 +8,7 @@ PREFIX is how the memory tools are named in this install (`mcp__plugin_memory-ga
 from the plugin), so that messages name the exact tool.
 
 This is the per-turn path: it imports the standard library and the SQLite binding only (JSON
-through gate/jsonlite.py, cheaper to import than `json`), and fails open (gate/claude/hookio.py): a
+through gate.jsonlite, cheaper to import than `json`), and fails open (gate.claude.hookio): a
 missing, locked or corrupt database, input that is not what Claude Code sends, an unknown event,
 any bug, and the hook exits 0 with one warning line for the owner while the turn goes on. Memory
 must never lock the owner out of their agent; a block is a decision, never a crash.
@@ -22,7 +22,7 @@ from gate.claude import hookio
 from gate.engine import store
 from gate.memory import ledger
 
-# gate/credentials.py and gate/claude/maxturns.py are imported where they are needed: a PreToolUse hook, and
+# gate.credentials and gate.claude.maxturns are imported where they are needed: a PreToolUse hook, and
 # a Stop or Hold on a turn that is met (the usual case), use neither, and every module is a
 # share of a hook's start.
 
@@ -50,7 +50,7 @@ def released_by_limit(limit: int) -> str:
 
 def _affordable(state: ledger.Gate, step: int | None, limit: int | None) -> bool:
     """Whether a hold at this model request leaves the turn room to pay memory and answer again
-    within --max-turns (gate/claude/maxturns.py): a hold past the limit would lose the answer."""
+    within --max-turns (gate.claude.maxturns): a hold past the limit would lose the answer."""
     if limit is None or step is None:
         return True
     from gate.claude import maxturns
@@ -111,7 +111,7 @@ def user_prompt_submit(payload: dict, prefix: str) -> dict | None:
     prompt = payload.get("prompt") if isinstance(payload.get("prompt"), str) else None
     from gate import credentials
 
-    prompt = credentials.redact(prompt)  # here, not under the write lock (open_turn checks again)
+    prompt = credentials.redact(prompt) if prompt is not None else None  # here, not under the write lock (open_turn checks again)
     conn = _open(payload, create=True)
     with store.writing(conn):
         ledger.open_turn(conn, session, prompt_id, prompt)
@@ -180,7 +180,7 @@ def _seen(payload: dict) -> Seen | None:
         or type(holds) is not int
     ):
         raise ValueError("hook input's seen is not the mod's record")
-    return Seen(flags[0], flags[1], sorted(set(ids)), holds, flags[2])
+    return Seen(bool(flags[0]), bool(flags[1]), sorted(set(ids)), holds, bool(flags[2]))
 
 
 def _rule(payload: dict, prefix: str, held_enough, budget, seen: Seen | None = None) -> tuple[str, str | None]:
@@ -267,10 +267,9 @@ def hold(payload: dict, prefix: str) -> dict:
         return step, maxturns.limit()
 
     seen = _seen(payload)
-    if seen is None:
-        held_enough = lambda state: state.turn.holds >= MAX_HOLDS
-    else:
-        held_enough = lambda state: seen.holds >= MAX_HOLDS
+    def held_enough(state) -> bool:
+        # The mod's own record counts the holds where it runs; the ledger where none does.
+        return (state.turn.holds if seen is None else seen.holds) >= MAX_HOLDS
     action, reason = _rule(payload, prefix, held_enough, budget, seen)
     return {"action": action} if reason is None else {"action": action, "reason": reason}
 

@@ -40,11 +40,29 @@ import subprocess
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from gate.claude import automemory
+from gate.claude.scopes import (
+    PLUGIN,
+    InstallError,
+    Scope,
+    plugin_enabled_in,
+    read_record,
+    write_record,
+)
 from gate.claude.settingsfile import (
-    MISSING, Document, FileChange, FileError, Path_, dotted, get, make_dirs, pointer, put, save, unpointer, write_atomic,
+    MISSING,
+    Document,
+    FileChange,
+    FileError,
+    Path_,
+    dotted,
+    get,
+    pointer,
+    put,
+    save,
+    unpointer,
 )
 
 SERVER = "memory-gate"
@@ -55,10 +73,6 @@ EXECUTABLE_NAMES = ("memory-gate", "memory-gate.exe")
 # The settings hooks, written once: the top-level hooks/hooks.json of a checkout, shipped inside
 # the package in a wheel. Install writes them with the executable's path in place of the bare name.
 HOOKS_FILE = "hooks.json"
-
-
-class InstallError(Exception):
-    """A file install or uninstall cannot safely change; the message says what to do."""
 
 
 # -- what goes in -----------------------------------------------------------------------------
@@ -130,7 +144,7 @@ def is_our_hook(hook: Any) -> bool:
     return len(words) >= 2 and os.path.basename(words[0]) in EXECUTABLE_NAMES and words[1] == "hook"
 
 
-def is_our_server(entry: Any) -> bool:
+def is_our_server(entry: Any) -> TypeGuard[dict]:
     """A server entry running `memory-gate serve`, from any path."""
     if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
         return False
@@ -179,6 +193,7 @@ def add_to_settings(data: dict, exe: str, *, plugin: bool = False) -> Edit:
     hand-written line) is replaced where it sits; it counts as there before install, not as added.
     `plugin`: the plugin brings hooks, server and rules; only what a plugin cannot set goes in."""
     edit = Edit(data) if plugin else _add_hooks_and_rules(data, exe)
+    assert edit.data is not None, "an install leaves settings to write"
     edit.data, changes, added = automemory.turn_off(edit.data)
     edit.changes += changes
     edit.added += added
@@ -187,6 +202,7 @@ def add_to_settings(data: dict, exe: str, *, plugin: bool = False) -> Edit:
 
 def _add_hooks_and_rules(data: dict, exe: str) -> Edit:
     edit = Edit(data)
+    assert edit.data is not None
     wanted = hook_groups(exe)
     hooks = get(data, ("hooks",), dict)
     if hooks is MISSING:
@@ -241,6 +257,7 @@ def _mine(path: Path_, added: set[Path_] | None) -> bool:
 def _prune(edit: Edit, path: Path_, before: Any, added: set[Path_] | None) -> None:
     """Remove the container at path when it is now empty and install added it; with no record of
     that, when this uninstall emptied it."""
+    assert edit.data is not None, "pruned before the file is deleted"
     now = get(edit.data, path, type(before))
     if now is MISSING or now:
         return
@@ -341,97 +358,6 @@ def remove_server(data: dict, at: Path_, added: set[Path_] | None) -> Edit:
     for depth in range(len(place), 0, -1):
         _prune(edit, place[:depth], get(data, place[:depth], dict), added)
     return _prune_file(edit, data, added)
-
-
-# -- scopes -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Where one install goes: the settings file for hooks and rules, and where in Claude Code's
-    state file the server goes."""
-
-    label: str
-    settings: Path
-    state: Path
-    server_at: Path_
-    root: Path | None = None  # the project's folder, for a project install
-
-
-def user_scope(claude_dir: str | os.PathLike, state_file: str | os.PathLike) -> Scope:
-    return Scope("your user (every project)", Path(claude_dir) / "settings.json", Path(state_file), ())
-
-
-def project_root(folder: str | os.PathLike) -> Path:
-    """The folder Claude Code keys a project by: the git root above `folder`, else the folder
-    (Claude Code 2.1.328 looks up local-scope servers by the git root from any subfolder)."""
-    start = Path(os.path.realpath(folder))
-    if not start.is_dir():
-        raise InstallError(f"--project {folder}: no such folder")
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return start
-
-
-def project_scope(folder: str | os.PathLike, state_file: str | os.PathLike) -> Scope:
-    root = project_root(folder)
-    given = Path(os.path.realpath(folder))
-    label = f"the project {root}" + ("" if root == given else f" (the git root of {given})")
-    return Scope(label, root / ".claude" / "settings.local.json", Path(state_file), ("projects", str(root)), root)
-
-
-# -- the record of what install created -------------------------------------------------------
-
-
-def read_record(path: Path) -> dict:
-    """{file: {"added": [JSON Pointers to what install added, "" for the file], "dirs": [folders it
-    created, deepest first]}}; {} when absent or unreadable (uninstall then takes out every
-    memory-gate entry, and the containers that leaves empty)."""
-    try:
-        files = json.loads(path.read_text())["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return files if isinstance(files, dict) else {}
-
-
-def write_record(path: Path, files: dict) -> None:
-    if not files:
-        path.unlink(missing_ok=True)
-        return
-    about = "What memory-gate install added to Claude Code's files, so that memory-gate uninstall takes out that and nothing else."
-    make_dirs(path.parent)
-    write_atomic(path, (json.dumps({"about": about, "files": files}, indent=2) + "\n").encode(), 0o600)
-
-
-# -- the plugin and this install together -----------------------------------------------------
-
-PLUGIN = "memory-gate"
-
-
-def plugin_enabled_in(paths: list[Path]) -> list[Path]:
-    """The settings files among `paths` that enable the memory-gate plugin (`enabledPlugins`,
-    where `claude plugin install` turns it on, keyed `memory-gate@<marketplace>`)."""
-    found = []
-    for path in paths:
-        try:
-            enabled = Document.read(path).data.get("enabledPlugins")
-        except FileError:
-            continue
-        if isinstance(enabled, dict) and any(
-            isinstance(key, str) and key.split("@", 1)[0] == PLUGIN and value is True for key, value in enabled.items()
-        ):
-            found.append(path)
-    return found
-
-
-def plugin_settings(claude_dir: str | os.PathLike, project: Path | None) -> list[Path]:
-    """Where the plugin may be enabled for a session in `project`: the user's settings and the
-    project's shared and personal ones."""
-    paths = [Path(claude_dir) / "settings.json"]
-    if project is not None:
-        paths += [project / ".claude" / "settings.json", project / ".claude" / "settings.local.json"]
-    return paths
 
 
 def clash(where: list[Path]) -> str:

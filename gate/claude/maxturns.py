@@ -83,7 +83,9 @@ def steps_in_transcript(path: str, prompt_id: str, last_answer: str | None) -> i
             entry = jsonlite.loads(line)
             if not isinstance(entry, dict) or entry.get("type") != "assistant" or entry.get("isSidechain"):
                 continue
-            message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+            message = entry.get("message")
+            if not isinstance(message, dict):
+                message = {}
             message_id = message.get("id") or entry.get("uuid") or str(len(ids))
             if message_id not in ids:
                 ids.append(message_id)

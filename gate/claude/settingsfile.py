@@ -204,7 +204,7 @@ def save(doc: Document, data: dict | None, changes: list[str], *, dry_run: bool 
         target.unlink()
         return change, []
     mode = (target.stat().st_mode & 0o7777) if doc.raw is not None else 0o600
-    if keep:
+    if keep and doc.raw is not None:  # keep implies raw
         write_atomic(doc.backup, doc.raw, mode)
     made = make_dirs(target.parent)
     write_atomic(target, doc.backup.read_bytes() if restore else render(data, doc.raw), mode)

@@ -98,7 +98,7 @@ def _now(opened: opening.Opened, fact_id: int) -> dict | None:
     if opened.team is not None:
         with opened.team.transaction():
             return opened.team.snapshot(fact_id)
-    row = opened.conn.execute("SELECT topic, kind, text, date FROM facts WHERE id = ?", (fact_id,)).fetchone()
+    row = opened.local_conn.execute("SELECT topic, kind, text, date FROM facts WHERE id = ?", (fact_id,)).fetchone()
     return dict(zip(("topic", "kind", "text", "date"), row)) if row else None
 
 
@@ -156,7 +156,7 @@ def cmd_undo(args: argparse.Namespace) -> int:
         elif done.op == "update":
             back = reverted.before or {}
             print(f"undid {reverted.name}: fact {fact} reads as before it again:")
-            print(f"{INDENT}{back.get('kind')} | {credentials.redact(back.get('topic'))} | {back.get('date')}")
+            print(f"{INDENT}{back.get('kind')} | {credentials.redact(str(back.get('topic')))} | {back.get('date')}")
             print_text(back.get("text"))
         else:
             print(f"undid {reverted.name}: fact {fact}, which it deleted, is back under its id.")

@@ -16,13 +16,13 @@ from gate.cli import terminal
 from gate.engine import store
 from gate.memory import audit, history, opening, stats, transfer
 from gate.memory.opening import UserError
-from gate.search import embeddings, search, sources, vectors
+from gate.search import backfill, embeddings, fulltext, sources
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
     with opening.open_memory(opening.settings(args)) as opened:
         if opened.team is None:
-            report = stats.report(opened.conn)
+            report = stats.report(opened.local_conn)
         else:  # the facts are the team's; the turns are this member's own (their ledger)
             from gate.memory import listing
 
@@ -65,7 +65,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         def export(out, progress) -> int:
             if opened.team is not None:
                 return transfer.export_team(opened.team, out, progress=progress)
-            return transfer.export(opened.conn, out, progress=progress)
+            return transfer.export(opened.local_conn, out, progress=progress)
 
         if args.output in (None, "-"):
             count = export(sys.stdout, show)
@@ -173,7 +173,8 @@ class _lines:
     def _read(self) -> Iterable[str]:
         number = 0
         try:
-            for number, line in enumerate(transfer.lines_of(self.handle), start=1):
+            # number is read by the except below: the line that did not decode follows the last one read.
+            for number, line in enumerate(transfer.lines_of(self.handle), start=1):  # noqa: B007
                 yield line
         except UnicodeDecodeError as error:
             raise UserError(f"{self.name} is not UTF-8 text (line {number + 1}: {error.reason}); export writes UTF-8") from error
@@ -241,8 +242,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
                             "the team's vectors")
     _, conn = opening.open_existing(settings)
     with store.writing(conn):
-        search.rebuild_words(conn)
-    count = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
+        fulltext.rebuild_words(conn)
+    count = conn.execute("SELECT count(*) FROM facts").get
     print(f"word index: rebuilt from {count} facts")
     if sources.source(settings) is None:
         print(f"vectors: nothing to embed: {sources.why_words_only(settings)}")
@@ -251,7 +252,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         store.require_vectors(conn)
     except store.StoreError as error:
         raise UserError(str(error)) from error
-    return _rebuilt(settings, count, lambda endpoint, show: vectors.rebuild(conn, endpoint, progress=show),
+    return _rebuilt(settings, count, lambda endpoint, show: backfill.rebuild(conn, endpoint, progress=show),
                     "memory's vectors")
 
 

@@ -1,8 +1,8 @@
 """The `memory-gate` console script.
 
 `memory-gate hook EVENT` and `memory-gate inject EVENT` run on every turn, so they go straight to
-gate/claude/hooks.py and gate/context/hook.py, which import the standard library and the SQLite binding
-only; `memory-gate serve` goes to gate/serve/front.py, which answers Claude Code's first requests while
+gate.claude.hooks and gate.context.hook, which import the standard library and the SQLite binding
+only; `memory-gate serve` goes to gate.serve.front, which answers Claude Code's first requests while
 the MCP SDK loads; every other command loads the full CLI.
 """
 
@@ -21,7 +21,7 @@ def _load_binding() -> None:
     import _collections_abc
 
     stand_in = type(sys)("collections")
-    stand_in.abc = _collections_abc
+    stand_in.abc = _collections_abc  # type: ignore[attr-defined]  # a module takes any attribute
     sys.modules["collections"], sys.modules["collections.abc"] = stand_in, _collections_abc
     try:
         __import__("apsw")
@@ -47,7 +47,7 @@ def main() -> int:
         return hook.main(args[1:])
     if args == ["serve"] or (len(args) == 3 and "serve" in (args[0], args[2]) and "--db" in (args[0], args[1])):
         # Claude Code may stop its server with SIGINT at any moment, even while it starts: noted
-        # from now on, obeyed once it runs, never a KeyboardInterrupt traceback (gate/stopping.py).
+        # from now on, obeyed once it runs, never a KeyboardInterrupt traceback (gate.stopping).
         from gate import stopping
 
         stopping.hold()
@@ -58,7 +58,7 @@ def main() -> int:
         if "--db" in args:  # --db PATH serve, or serve --db PATH
             settings = settings.replace(database=os.path.join(os.getcwd(), args[args.index("--db") + 1]))
         return front.serve(settings)
-    from gate.cli import cli
+    from gate.cli import main as cli
 
     return cli.main()
 

@@ -1,7 +1,7 @@
 """`memory-gate search`, `show` and `review`: the facts as memory holds them now.
 
 Rows are printed as they are read, never gathered first, so a memory of any size answers at once.
-What is printed of facts is redacted (gate/credentials.py): a database from before the credential
+What is printed of facts is redacted (gate.credentials): a database from before the credential
 check knew a shape may still hold a credential.
 """
 
@@ -16,7 +16,7 @@ from gate.cli import terminal
 from gate.cli.terminal import fact_json, print_fact
 from gate.engine import store
 from gate.memory import listing, opening
-from gate.search import lookup, query, ranking, search
+from gate.search import fulltext, lookup, query, ranking
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -24,18 +24,18 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.explain:
         # Without the database's word counts: in a large memory, words nearly every fact holds
         # are left out of the expression.
-        found = query.parse(terms).expression()
-        print(f"match  {found.text if found else '(nothing to search for)'}")
+        expression = query.parse(terms).expression()
+        print(f"match  {expression.text if expression else '(nothing to search for)'}")
         print(f"score  {ranking.WORD_WEIGHT:g} x a fact's bm25 as a share of the best fact's, plus the standard "
               "deviations it stands nearer the query than memory at large (meaning), for each query")
         print(f"keep   every fact scoring >= {ranking.SHARE:g} of the best, when memory holds something on the subject: "
-              f"words whose terms carry >= {search.COVERAGE:g} of the query's weight, or a fact meaning calls near")
+              f"words whose terms carry >= {fulltext.COVERAGE:g} of the query's weight, or a fact meaning calls near")
         return 0
     settings = opening.settings(args)
     with opening.open_memory(settings) as opened:
         # memory_search's ranking, words and meaning alike, recording nothing (gate.search.lookup).
         if opened.team is None:
-            store.load_vectors(opened.conn)
+            store.load_vectors(opened.local_conn)
         answer = lookup.rank(opened.conn, terms, limit=args.limit, endpoint=opening.patient_endpoint(settings),
                              team=opened.team)
         found = answer.facts
@@ -59,7 +59,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     with opening.open_memory(opening.settings(args)) as opened:
         chosen = dict(topic=args.topic, kind=args.kind, since=args.since, limit=args.limit)
-        found = listing.team_facts(opened.team, **chosen) if opened.team else listing.facts(opened.conn, **chosen)
+        found = listing.team_facts(opened.team, **chosen) if opened.team else listing.facts(opened.local_conn, **chosen)
         if args.json:
             terminal.json_list(map(fact_json, found), sys.stdout)
             return 0
@@ -83,14 +83,14 @@ def cmd_review(args: argparse.Namespace) -> int:
         if opened.team is not None:
             found = listing.team_unconfirmed(opened.team, before, limit=args.limit)
         else:
-            found = listing.unconfirmed(opened.conn, before, limit=args.limit)
+            found = listing.unconfirmed(opened.local_conn, before, limit=args.limit)
         if args.json:
             terminal.json_list(map(fact_json, found), sys.stdout)
             return 0
         if opened.team is not None:
             total = listing.team_count_unconfirmed(opened.team, before)
         else:
-            total = listing.count_unconfirmed(opened.conn, before)
+            total = listing.count_unconfirmed(opened.local_conn, before)
         if not total:
             print(f"every fact was kept or updated by a turn in the last {args.days} days")
             return 0

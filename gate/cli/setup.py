@@ -21,14 +21,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from gate.doctor import doctor, wiring
+    from gate.doctor import checks, wiring
 
-    checks: dict[str, doctor.Check] = {"memory": doctor.memory, "team": doctor.team, "injected_context": doctor.injected_context}
+    chosen: dict[str, checks.Check] = {"memory": checks.memory, "team": checks.team, "injected_context": checks.injected_context}
     if not args.no_claude:
-        checks["claude_code"] = lambda settings: wiring.check(settings, args.claude)
-    checks["install_clash"] = lambda settings: ({}, doctor.stated(wiring.install_clash(settings.project_dir)))
-    report, findings = doctor.run(opening.settings(args), checks)
-    problems = [finding for finding in findings if finding.severity == doctor.PROBLEM]
+        chosen["claude_code"] = lambda settings: wiring.check(settings, args.claude)
+    chosen["install_clash"] = lambda settings: ({}, checks.stated(wiring.install_clash(settings.project_dir)))
+    report, findings = checks.run(opening.settings(args), chosen)
+    problems = [finding for finding in findings if finding.severity == checks.PROBLEM]
     if args.json:
         print(json.dumps({
             **report, "problems": [finding.message() for finding in problems],
@@ -36,7 +36,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         }, indent=2))
     else:
         _print_report(report)
-        for finding in sorted(findings, key=lambda finding: (doctor.PROBLEM, doctor.WARNING, doctor.NOTE).index(finding.severity)):
+        for finding in sorted(findings, key=lambda finding: (checks.PROBLEM, checks.WARNING, checks.NOTE).index(finding.severity)):
             print(finding.line())
         if not problems:
             print("all well" if not findings else "no problems")
@@ -59,17 +59,17 @@ def _print_report(report: dict, indent: str = "") -> None:
 
 
 def _install_run(args: argparse.Namespace, verb: str) -> int:
-    from gate.claude import install, settingsfile
+    from gate.claude import install, scopes, settingsfile
 
     record = Path(config.load().home) / install.RECORD_NAME
     try:
         if args.project is not None:
-            scope = install.project_scope(args.project, config.claude_state_file())
+            scope = scopes.project_scope(args.project, config.claude_state_file())
         else:
-            scope = install.user_scope(config.claude_dir(), config.claude_state_file())
+            scope = scopes.user_scope(config.claude_dir(), config.claude_state_file())
         if verb == "install":
             exe = args.exe or install.executable(sys.argv[0], sys.executable)
-            plugin_in = install.plugin_settings(config.claude_dir(), scope.root)
+            plugin_in = scopes.plugin_settings(config.claude_dir(), scope.root)
             report = install.install(scope, exe, record=record, dry_run=args.dry_run, plugin_in=plugin_in, plugin=args.plugin)
         else:
             report = install.uninstall(scope, record=record, dry_run=args.dry_run)

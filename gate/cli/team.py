@@ -1,7 +1,7 @@
 """`memory-gate team connect | disconnect | status | push | pull | grant`: put this project's facts on a team's
 PostgreSQL, take them back to the local file, and see which memory the project uses.
 
-The setting is per project (gate/memory/team.py), so one developer can share one repository's
+The setting is per project (gate.memory.team), so one developer can share one repository's
 memory with a team and keep another's in a local file. `MEMORY_GATE_DB=postgresql://...` does
 the same for every project the variable reaches, and wins over the setting.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from gate import config
-from gate.memory import opening
-from gate.memory import team as memory_team
+from gate.memory import opening, team as memory_team
 from gate.memory.opening import UserError
 
 
@@ -71,6 +71,7 @@ def _copy(settings: config.Settings, args: argparse.Namespace) -> int:
         raise UserError("this project is not on a team's memory: `memory-gate team connect URL` first, then "
                         f"`memory-gate team {args.action}`")
     with opening.open_memory(settings) as opened:
+        assert opened.team is not None and opened.member is not None, "on a team's memory, as checked above"
         try:
             if args.action == "push":
                 if not opened.path.exists():
@@ -127,7 +128,7 @@ def _status(settings: config.Settings, as_json: bool) -> int:
     found = memory_team.find(settings)
     ledger = config.find_database(settings)
     if found is None:
-        report = {"memory": "local", "database": ledger}
+        report: dict[str, Any] = {"memory": "local", "database": ledger}
         if as_json:
             print(json.dumps(report, indent=2))
         else:

@@ -13,6 +13,7 @@ from typing import TextIO
 from gate import credentials
 from gate.engine.facts import Fact
 
+
 def command_line(argv: Sequence[str]) -> str:
     """The command as typed, for write.log's "why" of a change made by hand."""
     return shlex.join(["memory-gate", *argv])

@@ -10,7 +10,7 @@ a file's name or body.
   or to one of its comma-separated parts (a description lists the topics it covers; a request
   names one), than to the average of BACKGROUND, unrelated descriptions built in here. A rule
   applies when that margin reaches the configured one. Description vectors are cached.
-- chat: one yes/no question per description to an OpenAI-compatible chat endpoint (chat.py),
+- chat: one yes/no question per description to an OpenAI-compatible chat endpoint (gate.context.chat),
   asked in parallel; a rule applies at P(yes) >= 0.5.
 - claude: Claude Code's own small model, `$.model.classify` inside the mod; the questions are
   built here (`question`), the mod only asks them.
@@ -268,7 +268,7 @@ def by_embeddings(conn, endpoint, rules: list[Rule], request: str, earlier: list
 
 
 def by_hybrid(conn, endpoint, rules: list[Rule], request: str, earlier: list[str], *, timeout: float) -> Decision:
-    """hybrid.py's verdicts, with the embeddings margins when `endpoint` is set and answers; when
+    """gate.context.hybrid's verdicts, with the embeddings margins when `endpoint` is set and answers; when
     it does not, by words alone, and the decision's note says why."""
     from gate.context import hybrid
 
@@ -277,7 +277,7 @@ def by_hybrid(conn, endpoint, rules: list[Rule], request: str, earlier: list[str
         meaning = by_embeddings(conn, endpoint, rules, request, earlier, margin=0.0, timeout=timeout)
         model, made = meaning.model, meaning.made
         if meaning.failure is None:
-            margins = [verdict.score for verdict in meaning.verdicts]
+            margins = [verdict.score for verdict in meaning.verdicts if verdict.score is not None]  # all, answered
         else:
             note = f"meaning left out ({meaning.failure}): rules weighed by words"
     weighed, quiet = hybrid.weigh([rule.description for rule in rules], request, earlier, margins)
@@ -292,7 +292,7 @@ def words_of(request: str):
 
 
 def by_words_instead(decision: Decision, request: str, earlier: list[str]) -> Decision:
-    """The rules `decision` left unanswered, weighed by words (hybrid.py without meaning) among
+    """The rules `decision` left unanswered, weighed by words (gate.context.hybrid without meaning) among
     all the rules it was asked about; their paths go to `by_words`."""
     from gate.context import hybrid
 

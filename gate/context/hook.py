@@ -8,7 +8,7 @@ Events:
   the questions for the mod to put to `$.model.classify`.
 - Answered (the mod, with those answers): `{"context": [...], "notice"?}`.
 
-The per-prompt path: the standard library and apsw only (JSON through gate/jsonlite.py). It fails
+The per-prompt path: the standard library and apsw only (JSON through gate.jsonlite). It fails
 open: whatever breaks (bad input, a missing or corrupt database, a setting it cannot use) exits 0
 with one warning line, `{"systemMessage": ...}`, and the prompt goes on without rules. Never exit
 2: on UserPromptSubmit that would erase the owner's prompt.

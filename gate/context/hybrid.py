@@ -3,11 +3,11 @@ embeddings endpoint is set, the earlier requests for a follow-up. The default.
 
 For each pending rule, the evidence that the request falls under its description:
 
-- words: each stem the request shares with the description (words.py: `refunds` meets `refund`,
+- words: each stem the request shares with the description (gate.context.words: `refunds` meets `refund`,
   `migração` meets `migracao`), WORD points each;
-- topics: each topic of lexicon.py both name (`estorno` and `refunds` are both payments), TOPIC
+- topics: each topic of gate.context.lexicon both name (`estorno` and `refunds` are both payments), TOPIC
   points each;
-- meaning (only with MEMORY_GATE_EMBED_URL): the embeddings classifier's margin (classify.py),
+- meaning (only with MEMORY_GATE_EMBED_URL): the embeddings classifier's margin (gate.context.classify),
   MEANING points per 0.01 of margin above MEANING_FROM. Alone it is a rough signal on a small
   model (F1 about 0.5 on the labelled set), so it adds to the words rather than deciding alone;
 - the earlier requests: a request with no evidence of its own for any rule that asks for

@@ -1,6 +1,6 @@
 """What the words of a request and of a rule's description are about, in English and Portuguese.
 
-Three word lists, folded as words.py folds text (lower case, no accents):
+Three word lists, folded as gate.context.words folds text (lower case, no accents):
 
 - TOPICS: the subjects rule files of a software project are written about, each with the words
   and short phrases that name it in either language (`refund`, `estorno` and `chargeback` all

@@ -37,7 +37,7 @@ def doctor(settings: config.Settings, environ=None, *, probe: bool = True) -> tu
         if settings.embed_url:
             report["hybrid"] = {"words": "yes", "meaning": settings.embed_url, "model": settings.embed_model}
             if probe:
-                report["hybrid"]["answers"] = _probe_embeddings(settings, [])
+                report["hybrid"]["answers"] = _probe_embeddings(settings.embed_url, settings.embed_model, [])
         else:
             report["hybrid"] = {"words": "yes", "meaning": "no (set MEMORY_GATE_EMBED_URL to add it)"}
         report["note"] = ("hybrid (the default): rules weighed by the words and topics they share with the request; "
@@ -48,14 +48,14 @@ def doctor(settings: config.Settings, environ=None, *, probe: bool = True) -> tu
             problems.append("MEMORY_GATE_CONTEXT_CLASSIFIER=embeddings needs MEMORY_GATE_EMBED_URL: until it is set, "
                             "every pending rule is injected unchecked")
         elif probe:
-            report["embeddings"]["answers"] = _probe_embeddings(settings, problems)
+            report["embeddings"]["answers"] = _probe_embeddings(settings.embed_url, settings.embed_model, problems)
     elif context.classifier == "chat":
         report["chat"] = {"url": context.chat_url, "model": context.chat_model or "(none sent)", "timeout": context.timeout}
         if not context.chat_url:
             problems.append("MEMORY_GATE_CONTEXT_CLASSIFIER=chat needs MEMORY_GATE_CONTEXT_CHAT_URL: until it is set, "
                             "every pending rule is injected unchecked")
         elif probe:
-            report["chat"]["answers"] = _probe_chat(context, problems)
+            report["chat"]["answers"] = _probe_chat(context, context.chat_url, problems)
     else:
         report["note"] = ("claude: Claude Code's own small model, asked by the injected-context mod; where only the "
                           "settings hook runs, and for a rule it leaves unanswered, words decide. " + EXPLAIN)
@@ -65,10 +65,10 @@ def doctor(settings: config.Settings, environ=None, *, probe: bool = True) -> tu
     return report, problems
 
 
-def _probe_embeddings(settings: config.Settings, problems: list[str]) -> str:
+def _probe_embeddings(url: str, model: str, problems: list[str]) -> str:
     from gate.search import embeddings
 
-    endpoint = embeddings.Endpoint(settings.embed_url, settings.embed_model, quiet_after_timeout=0.0)
+    endpoint = embeddings.Endpoint(url, model, quiet_after_timeout=0.0)
     try:
         answer = endpoint.embed(["doctor's probe"], role=embeddings.QUERY, timeout=5.0)
     except embeddings.VectorError as error:
@@ -77,12 +77,12 @@ def _probe_embeddings(settings: config.Settings, problems: list[str]) -> str:
     return f"yes ({answer.model}, {answer.dimension} dimensions)"
 
 
-def _probe_chat(context: config.ContextSettings, problems: list[str]) -> str:
+def _probe_chat(context: config.ContextSettings, url: str, problems: list[str]) -> str:
     from gate.context import chat, classify
 
     question = classify.question("Writing database migrations.", "Add a column to the users table.", [])
     try:
-        probability = chat.ask(context.chat_url, context.chat_model, classify.CHAT_SYSTEM, question,
+        probability = chat.ask(url, context.chat_model, classify.CHAT_SYSTEM, question,
                                deadline=time.monotonic() + max(context.timeout, 5.0))
     except chat.ChatError as error:
         problems.append(f"{error}: every pending rule is injected unchecked until it answers")

@@ -93,12 +93,16 @@ def read(path: str) -> Rule | Skipped:
 def load(places: list[str], leave_out: frozenset[str] | set[str] = frozenset()) -> tuple[list[Rule], list[Skipped]]:
     """Every readable rule of `places` except the paths in `leave_out` (already given: they are
     not even read), and the files skipped with why."""
-    rules, skipped = [], []
+    rules: list[Rule] = []
+    skipped: list[Skipped] = []
     for path in paths(places):
         if path in leave_out:
             continue
         found = read(path)
-        (rules if isinstance(found, Rule) else skipped).append(found)
+        if isinstance(found, Rule):
+            rules.append(found)
+        else:
+            skipped.append(found)
     return rules, skipped
 
 

@@ -1,7 +1,7 @@
 """The words of a request or a rule's description, as the hybrid classifier compares them.
 
 A text becomes a set of keys: the stem of each word that says something (not a stop word, not
-filler such as `fix` or `faz`), and `#topic` for each topic of lexicon.py that a word or a
+filler such as `fix` or `faz`), and `#topic` for each topic of gate.context.lexicon that a word or a
 two-word phrase names. Text is folded first (lower case, accents off: `migração` is
 `migracao`), so `migrations`, `migrate` and `migrating` share the stem `migr`, `testes` and
 `tests` the stem `test`, and a Portuguese request meets an English description through the

@@ -18,8 +18,8 @@ import subprocess
 from pathlib import Path
 
 from gate import config
-from gate.claude import install, settingsfile
-from gate.doctor.doctor import NOTE, PROBLEM, WARNING, Finding
+from gate.claude import install, scopes, settingsfile
+from gate.doctor.checks import NOTE, PROBLEM, WARNING, Finding
 
 # The Claude Code the tests run against (package.json pins it); mods need 2.1.287 or later.
 TESTED = "2.1.332"
@@ -127,7 +127,7 @@ def settings_install(project: str) -> dict:
     """memory-gate's hooks (per event, how many) and server in the user's and this project's
     personal settings, as `memory-gate install` writes them."""
     try:
-        root = install.project_root(project)
+        root = scopes.project_root(project)
     except install.InstallError:
         root = Path(project)
     state = _read(Path(config.claude_state_file()))
@@ -135,10 +135,10 @@ def settings_install(project: str) -> dict:
         "user": (Path(config.claude_dir()) / "settings.json", state.get("mcpServers")),
         "project": (root / ".claude" / "settings.local.json", (state.get("projects", {}).get(str(root)) or {}).get("mcpServers")),
     }
-    found = {}
+    found: dict[str, dict] = {}
     for scope, (settings_file, servers) in places.items():
         hooks = _read(settings_file).get("hooks")
-        counts = {}
+        counts: dict[str, int] = {}
         for event, groups in (hooks.items() if isinstance(hooks, dict) else []):
             for group in groups if isinstance(groups, list) else []:
                 for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
@@ -256,8 +256,8 @@ def check(settings: config.Settings, claude: str | None = None) -> tuple[dict, l
             "Claude Code has no memory-gate: no plugin enabled, no settings install, so memory is off in every session",
             mend="Run scripts/install (the plugin), or `memory-gate install` (settings, no plugin)",
         ))
-    report["auto_memory"], found = auto_memory(cwd, on or bool(wired), "plugin" if on else "settings")
-    findings += found
+    report["auto_memory"], memory_findings = auto_memory(cwd, on or bool(wired), "plugin" if on else "settings")
+    findings += memory_findings
     report["servers"] = {}
     for command, way in commands.items():
         try:
@@ -280,7 +280,7 @@ def auto_memory(project: str, gated: bool, way: str) -> tuple[dict, list[Finding
     from gate.claude import automemory
 
     try:
-        root = install.project_root(project)
+        root = scopes.project_root(project)
     except install.InstallError:
         root = Path(project)
     files = [Path(config.claude_dir()) / "settings.json", root / ".claude" / "settings.json", root / ".claude" / "settings.local.json"]
@@ -307,8 +307,8 @@ def auto_memory(project: str, gated: bool, way: str) -> tuple[dict, list[Finding
 def install_clash(project: str) -> list[str]:
     """The plugin and `memory-gate install` both on for this project: the mod then cannot hold
     answers (its gate tool's name is taken by the installed server)."""
-    root = install.project_root(project) if project and Path(project).is_dir() else None
-    enabled = install.plugin_enabled_in(install.plugin_settings(config.claude_dir(), root))
+    root = scopes.project_root(project) if project and Path(project).is_dir() else None
+    enabled = scopes.plugin_enabled_in(scopes.plugin_settings(config.claude_dir(), root))
     if not enabled:
         return []
     try:

@@ -37,14 +37,14 @@ def load_facts(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Fact]:
     return {row[0]: Fact(*row) for row in rows}
 
 
-# -- changing facts (gate/memory/changeset.py is the one caller: it logs each change) -----------
+# -- changing facts (gate.memory.changeset is the one caller: it logs each change) -----------
 
 FIELDS = ("topic", "kind", "text", "date")
 
 
 class LocalFacts:
     """The facts of a local SQLite memory, as a change set changes them: the engine's side of
-    the seam gate/engine/teamfacts.py's TeamFacts also stands on. Inside the caller's write
+    the seam gate.engine.teamfacts's TeamFacts also stands on. Inside the caller's write
     transaction; the record of each change (write.log) is the change set's."""
 
     local = True  # vectors and write.log are the local memory's own
@@ -87,7 +87,7 @@ class LocalFacts:
                 fact_id, after["topic"], after["kind"], after["text"], after["date"],
                 kept.get("created", stamp), kept.get("updated", stamp), kept.get("confirmed", stamp), kept.get("rev", 1),
             ),
-        ).fetchone()[0]
+        ).get
 
     def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None:
         self.conn.execute(

@@ -15,7 +15,6 @@ import time
 
 import apsw
 
-
 # This module is on the hooks' per-turn path: cheap imports only (no pathlib, dataclasses, or
 # re until a schema upgrade needs it).
 
@@ -151,7 +150,8 @@ def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int | None
     try:
         conn = apsw.Connection(path, flags=flags)
         conn.set_busy_handler(_patient(BUSY_TIMEOUT_MS if busy_ms is None else busy_ms))
-        conn.create_scalar_function("gate_cjk", _cjk_chars, 1, deterministic=True)
+        # apsw's stub types a function of any SQLite values; the FTS triggers call it on text.
+        conn.create_scalar_function("gate_cjk", _cjk_chars, 1, deterministic=True)  # type: ignore[arg-type]
         conn.execute("PRAGMA foreign_keys = ON")
         # In WAL mode NORMAL syncs at checkpoints, not at every commit: a killed process loses
         # nothing, a power cut may lose the last commits. write.log is fsynced before each write
@@ -162,9 +162,11 @@ def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int | None
         migrate(conn)
         # After the first read: on a file that is not a database, this would fail first, with a
         # message about FTS5 instead of the truth.
-        conn.register_fts5_function("gate_phrases", _matched_phrases)
+        # apsw's stub expects extra SQL arguments; gate_phrases takes none.
+        conn.register_fts5_function("gate_phrases", _matched_phrases)  # type: ignore[arg-type]
     except StoreError:
-        conn.close()
+        if conn is not None:
+            conn.close()
         raise
     except apsw.Error as error:
         if conn is not None:
@@ -202,7 +204,7 @@ def refuse_foreign(conn: apsw.Connection, path: str, *, create: bool) -> None:
 
 
 def _cjk_chars(value: str | None) -> str:
-    """gate_cjk() for the FTS triggers (gate/engine/tokens.py), imported when a fact is first written:
+    """gate_cjk() for the FTS triggers (gate.engine.tokens), imported when a fact is first written:
     the hooks, which never write one, do not pay for unicodedata."""
     from gate.engine import tokens
 
@@ -431,6 +433,8 @@ def diagnose(conn: apsw.Connection, error: BaseException) -> str:
     cause = error.__cause__ if isinstance(error, StoreError) and error.__cause__ else error
     if isinstance(cause, (apsw.BusyError, apsw.ReadOnlyError, apsw.FullError, apsw.IOError, OSError)):
         return explain(error)
+    from gate.engine.health import check_integrity  # an error's path only: never a hook's
+
     try:
         problems = check_integrity(conn)
     except apsw.Error:
@@ -451,7 +455,7 @@ def diagnose(conn: apsw.Connection, error: BaseException) -> str:
 
 
 def user_version(conn: apsw.Connection) -> int:
-    return conn.execute("PRAGMA user_version").fetchone()[0]
+    return conn.execute("PRAGMA user_version").get
 
 
 def migrate(conn: apsw.Connection) -> int:
@@ -475,54 +479,6 @@ def migrate(conn: apsw.Connection) -> int:
             conn.execute(sql)
             conn.execute(f"PRAGMA user_version = {version}")
     return len(steps)
-
-
-def check_integrity(conn: apsw.Connection) -> list[str]:
-    """Problems SQLite and the word index report; an empty list means healthy. Damage is the
-    answer here, never an exception: each problem names what is damaged (the word index, which
-    `memory-gate reindex` rebuilds from the facts, or the database itself). What keeps the check
-    from running (a lock, a read-only file, the disk) is no damage: its apsw error is raised."""
-    try:
-        # Opening the word index reads its config: a damaged one fails here, and would fail
-        # SQLite's whole integrity_check with it.
-        conn.execute("SELECT rowid FROM facts_fts LIMIT 0")
-    except _NOT_DAMAGE:
-        raise
-    except apsw.Error as error:
-        return [f"word index: {error}", *_check_tables(conn)]
-    try:
-        problems = [row[0] for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
-    except _NOT_DAMAGE:
-        raise
-    except apsw.Error as error:
-        return [f"database: {error}"]
-    try:
-        conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)")
-    except _NOT_DAMAGE:
-        raise
-    except apsw.Error as error:
-        problems.append(f"word index: {error}")
-    return problems
-
-
-# What keeps a check from running says nothing about damage: raised, for the caller to name.
-_NOT_DAMAGE = (apsw.BusyError, apsw.ReadOnlyError, apsw.IOError, apsw.FullError)
-
-
-def _check_tables(conn: apsw.Connection) -> list[str]:
-    """SQLite's integrity check of each ordinary table, one at a time (the whole check cannot
-    run while a virtual table cannot be opened)."""
-    problems = []
-    try:
-        tables = [row[0] for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'"
-        )]
-        for table in tables:
-            problems += [f"database: {row[0]}" for row in conn.execute(f'PRAGMA integrity_check("{table}")')
-                         if row[0] != "ok"]
-    except apsw.Error as error:
-        problems.append(f"database: {error}")
-    return problems
 
 
 # -- sqlite-vec -------------------------------------------------------------------------------

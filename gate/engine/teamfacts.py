@@ -1,7 +1,7 @@
 """The facts of one project in a team database, as a change set changes them.
 
-The team's side of the seam LocalFacts (gate/engine/facts.py) stands on: the same five
-operations, over a psycopg connection to a database gate/engine/postgres.py opened (this module
+The team's side of the seam LocalFacts (gate.engine.facts) stands on: the same five
+operations, over a psycopg connection to a database gate.engine.postgres opened (this module
 never imports psycopg itself). Each change writes its record in `changes` (schema-postgres.sql)
 in the caller's transaction, so that a change and its record commit together or not at all:
 what write.log is to one owner, `changes` is to a team, and it says which member made each.
@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gate.engine import postgres
+from gate.engine import postgres, teamwords
 from gate.engine.facts import FACT_COLUMNS, FIELDS, Fact
 
 # A bulk insert (an import) moves its facts in batches of this many, each a transaction of its
@@ -123,7 +123,7 @@ class TeamFacts:
             (
                 self.project, fact_id, after["topic"], after["kind"], after["text"], after["date"],
                 kept.get("created", stamp), kept.get("updated", stamp), kept.get("confirmed", stamp), rev,
-                self.who.member, postgres.words(after["topic"], after["text"]),
+                self.who.member, teamwords.words(after["topic"], after["text"]),
             ),
         )
         self._record("insert", fact_id, rev, None, after, stamp)
@@ -172,7 +172,7 @@ class TeamFacts:
                     copy.write_row((
                         count, fact_id, after["topic"], after["kind"], after["text"], after["date"],
                         kept.get("created", stamp), kept.get("updated", stamp), kept.get("confirmed", stamp),
-                        kept.get("rev", 1), postgres.words(after["topic"], after["text"]),
+                        kept.get("rev", 1), teamwords.words(after["topic"], after["text"]),
                         json.dumps(after, ensure_ascii=False), json.dumps({**line, "member": member}, ensure_ascii=False),
                     ))
                     count += 1
@@ -222,7 +222,7 @@ class TeamFacts:
             " rev = rev + 1, changed_by = %s, words = %s::tsvector WHERE project = %s AND id = %s RETURNING rev",
             (
                 after["topic"], after["kind"], after["text"], after["date"], stamp, stamp, self.who.member,
-                postgres.words(after["topic"], after["text"]), self.project, fact_id,
+                teamwords.words(after["topic"], after["text"]), self.project, fact_id,
             ),
         ).fetchone()
         if row is not None:
@@ -271,7 +271,7 @@ class TeamFacts:
 
     def record_lines(self, entries: Sequence[dict]) -> None:
         """Give the changes just recorded their lines, as write.log would hold them (the change
-        set's, gate/memory/changeset.py), with the member: in the caller's transaction, in the
+        set's, gate.memory.changeset), with the member: in the caller's transaction, in the
         order the changes were made. A line whose change made no row (a fact gone meanwhile)
         is dropped, as no change."""
         rows = []

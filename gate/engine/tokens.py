@@ -21,6 +21,10 @@ import re
 
 import apsw
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 @functools.cache
 def _tokenizer() -> apsw.FTS5Tokenizer:
@@ -32,7 +36,9 @@ def _spans(text: str) -> list[tuple[str, str]]:
     """(as written, as indexed) for each token of `text`."""
     encoded = text.encode("utf-8", "replace")
     found = []
-    for start, end, *forms in _tokenizer()(encoded, apsw.FTS5_TOKENIZE_DOCUMENT, None):
+    # With offsets (the default) each token is (start, end, form...), never a bare string.
+    tokens: Any = _tokenizer()(encoded, apsw.FTS5_TOKENIZE_DOCUMENT, None)
+    for start, end, *forms in tokens:
         found.append((encoded[start:end].decode("utf-8", "replace"), forms[0]))
     return found
 

@@ -34,7 +34,7 @@ from gate.memory import chain
 try:
     import fcntl
 except ImportError:  # not POSIX: the database's write lock alone orders the appends
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # checked before each use
 
 LOG_NAME = store.LOG_NAME
 

@@ -1,8 +1,8 @@
 """A change set: the one path every change to the facts takes, whoever makes it.
 
-memory_write (gate/memory/write.py), `memory-gate undo` and `memory-gate import` all change facts through
+memory_write (gate.memory.write), `memory-gate undo` and `memory-gate import` all change facts through
 a ChangeSet, inside a write transaction their caller opened. Each insert, update and delete
-happens here together with its write.log line, and `finish` keeps the rules of gate/memory/audit.py for
+happens here together with its write.log line, and `finish` keeps the rules of gate.memory.audit for
 all of them: it brings the vectors of the changed facts up to date, records the write in `writes`
 (with the number of lines it logged), and appends and fsyncs the lines, all before the caller
 commits. So a committed change never lacks its line, and a line whose write id `writes` does not
@@ -42,8 +42,8 @@ BOOKKEEPING = ("created", "updated", "confirmed", "rev")
 
 
 class Facts(Protocol):
-    """The engine's side of a change: LocalFacts (gate/engine/facts.py) or TeamFacts
-    (gate/engine/teamfacts.py), inside the caller's transaction."""
+    """The engine's side of a change: LocalFacts (gate.engine.facts) or TeamFacts
+    (gate.engine.teamfacts), inside the caller's transaction."""
 
     local: bool
 
@@ -57,11 +57,9 @@ class Facts(Protocol):
     def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None: ...
     def delete(self, fact_id: int, before: dict[str, str], *, stamp: str) -> None: ...
     def confirm(self, fact_id: int, *, stamp: str) -> None: ...
-    # A team's only (local False): the changes just made get their write.log-shaped lines; the
-    # revisions the ledger records a turn read at; a write's lines, to settle a write the ledger missed.
-    def record_lines(self, entries: Any) -> None: ...
-    def revisions(self, ids: Any) -> dict[int, int]: ...
-    def lines_of_write(self, write_id: str) -> list[dict]: ...
+    # A team's only (local False), so not here: TeamFacts.record_lines (the changes just made get
+    # their write.log-shaped lines), TeamFacts.revisions (the revisions the ledger records a turn
+    # read at) and TeamFacts.lines_of_write (a write's lines, to settle a write the ledger missed).
 
 
 @dataclass(frozen=True)
@@ -89,11 +87,11 @@ def cli_turn(conn: apsw.Connection, command: str, session: str = CLI_SESSION) ->
 class ChangeSet:
     """Changes to facts made in one write, each logged; `finish` before the caller's COMMIT."""
 
-    def __init__(self, conn: apsw.Connection, author: Author, log: Path | None, facts: "Facts | None" = None,
+    def __init__(self, conn: apsw.Connection, author: Author, log: Path | None, facts: Facts | None = None,
                  *, write_id: str | None = None):
         self.conn, self.author, self.log = conn, author, log
         # Where the facts are changed: the local memory's own table, unless a team's (TeamFacts).
-        self.facts = facts if facts is not None else LocalFacts(conn)
+        self.facts: Facts = facts if facts is not None else LocalFacts(conn)
         self.write_id = write_id or uuid.uuid4().hex
         self.stamp = clock.now()
         self.changed: list[int] = []
@@ -146,7 +144,8 @@ class ChangeSet:
                 self.logged += 1
                 yield fact_id, after, bookkeeping or {}, self._entry("insert", fact_id, None, after, extra)
 
-        return self.facts.insert_many(lines(), stamp=self.stamp, progress=progress)
+        # Only a team's facts (gate.engine.teamfacts) take a bulk insert; the caller asked for one there.
+        return self.facts.insert_many(lines(), stamp=self.stamp, progress=progress)  # type: ignore[attr-defined]
 
     def _line(self, op: str, fact_id: int, before: dict | None, after: dict | None, extra: dict | None) -> None:
         self.changed.append(fact_id)
@@ -179,7 +178,7 @@ class ChangeSet:
         if self.log is not None:
             audit.append(self.log, self._pending)
         if not self.facts.local and self._pending:
-            self.facts.record_lines(self._pending)  # a team's record: its `changes` rows
+            self.facts.record_lines(self._pending)  # type: ignore[attr-defined]  # local False: a TeamFacts, its `changes` rows
         self._pending = []
 
     # -- finishing -----------------------------------------------------------------------------
@@ -208,7 +207,8 @@ class ChangeSet:
             from gate.search import teamvectors
 
             teamvectors.sync(self.facts, ids, ahead)
-        revisions = None if self.facts.local else self.facts.revisions(ledger.read_ids(self.conn, turn.id))
+        # local False: a TeamFacts, which has revisions.
+        revisions = None if self.facts.local else self.facts.revisions(ledger.read_ids(self.conn, turn.id))  # type: ignore[attr-defined]
         seq = ledger.record_write(self.conn, turn, revisions)
         self.conn.execute(
             "INSERT INTO writes (id, session, turn, seq, tool_use_id, digest, changes, answer, at)"

@@ -7,7 +7,7 @@ around it (lines before it cut, logs joined), where a line number would silently
 change. A longer prefix of the write id, or all of it, names the same change.
 
 Only committed changes count: a line whose write id the `writes` table does not know never
-committed (gate/memory/audit.py), and a torn line is no change at all.
+committed (gate.memory.audit), and a torn line is no change at all.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ SHORT = 8
 _ENTRY = re.compile(r"([0-9a-f]{6,32}):([1-9][0-9]{0,18})")
 
 
-def entry_name(write_id: str, fact_id: int) -> str:
+def entry_name(write_id: str, fact_id: int | str) -> str:
     return f"{str(write_id)[:SHORT]}:{fact_id}"
 
 

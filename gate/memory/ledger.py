@@ -16,7 +16,6 @@ import apsw
 
 from gate import clock
 
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: collections.abc costs a hook more than its whole query
     from collections.abc import Iterable
@@ -66,7 +65,7 @@ def bump(conn: apsw.Connection, session: str) -> int:
     ensure_session(conn, session)
     return conn.execute(
         "UPDATE sessions SET seq = seq + 1 WHERE id = ? RETURNING seq", (session,)
-    ).fetchone()[0]
+    ).get
 
 
 def storable(text: str) -> str:
@@ -97,7 +96,7 @@ def open_turn(conn: apsw.Connection, session: str, prompt_id: str, prompt: str |
     turn_id = conn.execute(
         "INSERT INTO turns (session, prompt_id, prompt, started) VALUES (?, ?, ?, ?) RETURNING id",
         (session, prompt_id, prompt, clock.now()),
-    ).fetchone()[0]
+    ).get
     return get_turn(conn, turn_id)  # type: ignore[return-value]
 
 
@@ -119,7 +118,7 @@ def current_turn(conn: apsw.Connection, session: str) -> Turn:
     ensure_session(conn, session)
     turn_id = conn.execute(
         "INSERT INTO turns (session, started) VALUES (?, ?) RETURNING id", (session, clock.now())
-    ).fetchone()[0]
+    ).get
     return get_turn(conn, turn_id)  # type: ignore[return-value]
 
 
@@ -252,7 +251,7 @@ def attribute(conn: apsw.Connection, *, tool_use_id: str | None, session: str) -
     """The turn an MCP tool call belongs to, from the best evidence there is:
 
     1. its tool_use_id (Claude Code's `_meta["claudecode/toolUseId"]`), which the PreToolUse
-       hook (or, under the plugin, the mod's note: gate/serve/handoff.py) mapped to the hook's
+       hook (or, under the plugin, the mod's note: gate.serve.handoff) mapped to the hook's
        own session and prompt_id: right even where the server's
        session variable is wrong (`--continue`, after `/clear`);
     2. else `session` (CLAUDE_CODE_SESSION_ID, or the server's own id) and its current turn.
@@ -289,7 +288,7 @@ def hold(conn: apsw.Connection, turn_id: int) -> int:
     """The turn's answer is held back once more; return how many times it has been."""
     return conn.execute(
         "UPDATE turns SET holds = holds + 1 WHERE id = ? RETURNING holds", (turn_id,)
-    ).fetchone()[0]
+    ).get
 
 
 def settle(conn: apsw.Connection, turn_id: int, outcome: str) -> None:

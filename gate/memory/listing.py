@@ -8,7 +8,7 @@ any size streams to the terminal a row at a time, and the first rows show at onc
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import apsw
 
@@ -28,12 +28,12 @@ def topic_match(typed: str) -> str | None:
 
 
 def topic_query(typed: str) -> str:
-    """topic_match for a team's memory: a tsquery over the facts' words (gate/engine/postgres.py
+    """topic_match for a team's memory: a tsquery over the facts' words (gate.engine.postgres
     `words`, the topic's at weight A), each typed word a prefix of a topic word. Only called when
     topic_match found a word."""
-    from gate.engine import postgres
+    from gate.engine import teamwords
 
-    return " & ".join(f"{postgres.lexeme(word)}:*A" for word in words_of.words(typed))
+    return " & ".join(f"{teamwords.lexeme(word)}:*A" for word in words_of.words(typed))
 
 
 def like_pattern(text: str) -> str:
@@ -78,7 +78,7 @@ def count(
 ) -> int:
     """How many facts `facts` lists with these filters."""
     where, args = _filters(topic, kind, since, unconfirmed_before, topic_words)
-    return conn.execute(f"SELECT count(*) FROM facts{where}", args).fetchone()[0]
+    return conn.execute(f"SELECT count(*) FROM facts{where}", args).get
 
 
 def _filters(topic, kind, since, unconfirmed_before, topic_words=None, *, ordered=False,
@@ -117,7 +117,7 @@ def _filters(topic, kind, since, unconfirmed_before, topic_words=None, *, ordere
 def cutoff(days: int, now: datetime | None = None) -> str:
     """The moment `days` days before now, as the ledger writes times (UTC, to the second, Z)."""
     try:
-        moment = (now or datetime.now(timezone.utc)) - timedelta(days=days)
+        moment = (now or datetime.now(UTC)) - timedelta(days=days)
     except OverflowError:
         return ""  # before the first day of the calendar: no fact is that old
     return clock.stamp(moment)
@@ -135,10 +135,10 @@ def unconfirmed(conn: apsw.Connection, before: str, *, limit: int | None = None)
 
 
 def count_unconfirmed(conn: apsw.Connection, before: str) -> int:
-    return conn.execute("SELECT count(*) FROM facts WHERE confirmed < ?", (before,)).fetchone()[0]
+    return conn.execute("SELECT count(*) FROM facts WHERE confirmed < ?", (before,)).get
 
 
-# -- a team's facts (gate/engine/teamfacts.py): the same lists, from PostgreSQL -----------------
+# -- a team's facts (gate.engine.teamfacts): the same lists, from PostgreSQL -----------------
 
 
 def _team_rows(team, sql: str, args: list) -> Iterator[Fact]:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from gate.engine.teamfacts import TeamFacts
     from gate.memory.team import Member
 
-# A person waits longer for a vector than a turn does (see gate/search/embeddings.py's time-outs).
+# A person waits longer for a vector than a turn does (see gate.search.embeddings's time-outs).
 PATIENT_TIMEOUT = 10.0
 
 
@@ -44,17 +44,23 @@ class Opened:
 
     path: Path
     conn: apsw.Connection | None
-    team: "TeamFacts | None" = None
-    member: "Member | None" = None
+    team: TeamFacts | None = None
+    member: Member | None = None
 
     @property
     def record(self):
-        """The record of changes: write.log, or the team's (gate/memory/record.py)."""
+        """The record of changes: write.log, or the team's (gate.memory.record)."""
         from gate.memory import record
 
         if self.team is not None:
             return record.TeamRecord(self.team)
-        return record.LogRecord(self.conn, audit.log_path(self.path))
+        return record.LogRecord(self.local_conn, audit.log_path(self.path))
+
+    @property
+    def local_conn(self) -> apsw.Connection:
+        """`conn`, where the memory is not a team's: open_memory always opens the local file then."""
+        assert self.conn is not None, "a local memory's file is open"
+        return self.conn
 
     def ledger(self) -> apsw.Connection:
         """The local file, made if need be: a change by hand on a team is a turn of the member's."""
@@ -71,7 +77,7 @@ class Opened:
         if self.member is not None:
             self.member.close()
 
-    def __enter__(self) -> "Opened":
+    def __enter__(self) -> Opened:
         return self
 
     def __exit__(self, kind, error, trace) -> None:
@@ -86,7 +92,7 @@ class Opened:
 
 def open_memory(settings: config.Settings, *, session: str = changeset.CLI_SESSION) -> Opened:
     """The project's memory for a command that reads or changes facts: the team's when the
-    project is on one (gate/memory/team.py), else the local file, which must exist."""
+    project is on one (gate.memory.team), else the local file, which must exist."""
     from gate.memory import team
 
     shared = team.find(settings)
@@ -98,8 +104,8 @@ def open_memory(settings: config.Settings, *, session: str = changeset.CLI_SESSI
     member = team.Member(shared, config.member(), deadline=postgres.COMMAND_DEADLINE_S)  # a person waits
     facts = member.facts(session)  # postgres.Unreachable, a StoreError: the mend, on one line
     path = Path(config.find_database(settings))
-    conn = store.connect(path, create=False) if path.exists() else None
-    return Opened(path, conn, facts, member)
+    ledger = store.connect(path, create=False) if path.exists() else None
+    return Opened(path, ledger, facts, member)
 
 
 def open_existing(settings: config.Settings) -> tuple[Path, apsw.Connection]:
@@ -141,6 +147,6 @@ def patient_endpoint(settings: config.Settings) -> embeddings.Endpoint | None:
     if not isinstance(found, embeddings.Endpoint):
         return found
     return embeddings.Endpoint(
-        settings.embed_url, settings.embed_model, settings.max_distance,
+        found.url, found.model, settings.max_distance,
         write_timeout=PATIENT_TIMEOUT, quiet_after_timeout=0.0,
     )

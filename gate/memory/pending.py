@@ -1,7 +1,7 @@
 """Writes to a team's memory that the member's ledger has not taken in yet.
 
 A write to a team's memory commits in the team's PostgreSQL first and in the member's local
-ledger right after (gate/memory/write.py): a change the team has is never one the ledger refused.
+ledger right after (gate.memory.write): a change the team has is never one the ledger refused.
 The other way round is the gap: the ledger's commit can still fail after the team's (a full disk,
 an I/O error, the server killed between the two). The team then holds changes the ledger does not
 know: the turn still owes its write, and the agent's next write, a new call, would insert each new
@@ -44,15 +44,15 @@ def done(conn: apsw.Connection, write_id: str) -> None:
     conn.execute("DELETE FROM team_writes WHERE id = ?", (write_id,))
 
 
-def settle(conn: apsw.Connection, team: "TeamFacts", session: str, *, writing: str) -> list[str]:
+def settle(conn: apsw.Connection, team: TeamFacts, session: str, *, writing: str) -> list[str]:
     """Take in the session's writes the team committed and the ledger did not; forget those it
     never committed. `writing`: the write under way, noted too. In the caller's local and team
     transactions; returns the ids taken in."""
     taken = []
-    for write_id, turn_id, tool_use_id, digest, kept in conn.execute(
+    for write_id, turn_id, tool_use_id, digest, kept in list(conn.execute(
         "SELECT id, turn, tool_use_id, digest, kept FROM team_writes WHERE session = ? AND id != ? ORDER BY at",
         (session, writing),
-    ).fetchall():
+    )):
         lines = team.lines_of_write(write_id)
         turn = ledger.get_turn(conn, turn_id)
         if lines and turn is not None and not _known(conn, write_id, tool_use_id):
@@ -68,7 +68,7 @@ def _known(conn: apsw.Connection, write_id: str, tool_use_id: str | None) -> boo
     return found is not None
 
 
-def _take_in(conn: apsw.Connection, team: "TeamFacts", turn: ledger.Turn, write_id: str, tool_use_id: str | None,
+def _take_in(conn: apsw.Connection, team: TeamFacts, turn: ledger.Turn, write_id: str, tool_use_id: str | None,
              digest: str, kept: list[int], lines: list[dict]) -> None:
     """What the write's own ledger transaction would have committed."""
     done_ops = [{"op": line["op"], "id": line["id"]} for line in lines]

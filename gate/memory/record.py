@@ -1,6 +1,6 @@
 """The record of a memory's changes, as `log`, `history` and `undo` read it: write.log beside a
 local memory, the `changes` table of a team's (schema-postgres.sql), each change the same entry
-(gate/memory/changeset.py writes both): time, write, op, id, topic, kind, before, after, session,
+(gate.memory.changeset writes both): time, write, op, id, topic, kind, before, after, session,
 turn, words, and on a team the member.
 
 write.log may hold lines of writes that never committed (the writer stopped between the log and
@@ -49,11 +49,12 @@ class TeamRecord:
 
     where = "the team's record"
 
-    def __init__(self, facts: "TeamFacts"):
+    def __init__(self, facts: TeamFacts):
         self.facts = facts
 
     def _rows(self, fact: int | None = None, session: str | None = None, since: str | None = None):
-        where, args = ["project = %s"], [self.facts.project]
+        where = ["project = %s"]
+        args: list[object] = [self.facts.project]
         if fact is not None:
             where.append("fact = %s")
             args.append(fact)

@@ -1,7 +1,7 @@
 """What each memory_search leaves in the `searches` table, in the search's own transaction: what it
 looked for, what it returned, what that cost the context, and whether meaning took part.
 
-`memory-gate stats` and the viewer read these rows back (gate/memory/stats.py).
+`memory-gate stats` and the viewer read these rows back (gate.memory.stats).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def answer_chars(structured: dict) -> int:
 
 def kept_terms(terms: str) -> str | None:
     """What a search's record keeps of its terms: none that look like a credential
-    (gate/credentials.py), and no more than TERMS_KEPT characters. Before the transaction: the check
+    (gate.credentials), and no more than TERMS_KEPT characters. Before the transaction: the check
     costs more than the insert, and the write lock is everyone's."""
     if credentials.find(terms):
         return None

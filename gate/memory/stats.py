@@ -9,7 +9,7 @@ running, stopped before the Stop hook, or a prompt Claude Code made up itself (a
 notification), which is not gated. Turns of a client without hooks are counted apart: nothing
 holds their answers. Turns of the hand sessions (`memory-gate undo`, `import`, the viewer's edits) are left out.
 
-What a search costs the context is recorded by each search (gate/memory/searches.py): the
+What a search costs the context is recorded by each search (gate.memory.searches): the
 characters of the answer the model reads. Tokens are estimated at CHARS_PER_TOKEN
 characters each, about right for English prose and JSON; code, and text in other scripts, take
 more tokens per character, so read the estimate as a floor.
@@ -20,7 +20,7 @@ from __future__ import annotations
 import apsw
 
 from gate.memory.changeset import HAND_SESSIONS
-from gate.memory.write import KINDS
+from gate.memory.checking import KINDS
 
 CHARS_PER_TOKEN = 4
 def meaning_report(conn: apsw.Connection, *, since: str = "") -> dict:
@@ -31,7 +31,7 @@ def meaning_report(conn: apsw.Connection, *, since: str = "") -> dict:
         " count(CASE WHEN meaning IS NOT NULL AND meaning != 'used' THEN 1 END)"
         " FROM searches WHERE at >= ?",
         (since,),
-    ).fetchone()
+    ).get
     reasons = [
         {"reason": reason, "searches": count}
         for reason, count, _ in conn.execute(
@@ -66,7 +66,7 @@ def report(conn: apsw.Connection, *, kinds: dict[str, int] | None = None) -> dic
         " count(CASE WHEN prompt_id IS NULL THEN 1 END)"
         " FROM turns WHERE session NOT IN (?, ?)",
         HAND_SESSIONS,
-    ).fetchone()
+    ).get
     gated = at_once + after_hold + released
     turns = {
         "gated": gated,
@@ -83,13 +83,13 @@ def report(conn: apsw.Connection, *, kinds: dict[str, int] | None = None) -> dic
         "SELECT count(*), coalesce(sum((SELECT count(*) FROM reads WHERE reads.turn = turns.id)), 0)"
         " FROM turns WHERE searched > 0 AND session NOT IN (?, ?)",
         HAND_SESSIONS,
-    ).fetchone()
+    ).get
     reads = {"turns_that_searched": searched, "facts_read": read, "per_turn": _mean(read, searched)}
 
-    total = conn.execute("SELECT coalesce(sum(searched), 0) FROM turns WHERE session NOT IN (?, ?)", HAND_SESSIONS).fetchone()[0]
+    total = conn.execute("SELECT coalesce(sum(searched), 0) FROM turns WHERE session NOT IN (?, ?)", HAND_SESSIONS).get
     count, facts_sum, full_sum, chars_sum = conn.execute(
         "SELECT count(*), coalesce(sum(facts), 0), coalesce(sum(full), 0), coalesce(sum(chars), 0) FROM searches"
-    ).fetchone()
+    ).get
     per_search = chars_sum / count if count else 0.0
     searches = {
         # Searches made before their cost was recorded (older databases) count in `total` only.

@@ -100,7 +100,7 @@ def check_url(url: str, where: str = "the setting") -> None:
         )
     parts = urlsplit(url)
     try:
-        parts.port
+        _ = parts.port  # read for its ValueError
     except ValueError:
         raise config.ConfigError(f"{postgres.shown(url)} has a port that is not a number: "
                                  "write it as postgresql://USER@HOST:PORT/DATABASE") from None

@@ -22,7 +22,7 @@ from pathlib import Path
 import apsw
 
 from gate import clock
-from gate.engine import postgres, store
+from gate.engine import store, teamwords
 from gate.memory import audit, changeset, ledger, record
 
 TYPE_CHECKING = False
@@ -60,7 +60,7 @@ def _revisions(entries: list[dict]) -> list[int]:
     return made
 
 
-def push(conn: apsw.Connection, log: Path, team: "TeamFacts") -> Copied:
+def push(conn: apsw.Connection, log: Path, team: TeamFacts) -> Copied:
     """Copy the local memory `conn` (write.log at `log`) into the team's empty project."""
     entries = [
         {key: value for key, value in entry.items() if key not in ("committed", "entry")}
@@ -90,7 +90,7 @@ def push(conn: apsw.Connection, log: Path, team: "TeamFacts") -> Copied:
                 " FROM STDIN"
             ) as copy:
                 for row in rows:
-                    copy.write_row((team.project, *row, member, postgres.words(row[1], row[3])))
+                    copy.write_row((team.project, *row, member, teamwords.words(str(row[1]), str(row[3]))))
             with cursor.copy(
                 "COPY changes (project, fact, op, rev, before, after, member, session, tool_use_id, at, line) FROM STDIN"
             ) as copy:
@@ -102,7 +102,7 @@ def push(conn: apsw.Connection, log: Path, team: "TeamFacts") -> Copied:
                         str(entry.get("time") or clock.now()), json.dumps({**entry, "member": who}, ensure_ascii=False),
                     ))
         sequence = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
-        last = max([row[0] for row in rows] + [entry["id"] for entry in entries] + [sequence[0] if sequence else 0])
+        last = max([int(str(row[0])) for row in rows] + [int(entry["id"]) for entry in entries] + [sequence[0] if sequence else 0])
         team.conn.execute("UPDATE projects SET last_fact = greatest(last_fact, %s) WHERE id = %s", (last, team.project))
     return Copied(len(rows), len(entries))
 
@@ -111,13 +111,13 @@ def _json(value) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
-def pull(team: "TeamFacts", target: Path) -> Copied:
+def pull(team: TeamFacts, target: Path) -> Copied:
     """Make the local memory at `target` a copy of the team's project. `target` may be a new
     file or a memory that holds no facts and no logged change (a member's turn ledger)."""
     conn = store.connect(target)
     try:
         log = audit.log_path(target)
-        held = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
+        held = conn.execute("SELECT count(*) FROM facts").get
         if held or (log.exists() and log.stat().st_size):
             raise CannotCopy(
                 f"{target} already holds a memory ({held} facts, write.log beside it): pull makes a copy in a "
@@ -136,7 +136,7 @@ def pull(team: "TeamFacts", target: Path) -> Copied:
                 conn.execute("DELETE FROM sqlite_sequence WHERE name = 'facts'")
                 conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('facts', ?)", (last,))
             # Each of the team's writes becomes a write of this memory's, so that write.log's lines
-            # count as committed (gate/memory/audit.py), under one turn of the command line's.
+            # count as committed (gate.memory.audit), under one turn of the command line's.
             turn = changeset.cli_turn(conn, "memory-gate team pull")
             counts: dict[str, list] = {}
             for line in lines:

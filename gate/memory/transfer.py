@@ -6,10 +6,10 @@ bookkeeping included. Export reads one snapshot and changes nothing, so it write
 write.log (the log records changes to memory; the command says what it wrote and where).
 
 Import is all or nothing. Every line is checked first, as memory_write checks a fact (the same
-checks: gate/memory/write.py's check_field), and one bad line refuses the whole file, with the line
+checks: gate.memory.write's check_field), and one bad line refuses the whole file, with the line
 numbers, before anything is applied. The lines go into a temporary table, not a list, so a file
 of any size is read once and held on disk. Then, in one transaction, the facts go in through
-gate/memory/changeset.py: each logged in write.log before the commit, by the command line's own session
+gate.memory.changeset: each logged in write.log before the commit, by the command line's own session
 with the command as its words, so `memory-gate undo` can take any of them out again.
 
 Importing into a memory that already holds facts:
@@ -44,7 +44,7 @@ import apsw
 
 from gate import clock, credentials
 from gate.engine import postgres, store
-from gate.memory import changeset, write
+from gate.memory import changeset, checking
 from gate.search import embeddings, vectors
 
 TYPE_CHECKING = False
@@ -60,7 +60,7 @@ MAX_LINE = 20_000
 MAX_ID = 2**31 - 1
 # Problems named one by one; past this many, the rest are counted.
 LISTED = 20
-# `progress(done, total)` is called every this many facts and at the end (gate/cli/terminal.py draws it).
+# `progress(done, total)` is called every this many facts and at the end (gate.cli.terminal draws it).
 PROGRESS_EVERY = 500
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 Progress = Callable[[int, int], None]
@@ -73,12 +73,12 @@ def export(conn: apsw.Connection, out: TextIO, *, progress: Progress | None = No
     """Write every fact to `out`, one JSON object a line, by id; return how many. One read
     transaction: the count and the rows are one snapshot, however long the writing takes."""
     with store.writing(conn, lock=False):
-        total = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
+        total = conn.execute("SELECT count(*) FROM facts").get
         return _write_rows(conn.execute(f"SELECT {', '.join(COLUMNS)} FROM facts ORDER BY id"), total, out, progress)
 
 
 def export_team(team, out: TextIO, *, progress: Progress | None = None) -> int:
-    """`export` of a team's project (gate/engine/teamfacts.py): the same lines, one snapshot."""
+    """`export` of a team's project (gate.engine.teamfacts): the same lines, one snapshot."""
     from gate.memory import listing
 
     total = sum(listing.team_kinds(team).values())
@@ -118,13 +118,13 @@ def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
     """One line of the file: the fact it holds (absent columns None, date filled in), or its
     problems, each with its mend."""
     if len(raw) > MAX_LINE:
-        return None, [f"{len(raw)} characters, more than any fact: one fact per line, its text at most {write.MAX_TEXT} characters."]
+        return None, [f"{len(raw)} characters, more than any fact: one fact per line, its text at most {checking.MAX_TEXT} characters."]
     try:
         data = json.loads(raw)
     except ValueError as error:
         return None, [f"not JSON ({error}): each line holds one fact as a JSON object."]
     if not isinstance(data, dict):
-        return None, [f"{write.brief(data)} is not a fact: give an object such as "
+        return None, [f"{checking.brief(data)} is not a fact: give an object such as "
                       '{"topic": "deploy", "kind": "state", "text": "..."}.']
     problems = []
     unknown = [key for key in data if key not in COLUMNS]
@@ -132,8 +132,8 @@ def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
         problems.append("remove " + ", ".join(f'"{key}"' for key in unknown) + f": a fact line holds {', '.join(COLUMNS)}.")
     fact: dict[str, Any] = dict.fromkeys(COLUMNS)
     if data.get("id") is not None:
-        if not write.is_id(data["id"]):
-            problems.append(f"id is {write.brief(data['id'])}: give a positive integer, or leave id out for a new one.")
+        if not checking.is_id(data["id"]):
+            problems.append(f"id is {checking.brief(data['id'])}: give a positive integer, or leave id out for a new one.")
         elif data["id"] > MAX_ID:
             problems.append(f"id {data['id']} is past {MAX_ID}, the largest id import takes (memory would run out "
                             "of ids for its next facts): leave id out, or import with --new-ids.")
@@ -142,9 +142,9 @@ def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
     for key in ("topic", "kind", "text", "date"):
         if data.get(key) is None:
             if key != "date":
-                problems.append(f"{key} is missing{write.hint(key)}.")
+                problems.append(f"{key} is missing{checking.hint(key)}.")
             continue
-        value, problem = write.check_field(key, data[key])
+        value, problem = checking.check_field(key, data[key])
         if problem:
             problems.append(problem)
         fact[key] = value
@@ -154,19 +154,19 @@ def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
         if value is None:
             continue
         if not isinstance(value, str) or not _is_time(value):
-            problems.append(f"{key} is {write.brief(value)}: write a UTC time as YYYY-MM-DDTHH:MM:SSZ, or leave it out.")
+            problems.append(f"{key} is {checking.brief(value)}: write a UTC time as YYYY-MM-DDTHH:MM:SSZ, or leave it out.")
         else:
             fact[key] = value
     if data.get("rev") is not None:
-        if write.is_id(data["rev"]) and data["rev"] <= MAX_ID:
+        if checking.is_id(data["rev"]) and data["rev"] <= MAX_ID:
             fact["rev"] = data["rev"]
         else:
-            problems.append(f"rev is {write.brief(data['rev'])}: give a positive integer up to {MAX_ID}, or leave it out.")
+            problems.append(f"rev is {checking.brief(data['rev'])}: give a positive integer up to {MAX_ID}, or leave it out.")
     return (None if problems else fact), problems
 
 
 def _is_time(value: str) -> bool:
-    return bool(_TIME.fullmatch(value)) and clock.is_stamp(value) and write.FIRST_DAY <= value[:10] <= write.LAST_DAY
+    return bool(_TIME.fullmatch(value)) and clock.is_stamp(value) and checking.FIRST_DAY <= value[:10] <= checking.LAST_DAY
 
 
 def lines_of(handle: TextIO) -> Iterator[str]:
@@ -181,7 +181,7 @@ def lines_of(handle: TextIO) -> Iterator[str]:
         if len(line.rstrip("\r\n")) > MAX_LINE:
             raise Refused([
                 f"line {number}: more than {MAX_LINE} characters, import's limit for one line (a fact's text "
-                f"is at most {write.MAX_TEXT}): give one fact per line, as export writes them."
+                f"is at most {checking.MAX_TEXT}): give one fact per line, as export writes them."
             ])
         yield line
 
@@ -225,7 +225,7 @@ def import_facts(
     dry_run: bool = False,
     today: str | None = None,
     progress: Progress | None = None,
-    team: "TeamFacts | None" = None,
+    team: TeamFacts | None = None,
 ) -> Imported:
     """Check every line of `source`, then insert its facts in one logged transaction. Raises
     Refused naming every bad line (and every id conflict), with nothing applied. With a `team`,
@@ -278,9 +278,9 @@ def _load(conn: apsw.Connection, source: Iterable[str], today: str, new_ids: boo
 
 def _apply(
     conn: apsw.Connection, *, log: Path | None, command: str, new_ids: bool, dry_run: bool,
-    progress: Progress | None, team: "TeamFacts | None" = None,
+    progress: Progress | None, team: TeamFacts | None = None,
 ) -> Imported:
-    result = Imported(lines=conn.execute("SELECT count(*) FROM incoming").fetchone()[0])
+    result = Imported(lines=conn.execute("SELECT count(*) FROM incoming").get)
     if team is not None:
         return _apply_team(conn, team, command=command, new_ids=new_ids, dry_run=dry_run, progress=progress,
                            result=result)
@@ -290,7 +290,7 @@ def _apply(
             "UPDATE incoming SET duplicate = 1 WHERE line IN (SELECT i.line FROM main.facts f"
             " JOIN incoming i ON i.topic = f.topic AND i.kind = f.kind AND i.text = f.text)"
         )
-        result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").fetchone()[0]
+        result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").get
         result.skipped_lines = [row[0] for row in conn.execute(
             "SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))]
         if not new_ids:
@@ -302,7 +302,7 @@ def _apply(
             return result
         turn = changeset.cli_turn(conn, command)
         changes = changeset.ChangeSet(conn, changeset.author(turn), log)
-        ids = []
+        ids: list[int] = []
         for row in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM incoming WHERE NOT duplicate ORDER BY line"):
             fact = dict(zip(COLUMNS, row))
             given = {key: fact[key] for key in changeset.BOOKKEEPING if fact[key] is not None}
@@ -324,7 +324,7 @@ def _apply(
 
 
 def _apply_team(
-    conn: apsw.Connection, team: "TeamFacts", *, command: str, new_ids: bool, dry_run: bool,
+    conn: apsw.Connection, team: TeamFacts, *, command: str, new_ids: bool, dry_run: bool,
     progress: Progress | None, result: Imported,
 ) -> Imported:
     """Import into a team's project in bulk: the lines checked against the project with no lock
@@ -337,7 +337,7 @@ def _apply_team(
         with team.transaction():
             _mark_team_duplicates(conn, team)
             last = team.conn.execute("SELECT last_fact FROM projects WHERE id = %s", (team.project,)).fetchone()[0]
-        result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").fetchone()[0]
+        result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").get
         result.skipped_lines = [row[0] for row in conn.execute(
             "SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))]
         if not new_ids:
@@ -348,7 +348,7 @@ def _apply_team(
     if dry_run or not wanted:
         result.inserted = wanted if dry_run else 0
         return result
-    given = [] if new_ids else [row[0] for row in rows if row[0] is not None]
+    given: list[int] = [] if new_ids else [int(row[0]) for row in rows if row[0] is not None]
     try:
         # Ids a member took between the check above and now are refused as the check refuses them.
         first = team.reserve(sum(1 for row in rows if new_ids or row[0] is None), max(given, default=0),
@@ -404,7 +404,7 @@ def _content(topic: str, kind: str, text: str) -> str:
     return hashlib.md5(f"{topic}\x1f{kind}\x1f{text}".encode()).hexdigest()
 
 
-def _mark_team_duplicates(conn: apsw.Connection, team: "TeamFacts") -> None:
+def _mark_team_duplicates(conn: apsw.Connection, team: TeamFacts) -> None:
     """Mark the lines whose topic, kind and text a fact of the team's project already has: the
     project's facts compared by a digest of their content, read once."""
     held = {row[0] for row in team.conn.execute(
@@ -416,7 +416,7 @@ def _mark_team_duplicates(conn: apsw.Connection, team: "TeamFacts") -> None:
     conn.executemany("UPDATE incoming SET duplicate = 1 WHERE line = ?", duplicates)
 
 
-def _refuse_conflicts(conn: apsw.Connection, team: "TeamFacts | None" = None) -> None:
+def _refuse_conflicts(conn: apsw.Connection, team: TeamFacts | None = None) -> None:
     """Refuse the file when a line gives an id another fact of memory (the local file's, or the
     team's project) holds, naming the lines."""
     if team is None:
@@ -425,7 +425,7 @@ def _refuse_conflicts(conn: apsw.Connection, team: "TeamFacts | None" = None) ->
             " WHERE NOT i.duplicate ORDER BY i.line"
         ))
     else:
-        rows = conn.execute("SELECT line, id FROM incoming WHERE NOT duplicate AND id IS NOT NULL ORDER BY line").fetchall()
+        rows = list(conn.execute("SELECT line, id FROM incoming WHERE NOT duplicate AND id IS NOT NULL ORDER BY line"))
         topics: dict[int, str] = {}
         for start in range(0, len(rows), 1000):
             ids = [fact_id for _, fact_id in rows[start : start + 1000]]

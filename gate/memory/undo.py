@@ -3,7 +3,7 @@
 An update gets its previous topic, kind, text and date back, a deleted fact comes back under its
 own id (created when it first was, at a revision above any it had, so no session mistakes it for
 the version it was shown), and an inserted fact is deleted. The undo is itself a change like any
-other: one transaction through gate/memory/changeset.py, logged in write.log before it commits (who: the
+other: one transaction through gate.memory.changeset, logged in write.log before it commits (who: the
 command line; why: the command as typed; `undoes`: the change it reverts), vectors kept in step.
 
 A line of write.log its chain does not prove (gate/memory/chain.py: edited, moved, copied in) is
@@ -28,7 +28,7 @@ import apsw
 
 from gate import clock
 from gate.engine import store
-from gate.memory import audit, changeset, history, write
+from gate.memory import audit, changeset, checking, history
 from gate.search import embeddings, vectors
 
 TYPE_CHECKING = False
@@ -57,7 +57,7 @@ class Undone:
 
 
 def find(record, name: str) -> tuple[history.Change, list[history.Change]]:
-    """The committed change `name` names in `record` (gate/memory/record.py), and the fact's
+    """The committed change `name` names in `record` (gate.memory.record), and the fact's
     whole history; CannotUndo when there is no such change (with why: never committed, not in
     the record, or ambiguous)."""
     prefix, fact = history.parse_entry(name)
@@ -88,7 +88,7 @@ def undo(
     command: str,
     endpoint: embeddings.Endpoint | None = None,
     session: str = changeset.CLI_SESSION,
-    team: "TeamFacts | None" = None,
+    team: TeamFacts | None = None,
 ) -> Undone:
     """Revert the change `name` (WRITE:FACT) in one logged transaction, or raise CannotUndo.
     `session`: who undoes it, as write.log names it (the command line, or the viewer). With a
@@ -134,9 +134,11 @@ def undo(
         if now != expected:
             raise CannotUndo(_moved(target, now, expected))
         if target.op == "insert":
+            assert now is not None, "now is what the insert left"
             changes.delete(fact, now, extra=extra)
             done = "delete"
         elif target.op == "update":
+            assert now is not None and back is not None, "now is what the update left; back what it found"
             changes.update(fact, now, back, extra=extra)
             done = "update"
         else:
@@ -145,6 +147,7 @@ def undo(
                 "created": life.created or target.entry.get("time") or changes.stamp,
                 "updated": changes.stamp, "confirmed": changes.stamp, "rev": life.rev + 1,
             }
+            assert back is not None, "back is what the delete found"
             changes.insert(back, fact_id=fact, bookkeeping=bookkeeping, extra=extra)
             done = "insert"
         result = Undone(target, done, fact, changes.write_id)
@@ -160,7 +163,7 @@ def _checked(fields: dict | None, target: history.Change) -> dict[str, str]:
     fact from before a check existed, is not trusted blindly)."""
     if not isinstance(fields, dict):
         raise CannotUndo(f"the log's line for {target.name} does not say what the fact was before: nothing to put back.")
-    checked, problems = write.check_fields(fields)
+    checked, problems = checking.check_fields(fields)
     if problems:
         raise CannotUndo(f"cannot put back what {target.name} replaced: " + " ".join(problems))
     return checked

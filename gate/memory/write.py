@@ -7,9 +7,9 @@ contract, a turn answers for everything memory showed it.
 
 An accepted write inserts, updates and deletes facts, confirms the kept and updated ones, marks
 the turn's reads answered, brings the vectors of the facts it touched up to date (asked for
-before the transaction, stored in it: gate/search/vectors.py), and puts one line per change in
-write.log before it commits (see gate/memory/audit.py for why in that order): the changes themselves go
-through gate/memory/changeset.py, the one path every change to facts takes. The same write delivered
+before the transaction, stored in it: gate.search.vectors), and puts one line per change in
+write.log before it commits (see gate.memory.audit for why in that order): the changes themselves go
+through gate.memory.changeset, the one path every change to facts takes. The same write delivered
 twice, a retried call, is recognised and not applied again.
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import unicodedata
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,20 +30,9 @@ from gate import clock, credentials
 from gate.engine import store
 from gate.engine.facts import LocalFacts
 from gate.memory import changeset, ledger, pending
+from gate.memory.checking import brief, check_field, hint, is_id
 from gate.search import embeddings, vectors
 
-KINDS = ("state", "event", "decision", "trap")
-KIND_MEANING = {
-    "state": "how something is now",
-    "event": "something that happened, with its date",
-    "decision": "a choice and its reason",
-    "trap": "a pitfall to avoid",
-}
-MAX_TEXT = 600
-# The days a fact's date may name (and import's times): past these it is a slip (9999-12-31),
-# and it would sort before or after every real fact and make review's ages meaningless.
-FIRST_DAY, LAST_DAY = "1900-01-01", "2099-12-31"
-MAX_TOPIC = 100
 _FIELDS = {
     "insert": ("topic", "kind", "text", "date"),
     "update": ("id", "topic", "kind", "text", "date"),
@@ -210,100 +198,8 @@ def _parse_op(index: int, raw: Any) -> tuple[Op | None, list[str]]:
     return Op(index, name, **values), []
 
 
-def hint(key: str) -> str:
-    return {
-        "topic": ' (a short subject, e.g. "deploy")',
-        "kind": " (" + ", ".join(KINDS) + ")",
-        "text": f" (the fact itself, one subject, at most {MAX_TEXT} characters)",
-    }.get(key, "")
-
-
-def check_fields(fields: dict) -> tuple[dict[str, str | None], list[str]]:
-    """A whole fact's topic, kind, text and date, each through check_field (a missing one is
-    empty): the values, trimmed, and every problem with its mend."""
-    checked, problems = {}, []
-    for key in changeset.FIELDS:
-        value, problem = check_field(key, fields.get(key, ""))
-        if problem:
-            problems.append(problem)
-        checked[key] = value
-    return checked, problems
-
-
-def check_field(key: str, value: Any) -> tuple[str | None, str | None]:
-    """The value of topic, kind, text or date, trimmed, or the problem with it and its mend: the
-    checks every fact passes, by memory_write or `memory-gate import`."""
-    if not isinstance(value, str):
-        return None, f"{key} must be a string (got {brief(value)})."
-    bad = _bad_character(value)
-    if bad:
-        return None, f"{key} holds {bad}: remove it."
-    value = value.strip()
-    if key == "kind":
-        if value not in KINDS:
-            choices = "; ".join(f"{kind} ({meaning})" for kind, meaning in KIND_MEANING.items())
-            return None, f"kind {brief(value)} is not one of the four: {choices}."
-        return value, None
-    if key == "date":
-        try:
-            Date.fromisoformat(value)
-            if len(value) != 10:
-                raise ValueError
-        except ValueError:
-            return None, f"date {brief(value)} is not a day: write YYYY-MM-DD, e.g. {Date.today().isoformat()}."
-        if not FIRST_DAY <= value <= LAST_DAY:
-            return None, f"date {value} is outside {FIRST_DAY} to {LAST_DAY}, the days memory takes: write the day the fact holds from, e.g. {Date.today().isoformat()}."
-        return value, None
-    if not value:
-        return None, f"{key} is empty: {hint(key).strip(' ()')}."
-    if key == "topic":
-        if "\n" in value or "\r" in value:
-            return None, "topic must be one line: put details in the text."
-        if len(value) > MAX_TOPIC:
-            return None, f"topic is {len(value)} characters; at most {MAX_TOPIC} fit: name the subject in a few words."
-    if key == "text" and len(value) > MAX_TEXT:
-        return None, (
-            f"text is {len(value)} characters; at most {MAX_TEXT} fit. One subject per fact: "
-            "split it into several facts, or say it shorter."
-        )
-    found = credentials.find(value)
-    if found:
-        # The secret itself is never repeated: the refusal is shown and logged too.
-        return None, (
-            f"{key} holds what looks like {found}. Memory is plain text, kept in write.log and "
-            "shown to every later session: never store a credential. Say where it is kept "
-            "instead (e.g. \"the deploy token is in the team vault\")."
-        )
-    return value, None
-
-
-def _bad_character(value: str) -> str | None:
-    for ch in value:
-        code = ord(ch)
-        if 0xD800 <= code <= 0xDFFF:
-            return f"an invalid character (lone surrogate U+{code:04X})"
-        if ch not in "\n\t" and unicodedata.category(ch) == "Cc":
-            return f"a control character (U+{code:04X})"
-    return None
-
-
 def _type(value: Any) -> str:
     return "null" if value is None else type(value).__name__
-
-
-def brief(value: Any) -> str:
-    """A short rendering of what the agent sent, for a refusal; whatever it is. Credentials are
-    redacted before it is cut, so no part of one is shown."""
-    try:
-        shown = credentials.redact_echo(json.dumps(value, ensure_ascii=False))
-    except (TypeError, ValueError, RecursionError):
-        shown = f"a {type(value).__name__}" if isinstance(value, (list, dict)) else type(value).__name__
-    return shown if len(shown) <= 40 else shown[:37] + "..."
-
-
-def is_id(value: Any) -> bool:
-    """A fact id: a positive integer SQLite can hold (not a bool, not a float)."""
-    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 63
 
 
 def digest(ops: list[Op], kept: list[int]) -> str:
@@ -328,14 +224,14 @@ def apply(
     tool_use_id: str | None = None,
     today: str | None = None,
     endpoint: embeddings.Endpoint | None = None,
-    facts: "changeset.Facts | None" = None,
+    facts: changeset.Facts | None = None,
 ) -> Outcome:
     """Check and apply one memory_write; raise Refused with every problem, nothing applied.
 
-    `attribute` names the turn inside the transaction (gate/memory/ledger.py's attribution rules).
+    `attribute` names the turn inside the transaction (gate.memory.ledger's attribution rules).
     `log` is write.log; None only for in-memory databases. With an `endpoint`, new and changed
     facts get their vectors when it answers in time, else they wait for a later write. `facts`:
-    where the facts are (gate/engine/teamfacts.py's TeamFacts for a team's memory); the turn's
+    where the facts are (gate.engine.teamfacts's TeamFacts for a team's memory); the turn's
     ledger is `conn`'s either way, and the team's transaction commits inside the ledger's.
     """
     facts = facts if facts is not None else LocalFacts(conn)
@@ -360,7 +256,7 @@ def apply(
         raise
 
 
-def _apply_noted(conn: apsw.Connection, facts: "changeset.Facts", parsed: list[Op], kept_ids: list[int],
+def _apply_noted(conn: apsw.Connection, facts: changeset.Facts, parsed: list[Op], kept_ids: list[int],
                  problems: list[str], key: str, ahead: vectors.Prepared | None, write_id: str, *,
                  attribute: Callable[[apsw.Connection], ledger.Turn], log: Path | None,
                  tool_use_id: str | None, today: str | None) -> Outcome:
@@ -369,7 +265,7 @@ def _apply_noted(conn: apsw.Connection, facts: "changeset.Facts", parsed: list[O
         if not facts.local:
             # A write of the session's that the team committed and this ledger missed: taken in
             # first, so that the same write sent again is a replay, not a second copy.
-            pending.settle(conn, facts, turn.session, writing=write_id)
+            pending.settle(conn, facts, turn.session, writing=write_id)  # type: ignore[arg-type]  # local False: a TeamFacts
             turn = ledger.get_turn(conn, turn.id) or turn
         owes_search = turn.opened_by_hook and turn.searched == 0
         replay = _replay(conn, turn, key, tool_use_id)
@@ -399,7 +295,7 @@ def _apply_noted(conn: apsw.Connection, facts: "changeset.Facts", parsed: list[O
                 sync=[item["id"] for item in outcome.done], tool_use_id=tool_use_id,
             )
             if turn.opened_by_hook and not owes_search:
-                ledger.met_by_write(conn, turn.id)  # the answer "nothing owed" (serve/render.py)
+                ledger.met_by_write(conn, turn.id)  # the answer "nothing owed" (gate.serve.render)
             if not facts.local:
                 pending.done(conn, write_id)
     if refused is not None:
@@ -419,12 +315,12 @@ def _embed_ahead(conn: apsw.Connection, endpoint: embeddings.Endpoint, ops: list
         marks = ",".join("?" * len(changed))
         sql = f"SELECT id, topic, text FROM facts WHERE id IN ({marks})"
         current = {row[0]: (row[1], row[2]) for row in conn.execute(sql, changed)}
-    return changeset.embed_ahead(conn, endpoint, _texts(ops, current), {op.id for op in ops})
+    return changeset.embed_ahead(conn, endpoint, _texts(ops, current), {op.id for op in ops if op.id is not None})
 
 
 def _embed_ahead_team(team, endpoint: embeddings.Endpoint, ops: list[Op]) -> vectors.Prepared | None:
     """_embed_ahead for a team's write: the texts read, and the facts still waiting for a vector
-    picked, in a team transaction of their own before the write's (gate/search/teamvectors.py)."""
+    picked, in a team transaction of their own before the write's (gate.search.teamvectors)."""
     from gate.search import teamvectors
 
     changed = _retexted(ops)
@@ -441,7 +337,7 @@ def _embed_ahead_team(team, endpoint: embeddings.Endpoint, ops: list[Op]) -> vec
 def _retexted(ops: list[Op]) -> list[int]:
     """The ids of the facts whose topic or text these ops change."""
     return [op.id for op in ops if op.op == "update" and (op.topic is not None or op.text is not None)
-            and -(1 << 63) <= op.id < 1 << 63]
+            and op.id is not None and -(1 << 63) <= op.id < 1 << 63]
 
 
 def _texts(ops: list[Op], current: dict[int, tuple[str, str]]) -> list[str]:
@@ -449,6 +345,7 @@ def _texts(ops: list[Op], current: dict[int, tuple[str, str]]) -> list[str]:
     texts = []
     for op in ops:
         if op.op == "insert":
+            assert op.topic is not None and op.text is not None, "parse checked an insert's fields"
             texts.append(vectors.fact_text(op.topic, op.text))
         elif op.op == "update" and op.id in current:
             topic, text = current[op.id]
@@ -483,7 +380,7 @@ def _replay(conn: apsw.Connection, turn: ledger.Turn, key: str, tool_use_id: str
 
 
 def _check_against_memory(
-    conn: apsw.Connection, facts: "changeset.Facts", turn: ledger.Turn, ops: list[Op], kept: list[int]
+    conn: apsw.Connection, facts: changeset.Facts, turn: ledger.Turn, ops: list[Op], kept: list[int]
 ) -> tuple[list[str], dict[int, int]]:
     """The write's problems with memory as it is, and the facts it names that were changed since
     this turn read them, with their revision now."""
@@ -531,7 +428,7 @@ def _check_against_memory(
 
 
 def _changed_since_read(
-    facts: "changeset.Facts", read: dict[int, int | None], ops: list[Op], kept: list[int]
+    facts: changeset.Facts, read: dict[int, int | None], ops: list[Op], kept: list[int]
 ) -> tuple[list[str], dict[int, int]]:
     """A fact this turn read that was changed since (by another session, or on the memory page):
     keeping, updating or deleting it would answer for a text the turn never saw, and an update
@@ -563,11 +460,14 @@ def _apply(changes: changeset.ChangeSet, ops: list[Op], kept: list[int], today: 
     outcome = Outcome(write_id=changes.write_id)
     for op in ops:
         if op.op == "insert":
+            assert op.topic is not None and op.kind is not None and op.text is not None, "parse checked them"
             after = {"topic": op.topic, "kind": op.kind, "text": op.text, "date": op.date or today}
             fact_id = changes.insert(after)
             outcome.done.append({"op": "insert", "id": fact_id, "topic": after["topic"]})
         elif op.op == "update":
+            assert op.id is not None, "parse checked it"
             before = changes.snapshot(op.id)
+            assert before is not None, "the fact is there: checked in this transaction, before any change"
             after = before | op.changes()
             if after == before:
                 changes.confirm(op.id)
@@ -576,7 +476,10 @@ def _apply(changes: changeset.ChangeSet, ops: list[Op], kept: list[int], today: 
             changes.update(op.id, before, after)
             outcome.done.append({"op": "update", "id": op.id})
         else:
-            changes.delete(op.id, changes.snapshot(op.id))
+            assert op.id is not None, "parse checked it"
+            before = changes.snapshot(op.id)
+            assert before is not None, "the fact is there: checked in this transaction, before any change"
+            changes.delete(op.id, before)
             outcome.done.append({"op": "delete", "id": op.id})
 
     existing = changes.facts.existing(kept)

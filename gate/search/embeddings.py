@@ -10,7 +10,7 @@ by list order), numbers or base64 float32 (`encoding_format: "float"` is always 
 OpenAI's SDKs and some servers answer base64 anyway), all one length, finite, not zero; then
 scaled to unit length, so that cosine is all that matters downstream.
 
-A deadline bounds each request as a whole (gate/search/transport.py), so a server that trickles its answer
+A deadline bounds each request as a whole (gate.search.transport), so a server that trickles its answer
 cannot hold a turn either; after a time-out the endpoint is left alone for a while, so
 the rest of the session's turns do not each wait for it again. That spell is kept per role: a
 write's batch that times out does not silence the searches' short queries. The standard library only:
@@ -36,7 +36,7 @@ QUERY, DOCUMENT = "query", "document"
 # a query in about 20 ms idle; bge-m3 (568M parameters) served on two CPU cores takes tens to a
 # hundred ms per short text, several times that while the machine is busy, so the deadlines
 # leave room for a slow answer rather than quietly searching by words. A fact a write could not
-# embed in time is embedded soon after by the server (gate/search/vectors.py `catch_up`).
+# embed in time is embedded soon after by the server (gate.search.backfill `catch_up`).
 SEARCH_TIMEOUT = 2.0
 WRITE_TIMEOUT = 1.0
 # After two time-outs in a row the endpoint is not asked again for this long: an endpoint too
@@ -143,10 +143,11 @@ def parse_answer(payload: bytes, count: int, model: str) -> Vectors:
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count or rows[index]:
             raise VectorError("embeddings endpoint answered embeddings with wrong or repeated indexes")
         rows[index] = _unit(item.get("embedding"))
-    if len({len(row) for row in rows}) != 1:
+    filled = [row for row in rows if row is not None]  # all of them: count indexes, none repeated
+    if len({len(row) for row in filled}) != 1:
         raise VectorError("embeddings endpoint answered vectors of different lengths")
     named = answer.get("model")
-    return Vectors(named.strip() if isinstance(named, str) and named.strip() else model, rows)
+    return Vectors(named.strip() if isinstance(named, str) and named.strip() else model, filled)
 
 
 def _unit(raw: object) -> tuple[float, ...]:

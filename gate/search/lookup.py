@@ -18,25 +18,25 @@ import apsw
 
 from gate.engine import store
 from gate.engine.facts import Fact, load_facts
-from gate.search import embeddings, ranking, search, vectors
+from gate.search import backfill, embeddings, fulltext, ranking, vectors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a team's memory is imported only where one is used
     from gate.engine.teamfacts import TeamFacts
 
 
-def search_team(team: "TeamFacts", queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str],
+def search_team(team: TeamFacts, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str],
                  limit: int) -> tuple[list[Fact], embeddings.Vectors | None, int]:
     """A team's facts for the search, best first (ranked_team), after a short catch-up of the
     facts still waiting for their vector. Also the queries' vectors (None: words only, the
     reason in `notes`) and how many facts still wait for their vector after the catch-up."""
     query = embed(queries, endpoint, notes)
-    waiting = catch_up_team(team, endpoint, notes) if query is not None else 0
+    waiting = catch_up_team(team, endpoint, notes) if query is not None and endpoint is not None else 0
     ranking = ranked_team(team, queries, query, endpoint, notes, limit)
     return ranking.facts, ranking.query, waiting
 
 
-def ranked_team(team: "TeamFacts", queries: list[str], query: embeddings.Vectors | None,
+def ranked_team(team: TeamFacts, queries: list[str], query: embeddings.Vectors | None,
                  endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ranking:
     """ranked over a team's facts, as the local ones are ranked (gate.search.ranking): words by
     gate.search.team, meaning by gate.search.teamvectors (pgvector), in one snapshot of the
@@ -74,7 +74,7 @@ def split(query: embeddings.Vectors) -> list[embeddings.Vectors]:
     """One Vectors per query, from one answer for all of them."""
     return [embeddings.Vectors(query.model, [row]) for row in query.rows]
 
-def catch_up_team(team: "TeamFacts", endpoint: embeddings.Endpoint, notes: list[str]) -> int:
+def catch_up_team(team: TeamFacts, endpoint: embeddings.Endpoint, notes: list[str]) -> int:
     """catch_up over a team's project: the facts waiting for a vector (one a member's write
     could not embed in time, or another member's) embedded for at most SEARCH_CATCH_UP seconds
     before ranking; returns how many still wait."""
@@ -97,7 +97,7 @@ def catch_up_team(team: "TeamFacts", endpoint: embeddings.Endpoint, notes: list[
 # and how many a request: a CPU-served bge-m3 on a busy machine takes 0.1-0.3 s a text, so a
 # request stays well under the deadline and none is abandoned half done.
 SEARCH_CATCH_UP = 3.0
-SEARCH_CATCH_UP_BATCH = vectors.CATCH_UP_BATCH
+SEARCH_CATCH_UP_BATCH = backfill.CATCH_UP_BATCH
 # More waiting than this is no burst of writes but a memory never embedded (an endpoint
 # configured for an old memory): searches leave it to the background and to `memory-gate
 # reindex` rather than each paying the whole deadline.
@@ -108,7 +108,7 @@ def catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[s
     """Embed the facts still waiting for a vector, for at most SEARCH_CATCH_UP seconds, before
     ranking; returns how many still wait. Meaning cannot find a fact without a vector, and a
     fact just written, whose write found the endpoint slow, is what a search is most likely
-    after. The background embedder (gate/serve/server.py) does the same, but a search right after the
+    after. The background embedder (gate.serve.server) does the same, but a search right after the
     writes would run ahead of it and answer differently for the same memory. Outside the
     search's transaction: the write lock is never held across a request."""
     waiting = vectors.missing(conn)
@@ -120,7 +120,7 @@ def catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[s
         return waiting
     try:
         # A request cut short by this deadline must not silence the writes' embedding for a spell.
-        vectors.catch_up(conn, endpoint.patient(), hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
+        backfill.catch_up(conn, endpoint.patient(), hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
                          timeout=SEARCH_CATCH_UP, until=None if reference else time.monotonic() + SEARCH_CATCH_UP)
     except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.BusyError) as error:
         # Memory can still be searched; the vectors wait for a write that can store them.
@@ -156,9 +156,9 @@ def rank(
     conn: apsw.Connection | None,
     terms: str,
     *,
-    limit: int = search.RESULTS,
+    limit: int = fulltext.RESULTS,
     endpoint: embeddings.Endpoint | None = None,
-    team: "TeamFacts | None" = None,
+    team: TeamFacts | None = None,
     owner: str | None = None,
 ) -> Ranking:
     """memory_search's ranking, recording nothing (no turn, no read, no vector caught up): for
@@ -169,6 +169,7 @@ def rank(
     queries = queries_for(terms, owner)
     if team is not None:
         return ranked_team(team, queries, embed(queries, endpoint, notes), endpoint, notes, limit)
+    assert conn is not None, "a local memory's search reads its file"
     query = embed_queries(conn, queries, endpoint, notes)
     facts, why = ranked(conn, queries, query, endpoint, notes, limit)
     return Ranking(facts, query if why is not None and why.meaning else None, notes, why)
@@ -199,16 +200,16 @@ def ranked(
     near = lambda vector: vectors.neighbourhood(conn, vector, limit=ranking.POOL)  # noqa: E731
     why: ranking.Ranked | None = None
     try:
-        why, _ = fused(search.Index(conn), queries, query, near, endpoint, notes, limit)
+        why, _ = fused(fulltext.Index(conn), queries, query, near, endpoint, notes, limit)
         ranked = why.ids
-    except search.MalformedQuery as error:
+    except fulltext.MalformedQuery as error:
         # A bug of the query builder, never the agent's doing: say it on stderr for the owner,
         # answer by meaning alone rather than with a traceback.
         print(f"memory-gate: bug: {error}", file=sys.stderr)
         notes.append("words could not search this query (a memory-gate bug, reported on stderr)")
         cut = endpoint.max_distance if endpoint else None
         try:
-            ranked = search.by_meaning(conn, split(query)[0], max_distance=cut)[:limit] if query is not None else []
+            ranked = fulltext.by_meaning(conn, split(query)[0], max_distance=cut)[:limit] if query is not None else []
         except embeddings.VectorError:
             ranked = []
     facts = load_facts(conn, ranked)

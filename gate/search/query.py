@@ -3,16 +3,16 @@ Pure: no database here.
 
 Raw text in MATCH either breaks (`C++`, `node.js`, `it's`, a lone `*` or `(`) or silently changes
 meaning (`-O2` and `topic:deploy` are column filters, upper-case `NOT` is an operator). So the
-text is cut into words exactly as the index cuts it (gate/engine/tokens.py), stop words and duplicates are
+text is cut into words exactly as the index cuts it (gate.engine.tokens), stop words and duplicates are
 dropped, and every word reaches MATCH double-quoted, which FTS5 always reads as a plain string.
 
 A search asks FTS5 for the facts that hold any form of any term (`Query.expression`): each term
 as typed, as a known abbreviation or expansion, and as any word sharing its stem (the forms are
-gate/search/forms.py's). FTS5 ranks them by bm25; gate/search/search.py
+gate.search.forms's). FTS5 ranks them by bm25; gate.search.fulltext
 then judges which of them are worth the agent's context. The expression names every phrase's term
 (`owners`), so that the judgement knows which terms each candidate holds.
 
-A team's memory on PostgreSQL (gate/engine/postgres.py) stores the same words, and
+A team's memory on PostgreSQL (gate.engine.postgres) stores the same words, and
 `Query.tsquery` renders the same phrases, in the same numbering, as tsquery text: the same query
 finds the same facts on both engines (tests/test_postgres.py holds them equal).
 """
@@ -22,8 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from gate.engine import tokens
-from gate.engine import postgres
+from gate.engine import teamwords, tokens
 from gate.search import forms, stopwords
 
 MAX_TERMS = 12
@@ -52,7 +51,7 @@ class Term:
     forms: tuple[str, ...]
     prefix: str | None
     cjk: bool = False
-    # Words memory holds that this term nearly is (gate/search/spelling.py), given only to a term
+    # Words memory holds that this term nearly is (gate.search.spelling), given only to a term
     # memory holds in no form: found as its other forms, never as the word itself.
     near: tuple[str, ...] = ()
 
@@ -76,8 +75,8 @@ class Term:
 
     def tsphrases(self) -> list[tuple[str, bool]]:
         """The same phrases, in the same order, as PostgreSQL tsquery text over the words
-        gate/engine/postgres.py stores (tokens.py's, the CJK spelling at weight C)."""
-        return [(postgres.phrase_text(*shape), same) for shape, (_, same) in zip(self.structure(), self.phrases())]
+        gate.engine.postgres stores (gate.engine.tokens', the CJK spelling at weight C)."""
+        return [(teamwords.phrase_text(*shape), same) for shape, (_, same) in zip(self.structure(), self.phrases())]
 
 
 class Expression(NamedTuple):

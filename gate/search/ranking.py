@@ -7,7 +7,7 @@ the owner wrote, and a correction's own words are the best query for what it con
 search asks up to two queries, the terms and the owner's words of the turn, and each by two
 signals:
 
-- words: bm25 over topic and text (gate.search.search's candidates, before its judgement), as a
+- words: bm25 over topic and text (gate.search.fulltext's candidates, before its judgement), as a
   share of the best fact's score, so that 1 is the best word match of that query;
 - meaning: how many standard deviations closer to the query a fact's vector stands than memory
   at large does (gate.search.vectors.Neighbourhood), the scale on which search by meaning calls
@@ -17,10 +17,10 @@ A fact's score adds them up, a word share counting WORD_WEIGHT times, which is S
 best word match of a query weighs what a fact meaning just calls near does. The answer is every fact
 scoring at least SHARE of the best, at most `limit`, best first: a fact that stands out on every
 signal returns alone, a subject several facts share returns them together. And whatever the
-agent's terms find by words alone (gate.search.search's judgement) always comes back, in the
+agent's terms find by words alone (gate.search.fulltext's judgement) always comes back, in the
 fused order: meaning and the owner's words add facts and order them, but never take away one the
 terms' words found (that cost claude-mem-lite's coding queries a fifth of their recall). But only when memory
-holds something on the subject at all: some query's words pass gate.search.search's judgement,
+holds something on the subject at all: some query's words pass gate.search.fulltext's judgement,
 or meaning calls a fact near (STAND_OUT standard deviations), or both queries' words find one
 same fact. Otherwise nothing comes back, rather than the least bad of unrelated facts.
 
@@ -37,17 +37,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from gate.search import search
+from gate.search import fulltext
 from gate.search.embeddings import Vectors
 from gate.search.vectors import Neighbourhood
 
 # A fact returns when it scores at least this share of the best fact's score.
 SHARE = 0.5
 # How much a query's best word match weighs against meaning's standard deviations: as much as a
-# fact meaning calls near (gate.search.search.STAND_OUT).
-WORD_WEIGHT = search.STAND_OUT
+# fact meaning calls near (gate.search.fulltext.STAND_OUT).
+WORD_WEIGHT = fulltext.STAND_OUT
 # Facts each signal offers to the fusion, per query.
-POOL = search.POOL
+POOL = fulltext.POOL
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Ranked:
 
     ids: list[int]
     scores: dict[int, float] = field(default_factory=dict)
-    candidates: dict[int, search.Candidate] = field(default_factory=dict)
+    candidates: dict[int, fulltext.Candidate] = field(default_factory=dict)
     by_words: set[int] = field(default_factory=set)
     meaning: bool = False  # whether any query was ranked by meaning
 
@@ -68,20 +68,20 @@ Near = Callable[[Vectors], "Neighbourhood | None"]
 
 
 def rank(index, queries: Sequence[str], vectors: Sequence[Vectors | None] = (), near: Near | None = None, *,
-         max_distance: float | None = None, limit: int = search.RESULTS) -> Ranked:
+         max_distance: float | None = None, limit: int = fulltext.RESULTS) -> Ranked:
     """The facts for `queries` (the agent's terms first, then the owner's words if any), best
     first. `vectors[i]` is query i's vector (None: words only for it), `near` finds a vector's
     neighbourhood in this memory (gate.search.vectors.neighbourhood, or a team's). `index` is
-    where words are looked up (gate.search.search.Index, or a team's)."""
+    where words are looked up (gate.search.fulltext.Index, or a team's)."""
     scores: dict[int, float] = {}
-    candidates: dict[int, search.Candidate] = {}
+    candidates: dict[int, fulltext.Candidate] = {}
     used_meaning = False
     something = False  # memory holds something on the subject (see the module docstring)
     by_words: list[set[int]] = []
     word_hits: list[int] = []  # what words alone return for the agent's terms: never taken away
     for position, text in enumerate(dict.fromkeys(query for query in queries if query and query.strip())):
-        pool = search.candidates_in(index, text, wanted=limit)
-        judged = search.judge(pool).ranked()
+        pool = fulltext.candidates_in(index, text, wanted=limit)
+        judged = fulltext.judge(pool).ranked()
         something = something or bool(judged)
         if position == 0:
             candidates = {candidate.id: candidate for candidate in pool}
@@ -98,7 +98,7 @@ def rank(index, queries: Sequence[str], vectors: Sequence[Vectors | None] = (), 
         used_meaning = True
         for fact, stands in standing(found, max_distance=max_distance):
             scores[fact] = scores.get(fact, 0.0) + stands
-            something = something or stands >= search.STAND_OUT
+            something = something or stands >= fulltext.STAND_OUT
     something = something or (len(by_words) > 1 and bool(by_words[0] & by_words[1]))
     found_by_words = set().union(*by_words)
     if not scores or not something:
@@ -114,10 +114,10 @@ def rank(index, queries: Sequence[str], vectors: Sequence[Vectors | None] = (), 
     return Ranked(ids, scores, candidates, found_by_words, used_meaning)
 
 
-def word_shares(pool: list[search.Candidate]) -> list[tuple[int, float]]:
+def word_shares(pool: list[fulltext.Candidate]) -> list[tuple[int, float]]:
     """Each candidate's word score as a share of the best (bm25 weighed by the share of the
     query it holds), in the candidates' order: facts holding every term as typed first, then
-    every term in some form, then some (gate.search.search). A fact of a better tier scores at
+    every term in some form, then some (gate.search.fulltext). A fact of a better tier scores at
     least what any fact after it scores, so a short fact repeating one term never outweighs a
     fact that holds the whole query."""
     floor, shares = 0.0, []

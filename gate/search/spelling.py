@@ -1,7 +1,7 @@
 """The words memory holds that a term nearly is, for a term memory holds in no form at all.
 
 An agent types `deplyo`, drops the accent of `Ελληνικά`, or asks for `клиенты` where memory says
-`клиент`. The index folds Latin accents but not Greek or Cyrillic ones, and gate/search/forms.py's
+`клиент`. The index folds Latin accents but not Greek or Cyrillic ones, and gate.search.forms's
 stems know English and Portuguese endings only, so each of these finds nothing, and a correction
 searched that way is written beside the fact it contradicts. Here such a term is given the words
 of memory's own vocabulary it is near:
@@ -13,10 +13,10 @@ of memory's own vocabulary it is near:
   only in their last few (`клиенты` ~ `клиент`, `Datenbanken` ~ `Datenbank`).
 
 Only where nothing better matches: when the query's words as typed find nothing worth returning
-(gate.search.search's judgement), and only for a term memory holds in no form. A word memory has
+(gate.search.fulltext's judgement), and only for a term memory holds in no form. A word memory has
 is never widened, and a query that finds its subject as typed is never diluted (the owner's
 whole sentence, searched beside the agent's terms, holds words memory has never seen). The near words count as the term's other forms
-(search.py's tier "forms"), never as the word itself. Every candidate shares the term's first
+(gate.search.fulltext's tier "forms"), never as the word itself. Every candidate shares the term's first
 letter (up to its accent): a typo there is not looked for, which keeps the lookup to one range of
 the vocabulary. The rules are the usual ones of spelling correction (edit distance one,
 Damerau's transposition), chosen before any benchmark was run and not tuned on one.

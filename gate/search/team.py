@@ -1,16 +1,17 @@
-"""Words looked up in a team's memory on PostgreSQL: gate/search/search.py's Index over
-gate/engine/postgres.py, so that the tiers and the judgement run unchanged and the same query
+"""Words looked up in a team's memory on PostgreSQL: gate.search.fulltext's Index over
+gate.engine.postgres, so that the tiers and the judgement run unchanged and the same query
 returns the same facts on both engines (tests/test_postgres.py holds them equal).
 
 What FTS5 gives the SQLite index for free is asked of PostgreSQL here: how many facts hold each
 word (fts5vocab's `doc`), from the `lexemes` counters schema-postgres.sql keeps (section 2);
-whether a tier reaches enough facts, from the GIN index; the ranked match (postgres.match,
-FTS5's own bm25, summed by PostgreSQL for phrases of one word, in Python for longer ones).
+whether a tier reaches enough facts, from the GIN index; the ranked match
+(gate.engine.teamwords.match, FTS5's own bm25, summed by PostgreSQL for phrases of one word, in
+Python for longer ones).
 """
 
 from __future__ import annotations
 
-from gate.engine import postgres
+from gate.engine import teamwords
 from gate.search import query as fts
 
 
@@ -42,12 +43,12 @@ class TeamIndex:
         for prefix in prefixes:
             stems[prefix] = int(self.conn.execute(
                 "SELECT coalesce(sum(docs), 0) FROM lexemes WHERE project = %s AND lexeme LIKE %s",
-                (self.project, postgres.like_prefix(prefix))).fetchone()[0])
+                (self.project, teamwords.like_prefix(prefix))).fetchone()[0])
         counts, exact = [], []
         for term in parsed.terms:
             docs, phrase = 0, False
             if term.cjk:
-                docs = self._count(postgres.phrase_text(tuple(term.word), cjk=True))
+                docs = self._count(teamwords.phrase_text(tuple(term.word), cjk=True))
             for form in () if term.cjk else term.forms:
                 if " " in form:
                     phrase = True  # as in SQLite: a phrase of words is no vocabulary entry
@@ -63,7 +64,7 @@ class TeamIndex:
     def vocabulary(self, letter: str) -> list[tuple[str, int]]:
         """The project's words beginning with `letter`, and how many facts hold each."""
         return self.conn.execute("SELECT lexeme, docs FROM lexemes WHERE project = %s AND lexeme LIKE %s",
-                                 (self.project, postgres.like_prefix(letter))).fetchall()
+                                 (self.project, teamwords.like_prefix(letter))).fetchall()
 
     def expression(self, parsed: fts.Query, *, every: bool = False, exact_only: bool = False) -> fts.Expression | None:
         return parsed.tsquery(every=every, exact_only=exact_only)
@@ -76,14 +77,14 @@ class TeamIndex:
         return found >= count
 
     def match(self, expression: fts.Expression, limit: int, after: int, *, phrases: bool) -> list:
-        rows = postgres.match(self.conn, self.project, expression, limit, after)
+        rows = teamwords.match(self.conn, self.project, expression, limit, after)
         # As SQLite's first tier, which does not ask which phrases a fact matched.
         return rows if phrases else [(fact, rank, None) for fact, rank, _ in rows]
 
 
 def rebuild_words(team) -> int:
-    """`memory-gate reindex` on a team's project (a gate/engine/teamfacts.py TeamFacts): every
-    fact's words cut again by gate/engine/tokens.py, and the counters bm25 reads (the project's
+    """`memory-gate reindex` on a team's project (a gate.engine.teamfacts TeamFacts): every
+    fact's words cut again by gate.engine.tokens, and the counters bm25 reads (the project's
     totals, each word's facts) counted afresh from them, under the project's lock, in one
     transaction. Returns how many facts. What search misses after a tokenizer change, or a
     counter a hand-made change to the database put wrong, is right again."""
@@ -95,7 +96,7 @@ def rebuild_words(team) -> int:
         with conn.cursor() as cursor:
             cursor.executemany(
                 "UPDATE facts SET words = %s::tsvector WHERE project = %s AND id = %s",
-                [(postgres.words(topic, text), project, fact) for fact, topic, text in rows],
+                [(teamwords.words(topic, text), project, fact) for fact, topic, text in rows],
             )
         # The triggers kept the counters through those updates; counted afresh all the same,
         # since mending counters that are wrong is what a reindex is for.

@@ -1,4 +1,4 @@
-"""A team's vectors on pgvector: gate/search/vectors.py's index, over a project in a team database.
+"""A team's vectors on pgvector: gate.search.vectors's index, over a project in a team database.
 
 The same contract as the local index: a fact's vector embeds vectors.fact_text, vectors are
 unit length and cosine distance is the measure, `facts_to_embed` lists every fact whose vector
@@ -15,7 +15,7 @@ vectors.sample_ids' evenly spread SAMPLE), with the same REFERENCE vectors, so t
 `search.near` judges both engines' neighbourhoods alike. What differs: candidates tied in
 Hamming distance at the pool's edge are taken by id here, in vec0's order there.
 
-Every function takes a TeamFacts (gate/engine/teamfacts.py): its connection and project. This
+Every function takes a TeamFacts (gate.engine.teamfacts): its connection and project. This
 module never imports psycopg.
 """
 
@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager as ContextManager
 
-from gate.search import vectors
+from gate.search import backfill, vectors
 from gate.search.embeddings import DOCUMENT, Endpoint, VectorError, Vectors
 
 NO_PGVECTOR = (
@@ -106,7 +106,8 @@ def waiting(team, *, limit: int = vectors.WAITING_BATCH, chars: int = vectors.WA
         "SELECT f.id, f.topic, f.text FROM facts_to_embed w JOIN facts f ON f.project = w.project AND f.id = w.id"
         f" WHERE w.project = %s{bound} ORDER BY w.id {order} LIMIT %s", params,
     ).fetchall()
-    found, total = [], 0
+    found: list[tuple[int, str]] = []
+    total = 0
     for fact_id, topic, text in rows:
         item = vectors.fact_text(topic, text)
         if found and total + len(item) > chars:
@@ -285,9 +286,9 @@ def neighbourhood(team, query: Vectors, *, limit: int) -> vectors.Neighbourhood 
 
 
 def catch_up(team, endpoint: Endpoint, *, hold: Callable[[], ContextManager[object]],
-             batch: int = vectors.CATCH_UP_BATCH, timeout: float = vectors.CATCH_UP_TIMEOUT,
+             batch: int = backfill.CATCH_UP_BATCH, timeout: float = backfill.CATCH_UP_TIMEOUT,
              until: float | None = None) -> int:
-    """vectors.catch_up over the project: embed the facts still waiting, a few a request, each
+    """gate.search.backfill.catch_up over the project: embed the facts still waiting, a few a request, each
     batch stored in a team transaction of its own under `hold()`, never across a request; then
     the REFERENCE vectors if the project lacks them (not for a search, which passes `until`).
     Returns how many facts were stored."""
@@ -339,8 +340,8 @@ def _reference_vectors(endpoint: Endpoint, batch: int, timeout: float) -> Vector
 
 
 def rebuild(team, endpoint: Endpoint, *, progress: Callable[[int, int], None] | None = None,
-            batch: int = vectors.REINDEX_BATCH, timeout: float = vectors.REINDEX_TIMEOUT) -> vectors.Rebuilt:
-    """vectors.rebuild over the project (`memory-gate reindex` on a team): the first batch is
+            batch: int = backfill.REINDEX_BATCH, timeout: float = backfill.REINDEX_TIMEOUT) -> backfill.Rebuilt:
+    """gate.search.backfill.rebuild over the project (`memory-gate reindex` on a team): the first batch is
     asked for before the project's vectors are dropped, so an endpoint that does not answer
     leaves them as they were (VectorError); then every fact embedded again, a batch a request
     and a transaction, a refused batch retried a fact at a time. The database must hold vectors
@@ -355,7 +356,7 @@ def rebuild(team, endpoint: Endpoint, *, progress: Callable[[int, int], None] | 
     with team.transaction():
         team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
         forget(team)
-    result = vectors.Rebuilt()
+    result = backfill.Rebuilt()
     pending, ahead = first, (answer if first else None)
     while pending:
         if ahead is None:
@@ -386,7 +387,7 @@ def _embed_or_none(endpoint: Endpoint, texts: list[str], timeout: float) -> Vect
         return None
 
 
-def _store_batch(team, items: list[tuple[int, str]], answer: Vectors | None, result: vectors.Rebuilt) -> None:
+def _store_batch(team, items: list[tuple[int, str]], answer: Vectors | None, result: backfill.Rebuilt) -> None:
     ids = [fact for fact, _ in items]
     if answer is None:
         result.failed += ids

@@ -31,6 +31,7 @@ def post_json(url: str, body: bytes, deadline: float, *, limit: int) -> tuple[in
     try:
         parts = urlsplit(url)
         kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        assert parts.hostname is not None, "config checked that the URL names a server"
         connection = kind(parts.hostname, parts.port, timeout=left(deadline))
         try:
             path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

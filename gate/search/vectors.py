@@ -1,4 +1,4 @@
-"""The vector index beside the facts: sqlite-vec's vec0, filled from gate/search/embeddings.py.
+"""The vector index beside the facts: sqlite-vec's vec0, filled from gate.search.embeddings.
 
 One vec0 table (schema.sql, "template vectors"), rowid = fact id, made when the first vectors
 arrive; their dimension and model name go in `meta`, and vectors of another kind are refused
@@ -21,10 +21,8 @@ import base64
 import functools
 import operator
 import struct
-import time
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager as ContextManager
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import apsw
 
@@ -105,7 +103,8 @@ def waiting(conn: apsw.Connection, *, limit: int = WAITING_BATCH, chars: int = W
         sql = ("SELECT f.id, f.topic, f.text FROM facts_to_embed w JOIN facts f ON f.id = w.id"
                " WHERE w.id > ? ORDER BY w.id LIMIT ?")
         rows = conn.execute(sql, (after, limit))
-    found, total = [], 0
+    found: list[tuple[int, str]] = []
+    total = 0
     for fact_id, topic, text in rows:
         item = fact_text(topic, text)
         if found and total + len(item) > chars:
@@ -125,7 +124,7 @@ def _owed(conn: apsw.Connection, ids: Sequence[int]) -> set[int]:
 
 def missing(conn: apsw.Connection) -> int:
     """How many facts lack a current vector."""
-    return conn.execute("SELECT count(*) FROM facts_to_embed").fetchone()[0]
+    return conn.execute("SELECT count(*) FROM facts_to_embed").get
 
 
 @dataclass
@@ -184,7 +183,7 @@ def sync(conn: apsw.Connection, ids: Iterable[int], prepared: Prepared | None) -
             conn.execute("DELETE FROM facts_to_embed WHERE id = ?", (fact,))
             stored += 1
     if stored and found.center is None:
-        if conn.execute("SELECT count(*) FROM facts_vec").fetchone()[0] > EXACT_LIMIT:
+        if conn.execute("SELECT count(*) FROM facts_vec").get > EXACT_LIMIT:
             recenter(conn)
     return stored
 
@@ -439,188 +438,3 @@ def unpack(blob: bytes) -> tuple[float, ...]:
 def as_float32(values: Sequence[float]) -> tuple[float, ...]:
     """The values as float32 holds them: what this index reads back of a stored vector."""
     return unpack(pack(values))
-
-
-# -- rebuilding -----------------------------------------------------------------------------
-
-REINDEX_BATCH = 16
-REINDEX_TIMEOUT = 120.0
-
-
-@dataclass
-class Rebuilt:
-    embedded: int = 0
-    failed: list[int] = field(default_factory=list)
-    space: Space | None = None
-
-
-def rebuild(conn: apsw.Connection, endpoint: Endpoint, *, progress: Callable[[int, int], None] | None = None,
-            batch: int = REINDEX_BATCH, timeout: float = REINDEX_TIMEOUT) -> Rebuilt:
-    """Embed every fact again into a new index, a batch per request and per transaction. The
-    first batch is asked for before the old index is dropped, so an endpoint that does not
-    answer leaves memory as it was (VectorError). A batch the endpoint refuses is retried one
-    fact at a time; a fact that still fails stays waiting and is reported in `failed`."""
-    store.require_vectors(conn)
-    total = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
-    first = [(row[0], fact_text(row[1], row[2])) for row in conn.execute(
-        "SELECT id, topic, text FROM facts ORDER BY id LIMIT ?", (batch,))]
-    answer = endpoint.embed([text for _, text in first] or ["memory-gate"], role=DOCUMENT, timeout=timeout)
-    with store.writing(conn):
-        forget(conn)
-    result = Rebuilt()
-    pending: list[tuple[int, str]] = first
-    ahead: Vectors | None = answer if first else None
-    last = 0
-    while pending:
-        if ahead is None:
-            ahead = _embed_or_none(endpoint, [text for _, text in pending], timeout)
-        if ahead is None and len(pending) > 1:
-            for item in pending:
-                single = _embed_or_none(endpoint, [item[1]], timeout)
-                _store_batch(conn, [item], single, result)
-        else:
-            _store_batch(conn, pending, ahead, result)
-        last = pending[-1][0]
-        if progress:
-            progress(result.embedded + len(result.failed), total)
-        pending, ahead = waiting(conn, limit=batch, chars=1 << 30, after=last), None
-    known = _embed_or_none(endpoint, list(REFERENCE), timeout) if has_table(conn) else None
-    with store.writing(conn):
-        if has_table(conn) and conn.execute("SELECT count(*) FROM facts_vec").fetchone()[0] > EXACT_LIMIT:
-            recenter(conn)
-        if known is not None:
-            store_reference(conn, known)
-        result.space = space(conn)
-    return result
-
-
-def _embed_or_none(endpoint: Endpoint, texts: list[str], timeout: float) -> Vectors | None:
-    try:
-        return endpoint.embed(texts, role=DOCUMENT, timeout=timeout)
-    except VectorError:
-        return None
-
-
-def _store_batch(conn: apsw.Connection, items: list[tuple[int, str]], answer: Vectors | None,
-                 result: Rebuilt) -> None:
-    if answer is None:
-        result.failed += [fact for fact, _ in items]
-        return
-    ids = [fact for fact, _ in items]
-    prepared = Prepared(answer, dict(zip((text for _, text in items), answer.rows)), [])
-    with store.writing(conn):
-        result.embedded += sync(conn, ids, prepared)
-        # Left over: changed by another session meanwhile, or answered in another space.
-        owed = _owed(conn, ids)
-        result.failed += [fact for fact in ids if fact in owed]
-
-
-# -- catching up ----------------------------------------------------------------------------
-
-CATCH_UP_TIMEOUT = 60.0
-# Texts a catch-up request carries. Small on purpose: an endpoint answers one request at a time,
-# and a search's query waits behind whatever catch-up asked for (bge-m3 on two CPU cores takes
-# tens to a hundred ms a text).
-CATCH_UP_BATCH = 4
-
-
-def catch_up(conn: apsw.Connection, endpoint: Endpoint, *, hold: Callable[[], ContextManager[object]],
-             batch: int = CATCH_UP_BATCH, timeout: float = CATCH_UP_TIMEOUT, until: float | None = None) -> int:
-    """Embed the facts still waiting for a vector, a few a request, until none waits, the
-    endpoint fails or there is no time left before the monotonic clock's `until` for another
-    request as long as the last, and the model's REFERENCE vectors if memory lacks them; returns
-    how many facts were stored. A write embeds its own facts under a short deadline; what it
-    could not (the endpoint slow, just started, or down) is caught up here, soon after rather than
-    on some later write. `hold()` guards each step on the connection (the server's lock) but
-    never a request, so the tools answer meanwhile.
-
-    With `until`, a request is not started unless it can end in time rather than started and
-    abandoned: an endpoint goes on computing a request its client gave up on, and the next
-    search's query would wait behind it."""
-    stored, took = 0, 0.0
-    while True:
-        if until is not None and time.monotonic() + took > until:
-            return stored
-        with hold():
-            if not store.vectors_loaded(conn):
-                return stored
-            pending = waiting(conn, limit=batch, chars=WAITING_CHARS)
-        if not pending:
-            break
-        started = time.monotonic()
-        prepared = prepare(endpoint, [text for _, text in pending], timeout=timeout)
-        took = time.monotonic() - started
-        if prepared is None:
-            return stored
-        with hold(), store.writing(conn):
-            done = sync(conn, [fact for fact, _ in pending], prepared)
-        if not done:
-            # Changed meanwhile, or answered in another space: the next write or search retries.
-            return stored
-        stored += done
-    with hold():
-        if until is not None or not needs_reference(conn):
-            return stored  # the reference is a background chore, never a search's
-    rows: list[tuple[float, ...]] = []
-    model = ""
-    for start in range(0, len(REFERENCE), batch):
-        try:
-            answer = endpoint.embed(REFERENCE[start : start + batch], role=DOCUMENT, timeout=timeout)
-        except VectorError:
-            return stored
-        rows += answer.rows
-        model = answer.model
-    with hold(), store.writing(conn):
-        store_reference(conn, Vectors(model, rows))
-    return stored
-
-
-# -- reporting ------------------------------------------------------------------------------
-
-PROBE_TIMEOUT = 5.0
-
-
-def status(conn: apsw.Connection, endpoint: Endpoint | None, why_not: str | None = None) -> tuple[dict, list[str]]:
-    """What `memory-gate doctor` says about meaning: which source is in force (the installed
-    model, or the endpoint) and whether it answers, the model and dimension, how many facts lack
-    a vector; and the problems, each with its mend. `why_not`: why there is no source."""
-    from gate.search import sources
-
-    report: dict = {"in_force": sources.named(endpoint), "endpoint": endpoint.url if endpoint else None}
-    problems: list[str] = []
-    if endpoint is None:
-        report["note"] = why_not or "search runs on words only"
-        return report, problems
-    report |= {"model": endpoint.model, "max_distance": endpoint.max_distance}
-    try:
-        store.require_vectors(conn)
-        report["sqlite_vec"] = conn.execute("SELECT vec_version()").fetchone()[0]
-    except store.StoreError as error:
-        report["sqlite_vec"] = "not loaded"
-        return report, [str(error)]
-    found = space(conn)
-    if found is not None:
-        vectors = conn.execute("SELECT count(*) FROM facts_vec").fetchone()[0]
-        report["stored"] = {
-            "model": found.model, "dimension": found.dimension, "vectors": vectors,
-            "search": "exact" if found.center is None else f"bit prefilter, {POOL} rescored",
-        }
-    report["facts_without_vector"] = missing(conn)
-    try:
-        probe = endpoint.patient().embed(
-            ["memory-gate doctor"], role=DOCUMENT, timeout=PROBE_TIMEOUT)
-    except VectorError as error:
-        report["answers"] = str(error)
-        problems.append(f"{error}: start it or fix MEMORY_GATE_EMBED_URL; meanwhile search runs on words only")
-        return report, problems
-    report["answers"] = f"{probe.model}, {probe.dimension} dimensions"
-    if found is not None:
-        try:
-            check(found, probe)
-        except VectorError as error:
-            problems.append(str(error))
-    if report["facts_without_vector"] and not problems:
-        report["advice"] = (
-            f"writes embed up to {WAITING_BATCH} waiting facts each; `memory-gate reindex` embeds all now"
-        )
-    return report, problems

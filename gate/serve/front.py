@@ -12,11 +12,11 @@ connected).
 
 The turn's first tool calls come before the SDK is loaded too (with a fast model, the first one
 about a second before it): the front serves calls of memory_search and memory_write itself, with
-the functions the SDK's server runs (gate/serve/tools.py: search_call, write_call, on the same Memory,
+the functions the SDK's server runs (gate.serve.tools: search_call, write_call, on the same Memory,
 which it hands over), and writes the very bytes the SDK would (tests/test_front.py holds them
 equal over real stdio). Everything else (a call with arguments the tools do not take, the
 subscription to resources, anything the front does not recognise exactly) waits, in order, and
-goes to the SDK's server (gate/serve/server.py) the moment it is imported, in a thread of its own; a
+goes to the SDK's server (gate.serve.server) the moment it is imported, in a thread of its own; a
 call behind a waiting line waits too, so that calls keep their order. The SDK is imported when a
 line needs it, or once the session has been quiet for QUIET seconds: a turn's first calls never
 wait for it, and its import does not take a CPU from Claude Code while a turn runs. A short
@@ -27,7 +27,7 @@ The recorded answers are used only for requests in the protocol version they wer
 the version that recorded them; otherwise the SDK answers, later but right.
 
 Standard library only until the first call (the hooks' cheap modules are fine), so that the
-answers go out within a few tens of milliseconds of the interpreter's start; gate/serve/tools.py is
+answers go out within a few tens of milliseconds of the interpreter's start; gate.serve.tools is
 imported by the loader thread, before the SDK.
 """
 
@@ -40,6 +40,10 @@ import sys
 import threading
 
 from gate import config, jsonlite, stopping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ANSWERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "discovery.json")
 PROTOCOL_KEY = "io.modelcontextprotocol/protocolVersion"
@@ -87,7 +91,7 @@ def answer(line: bytes, answers: dict) -> bytes | Call | None:
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
     request_id, method, params = message.get("id"), message.get("method"), message.get("params")
-    if type(request_id) not in (int, str) or not isinstance(method, str) or not isinstance(params, dict):
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)) or not isinstance(method, str) or not isinstance(params, dict):
         return None
     meta = params.get("_meta")
     if not isinstance(meta, dict) or meta.get(PROTOCOL_KEY) != answers.get("protocol"):
@@ -95,7 +99,7 @@ def answer(line: bytes, answers: dict) -> bytes | Call | None:
     if method == LISTEN:
         return _acknowledged(request_id, params)
     if method == "tools/call":
-        # A lone surrogate (from an escape) is the wire's to mend (gate/serve/wire.py) before a tool sees it.
+        # A lone surrogate (from an escape) is the wire's to mend (gate.serve.wire) before a tool sees it.
         return None if _lone_surrogate(params) else _call(request_id, params)
     if set(params) != {"_meta"}:
         return None
@@ -108,7 +112,7 @@ def answer(line: bytes, answers: dict) -> bytes | Call | None:
 # The arguments each tool takes: a call with any other is the SDK's to answer (its validation).
 ARGUMENTS = {"memory_search": {"terms"}, "memory_write": {"ops", "kept"}}
 # The tools take flat arguments (a list of flat objects at most): anything nested deeper is left to
-# the SDK's server, whose wire refuses what nests too deep (gate/serve/wire.py MAX_DEPTH) in its words.
+# the SDK's server, whose wire refuses what nests too deep (gate.serve.wire MAX_DEPTH) in its words.
 FLAT = 8
 TOOL_USE_ID = "claudecode/toolUseId"
 
@@ -212,17 +216,17 @@ def _acknowledged(request_id: int | str, params: dict) -> bytes | None:
 
 
 class _Loader(threading.Thread):
-    """Imports gate/serve/tools.py, then gate/serve/server.py (the SDK with it), then wakes the front through
+    """Imports gate.serve.tools, then gate.serve.server (the SDK with it), then wakes the front through
     its pipe. The front imports neither itself: two threads importing the same modules at once
     could meet a half-made module."""
 
     def __init__(self, wake: int):
         super().__init__(name="memory-gate-sdk", daemon=True)
         self.wake = wake
-        self.tools = None
-        self.tools_ready = threading.Event()  # set once gate/serve/tools.py is imported, or failed to be
+        self.tools: Any = None  # gate.serve.tools, once imported
+        self.tools_ready = threading.Event()  # set once gate.serve.tools is imported, or failed to be
         self.go = threading.Event()  # set when the SDK is to be imported (see QUIET)
-        self.server = None
+        self.server: Any = None  # gate.serve.server, once imported
         self.error: BaseException | None = None
         self.finished = False  # set before the wake-up is written: a consumed wake-up is never missed
 
@@ -255,7 +259,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def serve(settings: config.Settings) -> int:
     """Answer the recorded requests and the calls until the SDK is loaded, then let
-    gate/serve/server.py serve the session, handing it every line not yet answered and the Memory."""
+    gate.serve.server serve the session, handing it every line not yet answered and the Memory."""
     answers = recorded()
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
@@ -311,6 +315,7 @@ def serve(settings: config.Settings) -> int:
                         try:
                             if memory is None:
                                 memory = tools.Memory(settings)
+                            assert answers is not None, "a Call is answered from them"
                             # The SDK puts the same envelope on every result it sends.
                             reply = served(reply, memory, tools, answers["results"]["tools/list"].get("_meta"))
                         except Exception as error:  # a bug here: the SDK's server serves the call
@@ -349,7 +354,7 @@ def serve(settings: config.Settings) -> int:
 
 
 def _tools(loader: _Loader):
-    """gate/serve/tools.py once the loader has imported it (a fraction of the SDK's time), or None if
+    """gate.serve.tools once the loader has imported it (a fraction of the SDK's time), or None if
     it could not or a stop came meanwhile: then the SDK's server serves the call, or says why."""
     while not loader.tools_ready.wait(0.05):
         if stopping.requested():

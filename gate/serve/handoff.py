@@ -1,7 +1,7 @@
 """The plugin's mod hands the server each memory tool call's turn, so that no hook process starts.
 
 Which turn a tool call belongs to, and which subagent made it, is what the PreToolUse hook tells
-the ledger (gate/memory/ledger.py `record_tool_call`). Under the plugin the mod
+the ledger (gate.memory.ledger `record_tool_call`). Under the plugin the mod
 (mods/memory-gate/hooks/register.js) sees the same fields a moment before: in `tool.call`, which
 runs before the PreToolUse hooks, it writes them, and nothing else (never the call's input, which
 may hold a credential), to

@@ -4,9 +4,9 @@ Built on the official `mcp` SDK (2.x, whose protocol Claude Code speaks natively
 docstrings are prompts: the model reads them in every session, so they say when to call each
 tool and what the contract is, in a few lines.
 
-Each call is attributed to a turn (gate/memory/ledger.py): by the `claudecode/toolUseId` Claude Code
+Each call is attributed to a turn (gate.memory.ledger): by the `claudecode/toolUseId` Claude Code
 puts in the request's `_meta`, else by `CLAUDE_CODE_SESSION_ID`, else by this process, which then
-is its own session. Calls run one at a time on one connection, over gate/serve/wire.py (every request
+is its own session. Calls run one at a time on one connection, over gate.serve.wire (every request
 answered). Claude Code stops the server with SIGINT, at any moment: the server then reads no
 further request, lets the call in flight finish and answer, closes the database and exits 0.
 """
@@ -40,7 +40,7 @@ INSTRUCTIONS = (
 )
 
 
-# Output schemas. Claude Code shows the model the structured content itself (see gate/serve/render.py),
+# Output schemas. Claude Code shows the model the structured content itself (see gate.serve.render),
 # so optional fields are left out rather than sent as null.
 class FactOut(BaseModel):
     id: int
@@ -52,7 +52,7 @@ class FactOut(BaseModel):
 
 
 class SearchOut(BaseModel):
-    # The contract first: a long result reaches the model as a 2 KB preview (gate/serve/render.py).
+    # The contract first: a long result reaches the model as a 2 KB preview (gate.serve.render).
     must_answer: list[int] = Field(description="ids the next memory_write must keep, update or delete")
     next: str = Field(description="what to do next")
     notes: list[str] | None = None
@@ -107,7 +107,7 @@ _KEPT_SCHEMA = {
     "items": {"type": "integer"},
 }
 # The tools validate their own arguments, so that a malformed call gets a message naming the
-# mend (gate/memory/write.py), not a pydantic dump; the schemas still tell the model the shapes.
+# mend (gate.memory.write), not a pydantic dump; the schemas still tell the model the shapes.
 Ops = Annotated[Any, WithJsonSchema(_OPS_SCHEMA)]
 Kept = Annotated[Any, WithJsonSchema(_KEPT_SCHEMA)]
 
@@ -124,7 +124,7 @@ def _caller(memory: Memory, ctx: Context) -> tools.Caller:
 class _Server(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
         # The tools check their own arguments, so that a malformed call gets the product's
-        # message naming the argument and its mend (gate/serve/tools.py), not pydantic's dump.
+        # message naming the argument and its mend (gate.serve.tools), not pydantic's dump.
         problem = tools.argument_problem(name, arguments)
         if problem:
             raise ToolError(problem)
@@ -132,7 +132,7 @@ class _Server(MCPServer):
 
 
 def build(settings: config.Settings, memory: Memory | None = None) -> tuple[MCPServer, Memory]:
-    """The SDK's server for the two tools; `memory`: the connection gate/serve/front.py served the
+    """The SDK's server for the two tools; `memory`: the connection gate.serve.front served the
     first calls with, so that the session keeps its identity and its database."""
     memory = memory if memory is not None else Memory(settings)
     app = _Server("memory-gate", instructions=INSTRUCTIONS)
@@ -208,12 +208,12 @@ def _sdk_logs_in_one_line() -> None:
 
 def serve(settings: config.Settings, *, pending: bytes = b"", memory: Memory | None = None) -> int:
     """Serve the MCP session on stdin and stdout until it ends or a signal stops it. `pending`:
-    what gate/serve/front.py read from stdin and did not answer itself, served first; `memory`: the
+    what gate.serve.front read from stdin and did not answer itself, served first; `memory`: the
     front's connection, if it served calls."""
     app, memory = build(settings, memory)
     _sdk_logs_in_one_line()
     # The SDK's own stdio transport drops the lines it cannot parse unanswered and blocks in a
-    # thread no signal reaches; gate/serve/wire.py serves the same session without either fault.
+    # thread no signal reaches; gate.serve.wire serves the same session without either fault.
     lowlevel = app._lowlevel_server
     wire = Wire(pending=pending, overdue=store.close_writes, abandon=_abandon)
 
@@ -255,7 +255,7 @@ def serve(settings: config.Settings, *, pending: bytes = b"", memory: Memory | N
         os._exit(0)
 
 
-# What gate/serve/front.py answers before the SDK is loaded: the requests Claude Code sends first, in
+# What gate.serve.front answers before the SDK is loaded: the requests Claude Code sends first, in
 # the protocol version it speaks with an SDK of this generation.
 DISCOVERY_PROTOCOL = "2026-07-28"
 DISCOVERY_METHODS = ("server/discover", "tools/list", "prompts/list", "resources/list")
@@ -271,7 +271,7 @@ DISCOVERY_META = {
 
 def first_replies(requests: list[dict], settings: config.Settings | None = None) -> list[dict]:
     """The first message this server's SDK session sends back to each request (sent one after
-    the other, each with the 2026-07-28 envelope), as gate/serve/wire.py would write it: the session
+    the other, each with the 2026-07-28 envelope), as gate.serve.wire would write it: the session
     runs in memory."""
     from mcp.shared.message import SessionMessage
     from mcp_types import jsonrpc_message_adapter
@@ -281,8 +281,8 @@ def first_replies(requests: list[dict], settings: config.Settings | None = None)
     replies: list[dict] = []
 
     async def main() -> None:
-        to_server, server_in = anyio.create_memory_object_stream(len(requests))
-        server_out, from_server = anyio.create_memory_object_stream(len(requests))
+        to_server, server_in = anyio.create_memory_object_stream[Any](len(requests))
+        server_out, from_server = anyio.create_memory_object_stream[Any](len(requests))
         async with to_server, server_in, server_out, from_server, anyio.create_task_group() as group:
             group.start_soon(lowlevel.run, server_in, server_out, lowlevel.create_initialization_options())
             for request in requests:

@@ -1,6 +1,6 @@
 """The two tools as the agent meets them, apart from any transport: a search that records what
-it showed the turn (and what its answer cost the context: gate/memory/searches.py), and a write checked
-against it. gate/serve/server.py puts these behind MCP, and gate/serve/front.py serves the first calls
+it showed the turn (and what its answer cost the context: gate.memory.searches), and a write checked
+against it. gate.serve.server puts these behind MCP, and gate.serve.front serves the first calls
 with the same functions while the MCP SDK loads (search_call, write_call: one body for both).
 
 With an embeddings endpoint, a search embeds its query before its transaction and ranks by words
@@ -17,15 +17,15 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import apsw
 
 from gate import clock, config, credentials
 from gate.engine import postgres, store
 from gate.engine.facts import Fact
-from gate.memory import audit, ledger, searches, write
-from gate.search import embeddings, lookup, search, sources, vectors
+from gate.memory import audit, checking, ledger, searches, write
+from gate.search import backfill, embeddings, fulltext, lookup, sources, vectors
 from gate.serve import handoff, render
 
 TYPE_CHECKING = False
@@ -37,8 +37,8 @@ if TYPE_CHECKING:  # a team's memory is imported only where one is used
 @dataclass(frozen=True)
 class Caller:
     """Who is calling: the session to fall back on, Claude Code's id for the tool call, the
-    server process answering it (a fact is shown once per context: gate/memory/ledger.py), and
-    where the plugin's mod leaves each call's turn (gate/serve/handoff.py), if anywhere."""
+    server process answering it (a fact is shown once per context: gate.memory.ledger), and
+    where the plugin's mod leaves each call's turn (gate.serve.handoff), if anywhere."""
 
     session: str
     tool_use_id: str | None = None
@@ -84,7 +84,7 @@ def argument_problem(tool: str, arguments: dict[str, Any]) -> str | None:
         if "terms" not in arguments:
             return f"memory_search needs terms: a few keywords of what the owner asks, e.g. {SEARCH_EXAMPLE}."
         if not isinstance(terms, str):
-            return f"memory_search: terms must be a string of keywords (got {write.brief(terms)}), e.g. {SEARCH_EXAMPLE}."
+            return f"memory_search: terms must be a string of keywords (got {checking.brief(terms)}), e.g. {SEARCH_EXAMPLE}."
     elif tool == "memory_write":
         missing = [
             f"{name} is missing: {mend}"
@@ -110,7 +110,8 @@ class SearchAnswer:
     def __post_init__(self):
         # What the answer repeats is redacted: the owner's words and the agent's terms, and fact
         # texts stored before the credential check knew their shape.
-        self.terms, self.owner_words = credentials.redact(self.terms), credentials.redact(self.owner_words)
+        self.terms = credentials.redact(self.terms)
+        self.owner_words = credentials.redact(self.owner_words) if self.owner_words is not None else None
         self.results = [_redacted(result) for result in self.results]
 
     @property
@@ -125,7 +126,7 @@ class SearchAnswer:
 # text is checked once per process (at most 8192 texts of at most 600 characters remembered).
 @functools.lru_cache(maxsize=8192)
 def masked(text: str) -> str:
-    """A stored text as it may be shown: gate/credentials.py's `redact`, remembered."""
+    """A stored text as it may be shown: gate.credentials's `redact`, remembered."""
     return credentials.redact(text)
 
 
@@ -142,9 +143,9 @@ def memory_search(
     terms: str,
     caller: Caller,
     *,
-    limit: int = search.RESULTS,
+    limit: int = fulltext.RESULTS,
     endpoint: embeddings.Endpoint | None = None,
-    team: "TeamFacts | None" = None,
+    team: TeamFacts | None = None,
 ) -> SearchAnswer:
     """Search for the caller's turn; every fact returned becomes a read the turn must answer
     for. With no database yet (`conn` None) memory is empty and nothing is recorded. With a
@@ -164,7 +165,7 @@ def memory_search(
         shared, query, waiting = lookup.search_team(team, queries, endpoint, notes, limit)
     else:
         query = lookup.embed_queries(conn, queries, endpoint, notes)
-        waiting = lookup.catch_up(conn, endpoint, notes) if query is not None else 0
+        waiting = lookup.catch_up(conn, endpoint, notes) if query is not None and endpoint is not None else 0
     recorded_terms = searches.kept_terms(terms)
     try:
         with store.writing(conn):
@@ -215,7 +216,7 @@ def memory_write(
     *,
     log: Path | None,
     endpoint: embeddings.Endpoint | None = None,
-    team: "TeamFacts | None" = None,
+    team: TeamFacts | None = None,
 ) -> WriteAnswer:
     """Apply the write for the caller's turn, or raise write.Refused naming every problem. With a
     `team`, to the team's facts, each change recorded there with its member."""
@@ -226,7 +227,7 @@ def memory_write(
     return WriteAnswer(outcome)
 
 
-def unreachable(error: "postgres.Unreachable", team: "memory_team.Team") -> str:
+def unreachable(error: postgres.Unreachable, team: memory_team.Team) -> str:
     """Why the turn cannot keep memory, as the owner reads it when the gate lets the answer out:
     an outage, or (postgres.Held) a reachable team whose project another member's write holds."""
     if isinstance(error, postgres.Held):
@@ -266,7 +267,7 @@ CATCH_UP_PATIENCE = 32.0
 
 class Memory:
     """The server's one connection to the project's database, opened when first needed: made
-    by gate/serve/front.py, which may serve the first calls, and handed to gate/serve/server.py with them."""
+    by gate.serve.front, which may serve the first calls, and handed to gate.serve.server with them."""
 
     def __init__(self, settings: config.Settings):
         self.settings = settings
@@ -284,11 +285,11 @@ class Memory:
         self._conn: apsw.Connection | None = None
         self._path: Path | None = None
         self._embedder: threading.Thread | None = None
-        # The team's memory this project shares, if any (gate/memory/team.py): found at the
+        # The team's memory this project shares, if any (gate.memory.team): found at the
         # first call, with the member's connection to it.
-        self._team: "memory_team.Member | None | bool" = False  # False: not looked for yet
+        self._team: memory_team.Member | None | Literal[False] = False  # False: not looked for yet
 
-    def team(self) -> "memory_team.Member | None":
+    def team(self) -> memory_team.Member | None:
         """The member's connection to the team's memory of this project, or None for the local
         file alone. Raises config.ConfigError for a team setting memory-gate cannot use."""
         if self._team is False:
@@ -309,7 +310,9 @@ class Memory:
         if self.handoff is not None:
             # Notes of calls that never came, and marks of sessions long over.
             handoff.sweep(self.handoff)
-            handoff.sweep(handoff.marks(self.settings.plugin_data), suffix="")
+            marks = handoff.marks(self.settings.plugin_data)  # there whenever the handoff folder is
+            if marks is not None:
+                handoff.sweep(marks, suffix="")
         # Without sqlite-vec, search says so and runs on words.
         store.load_vectors(self._conn)
         return self._conn
@@ -337,7 +340,7 @@ class Memory:
             pause = 0.5
             try:
                 while True:
-                    vectors.catch_up(conn, endpoint, hold=self._hold(conn))
+                    backfill.catch_up(conn, endpoint, hold=self._hold(conn))
                     with self.lock:
                         if self._conn is not conn or not (vectors.missing(conn) or vectors.needs_reference(conn)):
                             return
@@ -351,7 +354,7 @@ class Memory:
         self._embedder = threading.Thread(target=run, name="memory-gate-embedder", daemon=True)
         self._embedder.start()
 
-    def _catch_up_team(self, member: "memory_team.Member") -> None:
+    def _catch_up_team(self, member: memory_team.Member) -> None:
         """catch_up for a team's project, on the member's connection (under the lock, as the
         tool calls use it): the facts any member's write could not embed, and the project's
         REFERENCE vectors. Whether there is anything to do is asked in the thread, so that a
@@ -445,6 +448,7 @@ def search_call(memory: Memory, terms: str, caller: Caller) -> SearchAnswer:
                     answer = memory_search(conn, terms, caller, endpoint=memory.endpoint, team=facts)
                 except postgres.Unreachable as error:
                     member.drop()
+                    assert conn is not None, "made for a team's member: create=True"
                     answer = unreachable_search(conn, terms, caller, unreachable(error, member.team))
             if memory.words_only:
                 # Meaning is off for want of a model: said on the first search, not on every one.
@@ -464,6 +468,7 @@ def write_call(memory: Memory, ops: Any, kept: Any, caller: Caller) -> WriteAnsw
         try:
             member = memory.team()
             conn = memory.connection(create=True)
+            assert conn is not None, "create=True makes it"
             if member is None:
                 answer = memory_write(conn, _decode(ops), _decode(kept), caller, log=memory.log, endpoint=memory.endpoint)
             else:

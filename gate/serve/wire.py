@@ -309,7 +309,7 @@ class Wire:
         self.overdue = overdue or (lambda: None)
         # Called when calls still run after the grace and the settling, each answered: ends the process.
         self.abandon = abandon or (lambda: None)
-        # What was read from stdin before this wire took it (gate/serve/front.py), served first.
+        # What was read from stdin before this wire took it (gate.serve.front), served first.
         self._initial = pending
         self.log = log or (lambda line: print(f"memory-gate serve: {line}", file=sys.stderr, flush=True))
         self._stopping = False
@@ -334,8 +334,8 @@ class Wire:
         """Run `session(read_stream, write_stream)` (the SDK server's `run`) on stdin and stdout."""
         source, sink = _claim(0, os.O_RDONLY), _claim(1, None)
         try:
-            inbound_send, inbound = anyio.create_memory_object_stream(0)
-            outbound, outbound_receive = anyio.create_memory_object_stream(0)
+            inbound_send, inbound = anyio.create_memory_object_stream[Any](0)
+            outbound, outbound_receive = anyio.create_memory_object_stream[Any](0)
             replies = outbound.clone()
             async with anyio.create_task_group() as group:
                 group.start_soon(self._read, source.fd, inbound_send, replies)

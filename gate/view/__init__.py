@@ -6,10 +6,10 @@ What lives here, one concept a module:
   the Host check that keeps the page to 127.0.0.1;
 - `redact`: credentials that slipped into old data, masked before anything is shown;
 - `reading`: what the pages show, as plain values read from the memory a command opens
-  (gate/memory/opening.py's Opened: a local file, or a team's facts beside the member's ledger):
+  (gate.memory.opening's Opened: a local file, or a team's facts beside the member's ledger):
   facts, a fact's history, search with why each fact matched, the turn timeline, the figures for
   the charts, and what the live updates watch;
-- `editing`: edit, delete and undo, through gate/memory/changeset.py like every other change
+- `editing`: edit, delete and undo, through gate.memory.changeset like every other change
   (on a team, recorded in the team's `changes` under the member);
 - `charts`: small inline SVG charts; `markup`: the page's frame, styles and script; `pages`:
   each page's body;

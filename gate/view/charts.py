@@ -4,8 +4,8 @@ carries a <title> and a table-like text fallback for people who cannot see it.""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
-from typing import Sequence
 
 WIDTH = 560
 HEIGHT = 150
@@ -23,7 +23,7 @@ def stacked_days(days: Sequence[str], series: Sequence[tuple[str, str, Sequence[
     parts = [_frame(title), _axis(top)]
     for i, day in enumerate(days):
         x = PAD + i * slot + (slot - bar) / 2
-        y = HEIGHT - PAD
+        y: float = HEIGHT - PAD
         for label, css, values in series:
             value = values[i]
             if not value:

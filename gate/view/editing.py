@@ -1,11 +1,11 @@
 """Edit, delete and undo from the page: the same path every other change takes.
 
-Each change is one transaction through gate/memory/changeset.py, like memory_write's, `undo`'s and
+Each change is one transaction through gate.memory.changeset, like memory_write's, `undo`'s and
 `import`'s: its record is written before the commit (the write.log line on disk, or on a team's
 memory the row in the team's `changes`, naming the member, in the team's transaction), the
 session is `viewer` and the turn's words say what the owner did on the page, the vectors of the
 changed fact are kept in step. The fields pass the checks memory_write applies
-(gate/memory/write.py: at most 600 characters, one of the four kinds, a real day, no credential).
+(gate.memory.write: at most 600 characters, one of the four kinds, a real day, no credential).
 
 The form carries the revision the owner was looking at: a fact another session (or, on a team,
 another member) changed since is not overwritten blindly. The revision is checked under the lock
@@ -21,7 +21,7 @@ import json
 
 from gate import clock
 from gate.engine import store
-from gate.memory import audit, changeset, history, undo, write
+from gate.memory import audit, changeset, checking, history, undo
 from gate.memory.changeset import VIEWER_SESSION
 from gate.memory.opening import Opened
 from gate.search import embeddings, vectors
@@ -35,7 +35,7 @@ class Refused(Exception):
 def edit(memory: Opened, fact_id: int, fields: dict[str, str], *, rev: int,
          endpoint: embeddings.Endpoint | None = None) -> str:
     """Give the fact these topic, kind, text and date; return what was done, for the page."""
-    checked, problems = write.check_fields(fields)
+    checked, problems = checking.check_fields(fields)
     if problems:
         raise Refused(" ".join(problems))
     ahead = None
@@ -46,7 +46,7 @@ def edit(memory: Opened, fact_id: int, fields: dict[str, str], *, rev: int,
 
             ahead = teamvectors.embed_ahead(memory.team, endpoint, texts, [fact_id])
         else:
-            ahead = changeset.embed_ahead(memory.conn, endpoint, texts, [fact_id])
+            ahead = changeset.embed_ahead(memory.local_conn, endpoint, texts, [fact_id])
     words = f"memory-gate view: edited fact {fact_id}"
     with _writing(memory) as conn:
         changes, turn = _begin(memory, conn, words)
@@ -70,7 +70,7 @@ def delete(memory: Opened, fact_id: int, *, rev: int) -> str:
 
 
 def revert(memory: Opened, entry: str, *, fact_id: int | None = None, endpoint: embeddings.Endpoint | None = None) -> str:
-    """Undo the change `entry` names (gate/memory/undo.py: only a fact's latest change), which
+    """Undo the change `entry` names (gate.memory.undo: only a fact's latest change), which
     must be a change to `fact_id`, the fact whose page asked."""
     team = memory.team
     try:

@@ -1,6 +1,6 @@
 """The page's frame: navigation, styles, the script for live updates, and the escaping every
 page uses. Text from memory is always shown through `shown`, which escapes it and masks any
-credential in it (gate/view/redact.py)."""
+credential in it (gate.view.redact)."""
 
 from __future__ import annotations
 

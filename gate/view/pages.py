@@ -1,11 +1,11 @@
-"""The body of each page, as HTML built from the plain values of gate/view/reading.py."""
+"""The body of each page, as HTML built from the plain values of gate.view.reading."""
 
 from __future__ import annotations
 
+from gate.engine.facts import Fact
 from gate.memory import history
 from gate.memory.changeset import HAND_SESSIONS
-from gate.memory.write import KIND_MEANING, KINDS, MAX_TEXT
-from gate.engine.facts import Fact
+from gate.memory.checking import KIND_MEANING, KINDS, MAX_TEXT
 from gate.view import charts
 from gate.view.access import Guard
 from gate.view.markup import e, hidden, plural, shown, when

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import apsw
 
 from gate.engine import store
+from gate.engine.facts import Fact, load_facts
 from gate.memory import changeset, history, listing, stats
 from gate.memory.opening import Opened
-from gate.search import embeddings, search
-from gate.engine.facts import Fact, load_facts
-from gate.search import lookup
+from gate.search import embeddings, fulltext, lookup
 
 PER_PAGE = 50
 TURNS_PER_PAGE = 20
@@ -61,20 +61,20 @@ def facts_page(memory: Opened, filters: Filters, number: int = 1, per_page: int 
     """One page of the facts that pass the filters, the most recently changed first."""
     arguments = filters.arguments()
     team = memory.team
-    total = listing.team_count(team, **arguments) if team else listing.count(memory.conn, **arguments)
+    total = listing.team_count(team, **arguments) if team else listing.count(memory.local_conn, **arguments)
     number = max(1, min(number, max(1, -(-total // per_page))))
-    window = {"limit": per_page, "offset": (number - 1) * per_page}
+    window: dict[str, Any] = {"limit": per_page, "offset": (number - 1) * per_page}
     if team is not None:
         found = list(listing.team_facts(team, **arguments, **window))
     else:
-        found = list(listing.facts(memory.conn, **arguments, **window))
+        found = list(listing.facts(memory.local_conn, **arguments, **window))
     return Page(found, total, number, per_page)
 
 
 def load(memory: Opened, ids: list[int]) -> dict[int, Fact]:
     """The facts of these ids that memory holds, by id: the local file's, or the team's."""
     if memory.team is None:
-        return load_facts(memory.conn, ids)
+        return load_facts(memory.local_conn, ids)
     with memory.team.transaction():
         return memory.team.load(ids)
 
@@ -86,7 +86,7 @@ def fact(memory: Opened, fact_id: int) -> Fact | None:
 @dataclass(frozen=True)
 class Story:
     """A fact's page: the fact as memory holds it now (None: deleted or never there) and every
-    committed change to it from its record (gate/memory/record.py), oldest first."""
+    committed change to it from its record (gate.memory.record), oldest first."""
 
     fact: Fact | None
     changes: list[history.Change]
@@ -94,7 +94,7 @@ class Story:
 
     @property
     def latest(self) -> history.Change | None:
-        """The change that can be undone: only the latest (gate/memory/undo.py)."""
+        """The change that can be undone: only the latest (gate.memory.undo)."""
         return self.changes[-1] if self.changes else None
 
     @property
@@ -116,7 +116,7 @@ def story(memory: Opened, fact_id: int) -> Story:
 @dataclass(frozen=True)
 class Hit:
     fact: Fact
-    words: str | None  # how words found it: exact, forms, some (gate/search/search.py TIERS); None: not by words
+    words: str | None  # how words found it: exact, forms, some (gate.search.fulltext TIERS); None: not by words
     share: float  # the share of the query's weight its words carry (0 when not found by words)
     meaning: bool  # meaning brought it: words alone did not return it
 
@@ -150,7 +150,7 @@ def find(memory: Opened, terms: str, endpoint: embeddings.Endpoint | None) -> Fo
     hits = []
     for found in ranking.facts:
         word = by_words.get(found.id) if found.id in returned else None
-        hits.append(Hit(found, search.TIERS[word.tier] if word else None, word.coverage if word else 0.0,
+        hits.append(Hit(found, fulltext.TIERS[word.tier] if word else None, word.coverage if word else 0.0,
                         found.id not in returned))
     return Found(terms, hits, ranking.notes, ranking.query is not None)
 
@@ -229,7 +229,7 @@ def newer_turns(memory: Opened, first: int, limit: int = TURNS_PER_PAGE) -> int 
 def _turn(conn: apsw.Connection, row: tuple) -> TurnView:
     turn_id = row[0]
     searches = list(conn.execute("SELECT terms, facts FROM searches WHERE turn = ? ORDER BY id", (turn_id,)))
-    how: dict[int, str] = {}
+    how: dict[int, str | None] = {}
     changes: list[dict] = []
     for (answer,) in conn.execute("SELECT answer FROM writes WHERE turn = ? ORDER BY seq", (turn_id,)):
         try:
@@ -238,7 +238,8 @@ def _turn(conn: apsw.Connection, row: tuple) -> TurnView:
             continue
         for done in data.get("done") or []:
             if isinstance(done, dict) and isinstance(done.get("id"), int):
-                how[done["id"]] = {"update": "updated", "delete": "deleted", "unchanged": "kept"}.get(done.get("op"), done.get("op"))
+                op: Any = done.get("op")
+                how[done["id"]] = {"update": "updated", "delete": "deleted", "unchanged": "kept"}.get(op, op)
                 if done.get("op") in ("insert", "update", "delete"):
                     changes.append(done)
         for kept in data.get("kept") or []:
@@ -292,7 +293,7 @@ def stats_report(memory: Opened) -> dict:
     """`memory-gate stats`' figures: the facts memory holds (the team's, on a team) and the turns
     of the ledger (on a team, this member's own)."""
     if memory.team is None:
-        return stats.report(memory.conn)
+        return stats.report(memory.local_conn)
     with memory.team.transaction():
         kinds = listing.team_kinds(memory.team)
     return stats.report(memory.ledger(), kinds=kinds)
@@ -314,7 +315,7 @@ class Watcher:
     def version(self) -> tuple:
         if self.ledger is None and self.path.exists():
             self.ledger = store.connect(self.path, create=False)
-        local = self.ledger.execute("PRAGMA data_version").fetchone()[0] if self.ledger is not None else 0
+        local = self.ledger.execute("PRAGMA data_version").get if self.ledger is not None else 0
         if self.member is None:
             return (local,)
         try:

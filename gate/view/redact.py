@@ -1,5 +1,5 @@
 """Credentials masked on display: a key that slipped into memory before the write checks
-refused such text is never shown. The masking is gate/credentials.py's own `redact`, the one every
+refused such text is never shown. The masking is gate.credentials's own `redact`, the one every
 other printer of memory-gate uses, remembered as memory_search remembers it.
 """
 
@@ -9,7 +9,7 @@ from gate.serve import tools
 
 
 def redact(text: str | None) -> str:
-    """`text` with every credential gate/credentials.py recognises replaced by a mask naming its kind.
+    """`text` with every credential gate.credentials recognises replaced by a mask naming its kind.
     A page shows the same texts again and again (paging back, live refreshes): each is checked
     once (tools.masked remembers, as it does for memory_search)."""
     if not text:

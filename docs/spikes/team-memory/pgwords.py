@@ -1,4 +1,4 @@
-"""Words search on PostgreSQL the way gate/search/search.py does it on FTS5: a spike, not the product.
+"""Words search on PostgreSQL the way gate.search.fulltext does it on FTS5: a spike, not the product.
 
 A fact's words are cut and folded in Python by gate/engine/tokens.py (the FTS5 tokenizer itself),
 and stored as a tsvector *literal* built here, so PostgreSQL's own parser never sees them and
@@ -22,7 +22,7 @@ import re
 
 from gate.engine import tokens
 from gate.search import query as fts
-from gate.search import search
+from gate.search import fulltext as search
 
 GAP = 10  # positions between columns: `<->` can never join the last word of one to the next
 WEIGHTS = "{0.2,0.2,0,1}"  # ts_rank's {D, C, B, A}
@@ -80,7 +80,7 @@ class Expression:
 
 
 def frequencies(conn, parsed: fts.Query) -> tuple[int, list[int], list[int]]:
-    """gate/search/search.py _frequencies, from the vocab table (facts_vocab's stand-in)."""
+    """gate.search.fulltext _frequencies, from the vocab table (facts_vocab's stand-in)."""
     size = max(conn.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()[0], 1)
     counts, exact = [], []
     for term in parsed.terms:
@@ -282,7 +282,7 @@ def match(conn, expression: Expression, limit: int, after: int, ranker: str):
 
 
 def candidates(conn, typed: str, *, wanted: int = search.RESULTS, ranker: str = "bm25") -> list[search.Candidate]:
-    """gate/search/search.py _candidates, line for line, on PostgreSQL."""
+    """gate.search.fulltext _candidates, line for line, on PostgreSQL."""
     parsed = fts.parse(typed)
     if not parsed:
         return []

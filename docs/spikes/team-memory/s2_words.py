@@ -22,7 +22,7 @@ import retrieval  # noqa: E402  bench/retrieval.py: the same facts the retrieval
 
 from gate.engine import store, tokens  # noqa: E402
 from gate.search import query as fts  # noqa: E402
-from gate.search import search  # noqa: E402
+from gate.search import fulltext as search  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "claude-mem-lite"
 if not DATA.exists():

@@ -28,7 +28,7 @@ import pgwords  # noqa: E402
 
 from gate.engine import store  # noqa: E402
 from gate.search import query as fts  # noqa: E402
-from gate.search import search  # noqa: E402
+from gate.search import fulltext as search  # noqa: E402
 
 
 def timed(run, queries: list[str]) -> tuple[list[float], list[list[int]]]:

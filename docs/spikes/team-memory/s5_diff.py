@@ -18,7 +18,7 @@ import pg  # noqa: E402
 import pgwords  # noqa: E402
 
 from gate.engine import store  # noqa: E402
-from gate.search import search  # noqa: E402
+from gate.search import fulltext as search  # noqa: E402
 
 rows = _corpus.facts(10000)
 queries = _corpus.queries(rows, 200)

@@ -1,7 +1,7 @@
 """The word side of a search: the candidates a query's words find, and the judgement of which
 are worth the agent's context. gate.search.ranking fuses them with meaning and the owner's words.
 
-Words: FTS5 finds the facts holding any form of any term (gate/search/query.py), bm25 ranks them
+Words: FTS5 finds the facts holding any form of any term (gate.search.query), bm25 ranks them
 (topic weighs five times the text: a fact's subject says more than a word in passing), and each
 score is weighed by the share of the query's weight (idf) the fact's terms carry, so that facts
 about the whole question rank above one that repeats a single rare word. Facts holding every term
@@ -29,12 +29,11 @@ from dataclasses import dataclass
 import apsw
 
 from gate.engine import store
-from gate.search import query as fts
-from gate.search import embeddings, spelling, vectors
+from gate.search import embeddings, query as fts, spelling, vectors
 
 CANDIDATES = 30
 RESULTS = 8
-# Facts bm25 ranks before the judgement (gate/search/search.py `judge`) picks the ones worth returning.
+# Facts bm25 ranks before the judgement (gate.search.fulltext `judge`) picks the ones worth returning.
 POOL = 60
 # The judgement's shares, chosen on LoCoMo conversations 26, 30 and 41 (bench/locomo.py), never
 # on the sets they are reported on.
@@ -80,7 +79,7 @@ def words(conn: apsw.Connection, typed: str | fts.Query, *, limit: int = RESULTS
 
 
 def by_words_in(index, typed: str | fts.Query, *, limit: int = RESULTS) -> list[int]:
-    """by_words over any Index (gate/search/team.py: a team's memory on PostgreSQL)."""
+    """by_words over any Index (gate.search.team: a team's memory on PostgreSQL)."""
     return judge(candidates_in(index, typed, wanted=limit)).first(limit).ranked()
 
 
@@ -97,7 +96,7 @@ class Candidate:
 
 
 class Index:
-    """Where words are looked up: the SQLite memory's FTS5 index. gate/search/team.py is the
+    """Where words are looked up: the SQLite memory's FTS5 index. gate.search.team is the
     same for a team's memory on PostgreSQL; the tiers and the judgement above are shared."""
 
     def __init__(self, conn: apsw.Connection):
@@ -136,13 +135,14 @@ def candidates_in(index, typed: str | fts.Query, *, wanted: int = RESULTS) -> li
     if judge(found).ranked():
         return found
     # Nothing better matches: a term memory holds in no form is looked for as the words it
-    # nearly is, a typo, a dropped accent, another inflection (gate/search/spelling.py).
+    # nearly is, a typo, a dropped accent, another inflection (gate.search.spelling).
     near = {i: words for i, (term, count) in enumerate(zip(parsed.terms, docs))
             if not count and not term.cjk and (words := spelling.words_near(term.word, index.vocabulary))}
     if not near:
         return found
     parsed = parsed.widened(near)
-    return _pool(index, parsed, *index.frequencies(parsed), wanted)
+    size, docs, exact_docs = index.frequencies(parsed)
+    return _pool(index, parsed, size, docs, exact_docs, wanted)
 
 
 def _pool(index, parsed: fts.Query, size: int, docs: list[int], exact_docs: list[int], wanted: int) -> list[Candidate]:
@@ -255,7 +255,7 @@ def by_meaning(conn: apsw.Connection, query: embeddings.Vectors, *, max_distance
 
 
 def near(found: vectors.Neighbourhood | None, *, max_distance: float | None = None) -> list[int]:
-    """by_meaning's judgement of a neighbourhood, whichever engine measured it (gate/search/teamvectors.py
+    """by_meaning's judgement of a neighbourhood, whichever engine measured it (gate.search.teamvectors
     on a team's memory)."""
     if found is None:
         return []
@@ -269,7 +269,7 @@ def near(found: vectors.Neighbourhood | None, *, max_distance: float | None = No
 
 
 class MalformedQuery(Exception):
-    """FTS5 refused an expression gate/search/query.py built: a bug in the builder, never the agent's
+    """FTS5 refused an expression gate.search.query built: a bug in the builder, never the agent's
     fault. Raised so that tests see it; memory_search answers by meaning alone and says so."""
 
 
@@ -302,7 +302,7 @@ def _reaches(conn: apsw.Connection, expression: str, count: int, after: int = 0)
     """Whether at least `count` rows with a rowid above `after` match."""
     sql = "SELECT count(*) FROM (SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? AND rowid > ? LIMIT ?)"
     with _refused(expression):
-        return conn.execute(sql, (expression, after, count)).fetchone()[0] >= count
+        return conn.execute(sql, (expression, after, count)).get >= count
 
 
 @contextlib.contextmanager
@@ -326,8 +326,7 @@ def _frequencies(conn: apsw.Connection, parsed: fts.Query) -> tuple[int, list[in
         docs, phrase = 0, False
         if term.cjk:
             # A run inside unsegmented text is no vocabulary entry: count the facts holding it.
-            row = conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", (term.phrases()[0][0],)).fetchone()
-            docs = row[0]
+            docs = conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", (term.phrases()[0][0],)).get
         # Every vocabulary entry sharing the stem, with its count, in one pass. fts5vocab counts
         # a word's facts by reading its whole list of them, so the forms this pass covers (the
         # word as typed starts with its stem) are taken from it rather than read a second time:

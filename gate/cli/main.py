@@ -1,9 +1,9 @@
 """`memory-gate`: the command line, its shape (parser) and its dispatch (main).
 
 Each command is a thin layer over one library function, kept with the others of its subject:
-gate/cli/facts.py (search, show, review), changes.py (log, history, undo), data.py (stats, export,
-import, reindex) and setup.py (install, uninstall, doctor, serve, view); terminal.py is the one
-printer they share.
+gate.cli.facts (search, show, review), gate.cli.changes (log, history, undo), gate.cli.data
+(stats, export, import, reindex) and gate.cli.setup (install, uninstall, doctor, serve, view);
+gate.cli.terminal is the one printer they share.
 
 Exit status: 0 on success, 1 on a user error (with a message saying what to change), 2 on a
 usage error (argparse's own).
@@ -22,9 +22,9 @@ import apsw
 from gate import __version__, config
 from gate.cli import changes, data, facts, setup, team
 from gate.engine import store
+from gate.memory.checking import KINDS
 from gate.memory.opening import UserError
-from gate.memory.write import KINDS
-from gate.search import search
+from gate.search import fulltext
 
 EXAMPLES = {
     "serve": "memory-gate serve          # Claude Code starts this through the plugin or .mcp.json",
@@ -167,7 +167,7 @@ def _add_db(sub: argparse.ArgumentParser) -> None:
 
 
 def _people(add: Callable[[str], argparse.ArgumentParser]) -> None:
-    """The arguments of the owner's everyday commands (gate/cli/facts.py, changes.py, data.py)."""
+    """The arguments of the owner's everyday commands (gate.cli.facts, gate.cli.changes, gate.cli.data)."""
     sub = add("show")
     sub.add_argument("--topic", metavar="T", help="only facts whose topic holds T (any case)")
     sub.add_argument("--kind", choices=KINDS, help="only facts of this kind")
@@ -221,7 +221,7 @@ def parser() -> argparse.ArgumentParser:
     sub = add("search")
     sub.add_argument("terms", nargs="*", help="words to look for (a word starting with - is a word too: search -deploy)")
     sub.add_argument("--json", action="store_true", help="print a JSON list of facts (id, topic, kind, text, date)")
-    sub.add_argument("--limit", type=_count, default=search.RESULTS, metavar="N", help=f"at most N facts (default {search.RESULTS})")
+    sub.add_argument("--limit", type=_count, default=fulltext.RESULTS, metavar="N", help=f"at most N facts (default {fulltext.RESULTS})")
     sub.add_argument("--explain", action="store_true", help="print the FTS5 expression the search would run and how it keeps facts, and stop")
     sub = add("log")
     sub.add_argument("--fact", type=_fact_id, metavar="ID", help="only changes to this fact")

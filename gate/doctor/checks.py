@@ -6,7 +6,7 @@ note is information), and what to do about it (`mend`). Findings are made where 
 the facts, never by reading another message's words.
 
 The checks: memory (the database, its index, write.log, search by meaning), injected-context
-(its rule files and classifier), and Claude Code (gate/doctor/wiring.py: is memory-gate wired in, does
+(its rule files and classifier), and Claude Code (gate.doctor.wiring: is memory-gate wired in, does
 what Claude Code will run start).
 """
 
@@ -19,9 +19,9 @@ from pathlib import Path
 import apsw
 
 from gate import config
-from gate.engine import store
+from gate.engine import health, store
 from gate.memory import audit
-from gate.search import sources, vectors
+from gate.search import sources, vectorstatus
 
 PROBLEM, WARNING, NOTE = "problem", "warning", "note"
 
@@ -117,7 +117,7 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
               findings: list[Finding]) -> None:
     report["schema_version"] = store.user_version(conn)
     try:
-        integrity = store.check_integrity(conn)
+        integrity = health.check_integrity(conn)
     except (apsw.BusyError, apsw.ReadOnlyError) as error:
         # Not damage: what keeps memory from being written, named as such, and the rest checked.
         findings.append(Finding(store.explain(error)))
@@ -136,8 +136,8 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
         ))
     kinds = dict(conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
     report["facts"] = {kind: kinds.get(kind, 0) for kind in ("state", "event", "decision", "trap")}
-    report["sessions"] = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
-    report["turns"] = conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+    report["sessions"] = conn.execute("SELECT count(*) FROM sessions").get
+    report["turns"] = conn.execute("SELECT count(*) FROM turns").get
     log = audit.log_path(path)
     check = audit.check(conn, log)
     report["write_log"] = {
@@ -186,7 +186,7 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
             f"{len(check.missing)} committed write(s) lack log lines in {log}",
             mend="The log was edited, truncated or replaced: restore it from a backup if you have one; the facts themselves are intact.",
         ))
-    report["meaning"], found = vectors.status(conn, sources.source(settings), sources.why_words_only(settings))
+    report["meaning"], found = vectorstatus.status(conn, sources.source(settings), sources.why_words_only(settings))
     findings += stated(found)
 
 
@@ -303,7 +303,7 @@ def _team_database(conn, found, report: dict, findings: list[Finding], *, wanted
         report["owner"] = True
         findings.append(Finding(
             f"the team database's role {user} owns memory-gate's tables, so nothing binds its changes to the record's "
-            "rules", NOTE, mend=f"members connect with roles of their own: `memory-gate team grant ROLE` sets one up"))
+            "rules", NOTE, mend="members connect with roles of their own: `memory-gate team grant ROLE` sets one up"))
     else:
         for what, mend in teamroles.too_broad(conn):
             findings.append(Finding(what, WARNING, mend=mend))

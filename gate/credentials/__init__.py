@@ -1,0 +1,221 @@
+"""Credentials that must never become memory, nor anything memory-gate writes or echoes.
+
+Facts are stored in plain text, shown to every later session and kept in write.log: a key that
+lands there has leaked for good. So a write whose text carries something shaped like a credential
+is refused (`find`, naming the kind of secret without echoing it), and every other text memory-gate
+keeps or repeats (the owner's prompt in the ledger and in write.log, refusals that quote a bad
+value, search results, hook warnings, the command line's printouts of old data) goes through
+`redact`, which puts `[redacted: <what>]` where each credential was.
+
+Detection is by shape: provider token formats (unambiguous prefixes and lengths), private key
+blocks, JWTs, credentials in URLs, headers and command lines, and `password=`-style assignments
+or prose ("the password is ...") whose value is a literal rather than a reference (`$VAR`,
+`${VAR}`, `<placeholder>`, `***`, `sk-...`, `os.environ[...]`, `!vault`, `op://...`). Talking
+*about* secrets ("the token lives in 1Password", "rotate PASSWORD yearly", "keys start with
+AKIA") stays allowed. bench/credentials.py measures both kinds of error on a labelled set.
+
+This package is on the hooks' per-turn path (the prompt is redacted before the ledger stores it):
+each shape names the lowercase substrings one of which any match contains, and `re` is imported
+and a shape compiled only when a text holds one of them, so an ordinary prompt costs a few
+substring tests and no import.
+
+Here, finding and redacting; gate.credentials.shapes holds the shapes, gate.credentials.values
+what a value must look like. May import: the standard library only (part of the ground floor).
+"""
+
+from gate.credentials.shapes import (
+    _ASSIGNMENTS,
+    _SHAPES,
+    _check_assignment,
+    _digest,
+    _pattern,
+)
+from gate.credentials.values import (
+    _Near,
+    _words,
+    literal,
+    random_looking,
+)
+
+# -- finding and redacting ------------------------------------------------------------------------
+
+# The longest value of a setting searched again for an assignment inside it.
+NESTED_MAX = 256
+_TRIGGERS = frozenset(trigger for _, triggers, _, _ in _SHAPES + _ASSIGNMENTS for trigger in triggers)
+# Characters from the most to the least frequent in English prose. A text holding a trigger
+# holds each of its characters, so each trigger is filed under its rarest one (a character not
+# listed counts as rarer than all of them) and searched for only in a text holding that one.
+_COMMON_FIRST = " etaoinsrhldcu.mfpgwybv-kxjqz"
+
+
+def _rarest(trigger: str) -> str:
+    return max(trigger, key=lambda ch: _COMMON_FIRST.find(ch) if ch in _COMMON_FIRST else len(_COMMON_FIRST))
+
+
+_BY_RAREST: dict[str, tuple[str, ...]] = {}
+for _trigger in sorted(_TRIGGERS):
+    _BY_RAREST[_rarest(_trigger)] = (*_BY_RAREST.get(_rarest(_trigger), ()), _trigger)
+_FILED = tuple(_BY_RAREST.items())
+
+
+def _present(low: str) -> set[str]:
+    """The triggers the lowercased text holds. Every fact a search returns is redacted, so this
+    runs a dozen times per search: a test of one character per file, then a search for the
+    triggers filed under those the text holds (about half the time of a search for each
+    trigger, on the claude-mem-lite observations and LoCoMo's turns), and no regex (an
+    alternation of a hundred triggers is slower in `re` than the substring tests, and the hooks
+    must not import it)."""
+    return {trigger for rare, triggers in _FILED if rare in low for trigger in triggers if trigger in low}
+
+
+def _hits(text: str, *, first: bool = False):
+    """(start, end, kind) of every credential in `text`, in the order of the shapes."""
+    low = text.lower()
+    present = _present(low)
+    if not present:
+        return
+    for kind, triggers, source, check in _SHAPES:
+        if present.isdisjoint(triggers):
+            continue
+        for match in _pattern(source).finditer(text):
+            span = match.span("value") if "value" in match.re.groupindex and match.group("value") else match.span()
+            value = text[span[0] : span[1]]
+            if isinstance(check, _Near):
+                ok = check(value, text, match.start())
+            elif "user" in match.re.groupindex or "flag" in match.re.groupindex:
+                ok = check(value, match)  # type: ignore[operator]
+            else:
+                ok = check is None or check(value)  # type: ignore[operator]
+            if ok:
+                yield span[0], span[1], kind
+                if first:
+                    return
+    for kind, triggers, source, how in _ASSIGNMENTS:
+        if present.isdisjoint(triggers):
+            continue
+        pattern, at = _pattern(source), 0
+        while (match := pattern.search(text, at)) is not None:
+            quoted = "qvalue" in match.re.groupindex and match.group("qvalue") is not None
+            group = "qvalue" if quoted else "value"
+            value = match.group(group)
+            name = match.group("name") if "name" in match.re.groupindex else None
+            if value and _check_assignment(how, value, quoted, name):
+                start, end = match.span(group)
+                if not quoted and how != "name":
+                    end = start + len(value.rstrip(".)"))
+                yield start, end, kind
+                if first:
+                    return
+                at = max(match.end(), at + 1)
+            else:
+                # `note: password=hunter2` is a setting `note` whose value is no secret, and also,
+                # inside that value, the assignment `password=hunter2`: look again from where the
+                # value starts when it holds one. Only inside a value of a setting's length: in
+                # `key=key=key=…` every look would span the rest of the text (quadratic time, a
+                # 200,000-character paste hung the prompt hook).
+                nested = value and "=" in value and len(value) <= NESTED_MAX
+                inner = match.start(group) if nested else match.end()
+                at = max(inner, match.start() + 1)
+    if "|" in text and not present.isdisjoint(_TABLE_PASSWORDS | _TABLE_KEYS):
+        for hit in _table_hits(text):
+            yield hit
+            if first:
+                return
+
+
+# A markdown table column whose header holds one of these words holds secrets in its cells.
+_TABLE_PASSWORDS = frozenset(("password", "passwd", "pwd", "senha", "pass"))
+_TABLE_KEYS = frozenset(("secret", "segredo", "token", "key", "chave", "credential", "credencial", "value", "valor"))
+
+
+def _table_hits(text: str):
+    """(start, end, kind) of each secret in a markdown table's password or key column: a header
+    row, a `|---|` row, then cells checked as a password's or a key's value."""
+    columns: dict[int, bool] = {}  # column -> whether it holds passwords
+    at, previous = 0, None
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        cells = stripped.strip("|").split("|") if stripped.startswith("|") else None
+        if cells and previous and all(set(cell.strip()) <= set("-: ") and cell.strip() for cell in cells):
+            columns = {}
+            for index, head in enumerate(previous):
+                words = set(_words(head))
+                if not words.isdisjoint(_TABLE_PASSWORDS):
+                    columns[index] = True
+                elif not words.isdisjoint(_TABLE_KEYS):
+                    columns[index] = False
+        elif cells and columns:
+            offset = at + line.index("|") + 1
+            for index, cell in enumerate(cells):
+                value = cell.strip().strip("`")
+                if index in columns and value and (
+                    literal(value, password=True) if columns[index] else random_looking(value) and not _digest(value)
+                ):
+                    start = offset + cell.index(value)
+                    yield start, start + len(value), "a secret in a table"
+                offset += len(cell) + 1
+        elif not cells:
+            columns = {}
+        previous = cells
+        at += len(line)
+
+
+def triggered(text: str) -> bool:
+    """Whether any shape could match `text` (else no regex need run, nor `re` be imported)."""
+    return bool(_present(text.lower()))
+
+
+def find(text: str) -> str | None:
+    """The kind of credential `text` seems to hold ("a GitHub token"), or None."""
+    for _, _, kind in _hits(text, first=True):
+        return kind
+    return None
+
+
+def marker(kind: str) -> str:
+    """What stands in a redacted text where a credential of this kind was."""
+    return "[redacted: " + kind.split(" ", 1)[1] + "]"
+
+
+def redact(text: str) -> str:
+    """`text` with every credential replaced by a marker naming its kind; else `text` itself."""
+    if not isinstance(text, str) or not text:
+        return text
+    spans = sorted(_hits(text), key=lambda hit: (hit[0], -hit[1]))
+    if not spans:
+        return text
+    merged: list[list] = []
+    for start, end, kind in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end, kind])
+    parts, at = [], 0
+    for start, end, kind in merged:
+        parts += [text[at:start], marker(kind)]
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def redact_echo(text: str) -> str:
+    """`redact`, and any machine-made-looking run of 20 characters or more too: for a refusal that
+    quotes a bad value back, where a bare key with nothing around it to name it (a 40-character
+    AWS secret sent as a date) must not be shown either, and nothing useful is lost."""
+    text = redact(text)
+    if not any(ch.isdigit() for ch in text):
+        return text
+    return _pattern(r"[A-Za-z0-9+/=_.~-]{20,}").sub(
+        lambda match: "[redacted: random-looking value]" if random_looking(match.group()) else match.group(), text
+    )
+
+
+def redact_json(value):
+    """A JSON-shaped value (dicts, lists, strings) with every string in it redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: redact_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_json(item) for item in value]
+    return value

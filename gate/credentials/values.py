@@ -1,0 +1,219 @@
+"""What a credential's value must look like, apart from its shape: a literal rather than a
+reference or a placeholder (`$VAR`, `<placeholder>`, `***`, `op://...`), random-looking rather
+than a word, a password rather than code. The shapes (gate.credentials.shapes) ask these of the
+value they matched. Standard library only, and no `re`: on the hooks' path.
+"""
+
+
+# -- what a value must look like ----------------------------------------------------------------
+
+# Whole values that stand for a secret rather than being one (compared lowercased).
+_WORDS = frozenset(
+    "none null nil true false yes no on off empty redacted changeme placeholder example sample "
+    "dummy secret secrets password passwd token key apikey string str bytes int required optional "
+    "hidden masked unset undefined default test testing value values foobar foo bar baz".split()
+)
+# Substrings that mark a template or a placeholder: `${VAR}`, `{{ x }}`, `<token>`, `sk-...`,
+# `***`, `CHANGE_ME`.
+_MARKS = ("${", "{{", "}}", "<", ">", "...", "\u2026", "***", "\u2022\u2022", "changeme",
+          "change_me", "change-me", "replace", "placeholder", "redacted", "insert_", "enter_")
+# Words that mark a placeholder only as whole words (`your-token-here`, `YOUR_API_KEY`), not
+# inside a password (`Sphere2026!`, `Yourself99`).
+_MARK_WORDS = frozenset(("your", "here", "my", "put", "set", "fill"))
+# Leading text of a reference: variables, expressions, secret-manager addresses, relative paths.
+_LEADS = ("$", "{", "[", "(", "&", "op://", "vault:", "vault://", "arn:",
+          "enc[", "ref+", "secret://", "sm://", "file:", "env:", "./", "~/", "../", "process.env",
+          "os.environ", "os.getenv", "getenv", "env(", "env::", "change", "secrets.")
+
+
+def _words(value: str) -> list[str]:
+    """The lowercase words of a value, split at non-letters and at camelCase humps."""
+    words: list[str] = []
+    word = ""
+    for at, ch in enumerate(value):
+        if not ch.isalpha():
+            words, word = words + [word] if word else words, ""
+            continue
+        if word and ch.isupper() and value[at - 1].islower():
+            words, word = words + [word], ""
+        word += ch.lower()
+    return words + [word] if word else words
+
+
+def _crossed_out(low: str) -> bool:
+    """A run of x standing for hidden characters (`ghp_XXXX`, `xxx-xxx`), not one inside a
+    word (`Maxxxine1`)."""
+    at = low.find("xxx")
+    while at >= 0:
+        end = at
+        while end < len(low) and low[end] == "x":
+            end += 1
+        if end - at >= 5 or ((at == 0 or not low[at - 1].isalpha()) and (end == len(low) or not low[end].isalpha())):
+            return True
+        at = low.find("xxx", end)
+    return False
+
+
+def _reference_lead(value: str) -> bool:
+    """A value whose first character makes it a reference, not a password starting with a symbol:
+    a YAML tag or alias (`!vault`, `*defaults`), `%VAR%` or `%(name)s`, `@Microsoft.KeyVault(...)`
+    or `@var`, an absolute path (`/run/secrets/db`)."""
+    lead, rest = value[:1], value[1:]
+    if lead in "!*@":
+        return rest.replace("_", "").replace("-", "").replace(".", "").isalpha() or "(" in rest or "/" in rest
+    if lead == "%":
+        return "%" in rest or rest.startswith("(") or rest.startswith("{")
+    if lead == "/":
+        return "/" in rest or "." in rest or rest.replace("_", "").replace("-", "").isalpha()
+    return False
+
+
+def _placeholder(value: str) -> bool:
+    low = value.lower()
+    words = _words(value)
+    return (
+        low in _WORDS
+        or any(mark in low for mark in _MARKS)
+        or low.startswith(_LEADS)
+        or _reference_lead(value)
+        or _crossed_out(low)
+        or (len(words) > 1 and not _MARK_WORDS.isdisjoint(words))
+        or (low.startswith("your") and low.endswith(("here", "key", "token", "password", "secret")))
+        or len(set(low)) <= 3
+    )
+
+
+def _is_word_like(value: str) -> bool:
+    """Letters and separators only, no digit: a word, a name or an identifier
+    (`stored`, `db-credentials`, `hashedPassword`, `settings.api_key`, `OPENAI_API_KEY`)."""
+    return not any(ch.isdigit() for ch in value) and all(ch.isalpha() or ch in "_-." for ch in value)
+
+
+def _expression(value: str) -> bool:
+    """Code rather than a value: a call, a subscript or an attribute path (`get_token()`,
+    `request.headers[`, `jwt.encode(payload`, `Optional[str`)."""
+    return ("(" in value or "[" in value or "::" in value) and value[:1].isalpha()
+
+
+# Words that make a letters-only value a name in code or a type, not a password
+# (`userPassword`, `SecretStr`, `PasswordField`).
+_CODE_WORDS = frozenset("password passwd pass pwd secret token key auth credential credentials field str string "
+                        "type input hash hashed value env config settings name form user".split())
+
+
+def letters_password(value: str) -> bool:
+    """A letters-only value that reads as a password rather than a word or a name: joined
+    capitalised words (`HarborStoneMoon`), or lowercase letters no language would write
+    (`fsgskmiotze`: few vowels, or a long run of consonants)."""
+    if len(value) < 8 or not value.isalpha() or not value.isascii():
+        return False
+    words = _words(value)
+    if not _CODE_WORDS.isdisjoint(words) or value.lower() in _WORDS:
+        return False
+    if value[0].isupper() and sum(ch.isupper() for ch in value) >= 2 and not value.isupper():
+        return True
+    if not value.islower():
+        return False
+    vowels = sum(ch in "aeiouy" for ch in value)
+    run = longest = 0
+    for ch in value:
+        run = 0 if ch in "aeiouy" else run + 1
+        longest = max(longest, run)
+    return vowels / len(value) < 0.25 or longest >= 4
+
+
+def literal(value: str, *, quoted: bool = False, password: bool = False) -> bool:
+    """Whether an assigned value looks like a real password or key and not a reference, a
+    placeholder or a word. A quoted value may be any mix of letters (`"SuperSecret"`); so may a
+    password's when it reads as one (`letters_password`)."""
+    value = value.strip()
+    if len(value) < 6 or _placeholder(value) or _expression(value):
+        return False
+    if value.isupper() and _is_word_like(value):
+        return False  # an environment variable's name: `password: DB_PASSWORD`
+    if password and letters_password(value):
+        return True
+    if quoted:
+        return not (value.islower() and _is_word_like(value))
+    return not _is_word_like(value)
+
+
+def _password(value: str, *, quoted: bool = False) -> bool:
+    """A password named in prose ("the password is ..."): quoted, or with a digit or a symbol."""
+    if quoted:
+        return len(value) >= 6 and not _placeholder(value)
+    if not literal(value, password=True):
+        return False
+    return any(not ch.isalpha() for ch in value) or letters_password(value)
+
+
+def random_looking(value: str) -> bool:
+    """Whether a value looks machine-made: long, letters and digits mixed, with a long unbroken run
+    (not `k8s-prod-cluster-01`). For names as weak as `..._KEY` or prose as loose as "the token
+    is ...", where a word or a name is the usual value."""
+    if len(value) < 16 or _placeholder(value):
+        return False
+    if not (any(ch.isdigit() for ch in value) and any(ch.isalpha() for ch in value)):
+        return False
+    run = longest = 0
+    for ch in value:
+        run = run + 1 if ch.isalnum() else 0
+        longest = max(longest, run)
+    return longest >= 12 and all(ch.isalnum() or ch in "+/=_-.~" for ch in value)
+
+
+def _token(body: str) -> bool:
+    """A provider-shaped token, unless it is a placeholder (`ghp_XXXX...`, `xoxb-your-token`)."""
+    low = body.lower()
+    return not any(mark in low for mark in ("xxx", "...", "\u2026", "***", "your", "<", "0000000")) and len(set(low)) > 4
+
+
+def _aws_secret(value: str) -> bool:
+    """40 characters of base64 as AWS issues them: both cases and a digit or a slash, not hex."""
+    return (
+        any(ch.isupper() for ch in value)
+        and any(ch.islower() for ch in value)
+        and any(ch.isdigit() or ch in "/+" for ch in value)
+        and not all(ch in "0123456789abcdefABCDEF" for ch in value)
+        and _token(value)
+    )
+
+
+def _password_literal(value: str) -> bool:
+    return literal(value, password=True)
+
+
+def _pem_private(value: str) -> bool:
+    """A base64-encoded PEM block (kubeconfig's `client-key-data`) that holds a private key."""
+    import binascii
+
+    try:
+        head = binascii.a2b_base64(value[:60] + "=" * (-len(value[:60]) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return b"PRIVATE" in head
+
+
+class _Near:
+    """A check that also wants one of `words` at most `window` characters before the match, and
+    unless `lines`, on the same command line (continuation lines included). Looked for backwards
+    rather than matched, so that a text repeating the word costs linear time."""
+
+    def __init__(self, words: tuple[str, ...], check, window: int = 1000, *, lines: bool = False):
+        self.words, self.check, self.window, self.lines = words, check, window, lines
+
+    def __call__(self, value: str, text: str, start: int) -> bool:
+        if not self.check(value):
+            return False
+        before = text[max(0, start - self.window) : start]
+        if not self.lines:
+            at = len(before)
+            while True:  # back to the start of the logical line
+                newline = before.rfind("\n", 0, at)
+                if newline > 0 and before[newline - 1] == "\\":
+                    at = newline - 1
+                    continue
+                before = before[newline + 1 :]
+                break
+        low = before.lower()
+        return any(word in low for word in self.words)

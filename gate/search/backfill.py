@@ -1,0 +1,153 @@
+"""Filling the vector index (gate.search.vectors) from the endpoint: all over again, a batch per
+request and per transaction (`rebuild`: `memory-gate reindex`), or the facts still waiting for a
+vector, a few a request, soon after the write that could not embed them (`catch_up`: the server's
+background work, and a search's short turn). Apart from the index because the index is what every
+search and write reads and stores; this is the long-running work around it, with its own batches
+and time-outs, which the team's pgvector index (gate.search.teamvectors) shares.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager as ContextManager
+from dataclasses import dataclass, field
+
+import apsw
+
+from gate.engine import store
+from gate.search import vectors
+from gate.search.embeddings import DOCUMENT, Endpoint, VectorError, Vectors
+
+# -- rebuilding -----------------------------------------------------------------------------
+
+REINDEX_BATCH = 16
+REINDEX_TIMEOUT = 120.0
+
+
+@dataclass
+class Rebuilt:
+    embedded: int = 0
+    failed: list[int] = field(default_factory=list)
+    space: vectors.Space | None = None
+
+
+def rebuild(conn: apsw.Connection, endpoint: Endpoint, *, progress: Callable[[int, int], None] | None = None,
+            batch: int = REINDEX_BATCH, timeout: float = REINDEX_TIMEOUT) -> Rebuilt:
+    """Embed every fact again into a new index, a batch per request and per transaction. The
+    first batch is asked for before the old index is dropped, so an endpoint that does not
+    answer leaves memory as it was (VectorError). A batch the endpoint refuses is retried one
+    fact at a time; a fact that still fails stays waiting and is reported in `failed`."""
+    store.require_vectors(conn)
+    total = conn.execute("SELECT count(*) FROM facts").get
+    first = [(row[0], vectors.fact_text(row[1], row[2])) for row in conn.execute(
+        "SELECT id, topic, text FROM facts ORDER BY id LIMIT ?", (batch,))]
+    answer = endpoint.embed([text for _, text in first] or ["memory-gate"], role=DOCUMENT, timeout=timeout)
+    with store.writing(conn):
+        vectors.forget(conn)
+    result = Rebuilt()
+    pending: list[tuple[int, str]] = first
+    ahead: Vectors | None = answer if first else None
+    last = 0
+    while pending:
+        if ahead is None:
+            ahead = _embed_or_none(endpoint, [text for _, text in pending], timeout)
+        if ahead is None and len(pending) > 1:
+            for item in pending:
+                single = _embed_or_none(endpoint, [item[1]], timeout)
+                _store_batch(conn, [item], single, result)
+        else:
+            _store_batch(conn, pending, ahead, result)
+        last = pending[-1][0]
+        if progress:
+            progress(result.embedded + len(result.failed), total)
+        pending, ahead = vectors.waiting(conn, limit=batch, chars=1 << 30, after=last), None
+    known = _embed_or_none(endpoint, list(vectors.REFERENCE), timeout) if vectors.has_table(conn) else None
+    with store.writing(conn):
+        if vectors.has_table(conn) and conn.execute("SELECT count(*) FROM facts_vec").get > vectors.EXACT_LIMIT:
+            vectors.recenter(conn)
+        if known is not None:
+            vectors.store_reference(conn, known)
+        result.space = vectors.space(conn)
+    return result
+
+
+def _embed_or_none(endpoint: Endpoint, texts: list[str], timeout: float) -> Vectors | None:
+    try:
+        return endpoint.embed(texts, role=DOCUMENT, timeout=timeout)
+    except VectorError:
+        return None
+
+
+def _store_batch(conn: apsw.Connection, items: list[tuple[int, str]], answer: Vectors | None,
+                 result: Rebuilt) -> None:
+    if answer is None:
+        result.failed += [fact for fact, _ in items]
+        return
+    ids = [fact for fact, _ in items]
+    prepared = vectors.Prepared(answer, dict(zip((text for _, text in items), answer.rows)), [])
+    with store.writing(conn):
+        result.embedded += vectors.sync(conn, ids, prepared)
+        # Left over: changed by another session meanwhile, or answered in another space.
+        owed = vectors._owed(conn, ids)
+        result.failed += [fact for fact in ids if fact in owed]
+
+
+# -- catching up ----------------------------------------------------------------------------
+
+CATCH_UP_TIMEOUT = 60.0
+# Texts a catch-up request carries. Small on purpose: an endpoint answers one request at a time,
+# and a search's query waits behind whatever catch-up asked for (bge-m3 on two CPU cores takes
+# tens to a hundred ms a text).
+CATCH_UP_BATCH = 4
+
+
+def catch_up(conn: apsw.Connection, endpoint: Endpoint, *, hold: Callable[[], ContextManager[object]],
+             batch: int = CATCH_UP_BATCH, timeout: float = CATCH_UP_TIMEOUT, until: float | None = None) -> int:
+    """Embed the facts still waiting for a vector, a few a request, until none waits, the
+    endpoint fails or there is no time left before the monotonic clock's `until` for another
+    request as long as the last, and the model's REFERENCE vectors if memory lacks them; returns
+    how many facts were stored. A write embeds its own facts under a short deadline; what it
+    could not (the endpoint slow, just started, or down) is caught up here, soon after rather than
+    on some later write. `hold()` guards each step on the connection (the server's lock) but
+    never a request, so the tools answer meanwhile.
+
+    With `until`, a request is not started unless it can end in time rather than started and
+    abandoned: an endpoint goes on computing a request its client gave up on, and the next
+    search's query would wait behind it."""
+    stored, took = 0, 0.0
+    while True:
+        if until is not None and time.monotonic() + took > until:
+            return stored
+        with hold():
+            if not store.vectors_loaded(conn):
+                return stored
+            pending = vectors.waiting(conn, limit=batch, chars=vectors.WAITING_CHARS)
+        if not pending:
+            break
+        started = time.monotonic()
+        prepared = vectors.prepare(endpoint, [text for _, text in pending], timeout=timeout)
+        took = time.monotonic() - started
+        if prepared is None:
+            return stored
+        with hold(), store.writing(conn):
+            done = vectors.sync(conn, [fact for fact, _ in pending], prepared)
+        if not done:
+            # Changed meanwhile, or answered in another space: the next write or search retries.
+            return stored
+        stored += done
+    with hold():
+        if until is not None or not vectors.needs_reference(conn):
+            return stored  # the reference is a background chore, never a search's
+    rows: list[tuple[float, ...]] = []
+    model = ""
+    for start in range(0, len(vectors.REFERENCE), batch):
+        try:
+            answer = endpoint.embed(vectors.REFERENCE[start : start + batch], role=DOCUMENT, timeout=timeout)
+        except VectorError:
+            return stored
+        rows += answer.rows
+        model = answer.model
+    with hold(), store.writing(conn):
+        vectors.store_reference(conn, Vectors(model, rows))
+    return stored
