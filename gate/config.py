@@ -32,8 +32,18 @@ class Settings:
     """Everything the environment says, read once. Paths are absolute strings."""
 
     __slots__ = (
-        "home", "project_dir", "cwd", "session_id", "database", "embed_url", "embed_model", "max_distance",
-        "plugin_data", "team_url", "team_project", "meaning",
+        "home",
+        "project_dir",
+        "cwd",
+        "session_id",
+        "database",
+        "embed_url",
+        "embed_model",
+        "max_distance",
+        "plugin_data",
+        "team_url",
+        "team_project",
+        "meaning",
     )
 
     def __init__(
@@ -344,12 +354,24 @@ def load_context(environ: "Mapping[str, str] | None" = None) -> ContextSettings:
     env = os.environ if environ is None else environ
     return ContextSettings(
         classifier=_context_classifier(env.get("MEMORY_GATE_CONTEXT_CLASSIFIER")),
-        margin=_context_number("MEMORY_GATE_CONTEXT_MARGIN", env, DEFAULT_CONTEXT_MARGIN, -1.0, 1.0,
-                               "a cosine-similarity margin between -1 and 1"),
+        margin=_context_number(
+            "MEMORY_GATE_CONTEXT_MARGIN",
+            env,
+            DEFAULT_CONTEXT_MARGIN,
+            -1.0,
+            1.0,
+            "a cosine-similarity margin between -1 and 1",
+        ),
         chat_url=_chat_url(env.get("MEMORY_GATE_CONTEXT_CHAT_URL")),
         chat_model=(env.get("MEMORY_GATE_CONTEXT_CHAT_MODEL") or "").strip() or None,
-        timeout=_context_number("MEMORY_GATE_CONTEXT_TIMEOUT", env, DEFAULT_CONTEXT_TIMEOUT, 0.0,
-                                MAX_CONTEXT_TIMEOUT, f"seconds, above 0 and at most {MAX_CONTEXT_TIMEOUT:g}"),
+        timeout=_context_number(
+            "MEMORY_GATE_CONTEXT_TIMEOUT",
+            env,
+            DEFAULT_CONTEXT_TIMEOUT,
+            0.0,
+            MAX_CONTEXT_TIMEOUT,
+            f"seconds, above 0 and at most {MAX_CONTEXT_TIMEOUT:g}",
+        ),
     )
 
 

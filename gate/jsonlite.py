@@ -8,7 +8,6 @@ where `_json` is missing (other Pythons). Output is plain JSON either way; error
 as with `json`.
 """
 
-
 try:
     import _json
 

@@ -48,7 +48,9 @@ def turn_off(data: dict) -> tuple[dict, list[str], list[Path_]]:
     if value is False:
         return data, [], []
     why = "Claude Code's own file memory off: the model is told of one memory, memory-gate's"
-    change = f"+ {SETTING}: false ({why})" if value is MISSING else f"~ {SETTING}: false, was {json.dumps(value)} ({why})"
+    change = (
+        f"+ {SETTING}: false ({why})" if value is MISSING else f"~ {SETTING}: false, was {json.dumps(value)} ({why})"
+    )
     return put(data, PLACE, False), [change], [PLACE]
 
 
@@ -58,8 +60,14 @@ def turn_back(data: dict, added: set[Path_] | None) -> tuple[dict, list[str], li
     key is left: nothing says install wrote it."""
     value = data.get(SETTING, MISSING)
     if value is False and added is None:
-        return data, [], [f"left {SETTING}: false: no record says install put it there (take it out by hand to have "
-                          "Claude Code's own file memory back)"]
+        return (
+            data,
+            [],
+            [
+                f"left {SETTING}: false: no record says install put it there (take it out by hand to have "
+                "Claude Code's own file memory back)"
+            ],
+        )
     if value is MISSING or added is None or PLACE not in added:
         return data, [], []
     if value is not False:
@@ -157,7 +165,7 @@ def _front_matter(content: str) -> tuple[dict[str, Any], str]:
         key, colon, value = line.strip().partition(":")
         if colon and key and value.strip():
             meta.setdefault(key.strip(), value.strip().strip("\"'"))
-    return meta, content[found.end():]
+    return meta, content[found.end() :]
 
 
 def split(text: str, limit: int) -> list[str]:
@@ -193,7 +201,9 @@ def gather(folder: Path) -> tuple[list[AutoFile], list[str]]:
         found = read(path, checking.MAX_TEXT)
         kept = []
         for fact in found.facts:
-            problems = [problem for key in ("topic", "kind", "text") if (problem := checking.check_field(key, fact[key])[1])]
+            problems = [
+                problem for key in ("topic", "kind", "text") if (problem := checking.check_field(key, fact[key])[1])
+            ]
             if problems:
                 found.problem = "; ".join(problems)
                 continue

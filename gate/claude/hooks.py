@@ -40,7 +40,6 @@ BUSY_MS = 5000
 RELEASED = "memory-gate: this answer went out without memory kept up to date."
 
 
-
 def released_by_limit(limit: int) -> str:
     return (
         f"memory-gate: this answer went out without memory kept up to date: --max-turns {limit} "
@@ -111,7 +110,9 @@ def user_prompt_submit(payload: dict, prefix: str) -> dict | None:
     prompt = payload.get("prompt") if isinstance(payload.get("prompt"), str) else None
     from gate import credentials
 
-    prompt = credentials.redact(prompt) if prompt is not None else None  # here, not under the write lock (open_turn checks again)
+    prompt = (
+        credentials.redact(prompt) if prompt is not None else None
+    )  # here, not under the write lock (open_turn checks again)
     conn = _open(payload, create=True)
     with store.writing(conn):
         ledger.open_turn(conn, session, prompt_id, prompt)
@@ -176,7 +177,8 @@ def _seen(payload: dict) -> Seen | None:
     ids, holds = record.get("unanswered"), record.get("holds")
     if (
         any(type(flag) is not bool for flag in flags)
-        or not isinstance(ids, list) or any(type(fact) is not int for fact in ids)
+        or not isinstance(ids, list)
+        or any(type(fact) is not int for fact in ids)
         or type(holds) is not int
     ):
         raise ValueError("hook input's seen is not the mod's record")
@@ -267,9 +269,11 @@ def hold(payload: dict, prefix: str) -> dict:
         return step, maxturns.limit()
 
     seen = _seen(payload)
+
     def held_enough(state) -> bool:
         # The mod's own record counts the holds where it runs; the ledger where none does.
         return (state.turn.holds if seen is None else seen.holds) >= MAX_HOLDS
+
     action, reason = _rule(payload, prefix, held_enough, budget, seen)
     return {"action": action} if reason is None else {"action": action, "reason": reason}
 

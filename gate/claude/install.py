@@ -119,7 +119,9 @@ def hook_groups(exe: str) -> dict[str, dict]:
         for hook in group["hooks"]:
             name, _, rest = hook["command"].partition(" ")
             if name != SERVER:
-                raise InstallError(f"{hooks_path()}: the {event} hook runs {name!r}, not memory-gate: reinstall memory-gate")
+                raise InstallError(
+                    f"{hooks_path()}: the {event} hook runs {name!r}, not memory-gate: reinstall memory-gate"
+                )
             hooks.append({**hook, "command": f"{shlex.quote(exe)} {rest}"})
         groups[event] = {**group, "hooks": hooks}
     return groups
@@ -393,7 +395,9 @@ class Report:
             return [f"memory-gate is already installed for {self.scope.label}: {names} need no change", *notes]
         if not self.changed:
             return [f"memory-gate is not installed for {self.scope.label}: nothing to take out of {names}", *notes]
-        out = [f"memory-gate {self.verb} for {self.scope.label}" + ("; dry run, nothing written" if self.dry_run else "")]
+        out = [
+            f"memory-gate {self.verb} for {self.scope.label}" + ("; dry run, nothing written" if self.dry_run else "")
+        ]
         for change in self.files:
             if change.action == "unchanged":
                 out.append(f"  up to date {change.path}")
@@ -406,7 +410,10 @@ class Report:
             if change.restored is not None:
                 out.append(f"    back byte for byte as before install (from {change.restored}, now removed)")
         if not self.dry_run:
-            out.append("Claude Code sessions started from now on " + ("have memory-gate." if self.verb == "install" else "run without memory-gate."))
+            out.append(
+                "Claude Code sessions started from now on "
+                + ("have memory-gate." if self.verb == "install" else "run without memory-gate.")
+            )
         return out + notes
 
 
@@ -418,7 +425,12 @@ def _merge(doc: Document, merge, *args) -> Edit:
 
 
 def install(
-    scope: Scope, exe: str, *, record: Path, dry_run: bool = False, plugin_in: list[Path] | None = None,
+    scope: Scope,
+    exe: str,
+    *,
+    record: Path,
+    dry_run: bool = False,
+    plugin_in: list[Path] | None = None,
     plugin: bool = False,
 ) -> Report:
     """Put memory-gate's hooks, allow rules and server into the scope's files, and turn Claude
@@ -450,7 +462,9 @@ def install(
         exposed = git_unignored(scope.root, [path for path in (settings.path, settings.backup) if path.exists()])
         if exposed:
             names = " and ".join(str(path.relative_to(scope.root)) for path in exposed)
-            notes.append(f"git does not ignore {names}: add `.claude/*.local.json*` to .gitignore to keep your own settings out of commits")
+            notes.append(
+                f"git does not ignore {names}: add `.claude/*.local.json*` to .gitignore to keep your own settings out of commits"
+            )
     if os.path.basename(exe) == exe and not plugin:
         notes.append(f"hooks and server run `{exe}` from PATH: Claude Code must be started where it is on PATH")
     return Report("install", scope, files, notes, dry_run)
@@ -464,7 +478,11 @@ def uninstall(scope: Scope, *, record: Path, dry_run: bool = False) -> Report:
 
     def recorded(doc: Document) -> set[Path_] | None:
         entry = added.get(str(doc.path))
-        return None if not isinstance(entry, dict) else {unpointer(text) for text in entry.get("added", []) if isinstance(text, str)}
+        return (
+            None
+            if not isinstance(entry, dict)
+            else {unpointer(text) for text in entry.get("added", []) if isinstance(text, str)}
+        )
 
     edits = [
         (settings, _merge(settings, remove_from_settings, recorded(settings))),

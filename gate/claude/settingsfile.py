@@ -91,8 +91,10 @@ class Document:
     @classmethod
     def read(cls, path: Path) -> Document:
         if path.exists() and not path.is_file():  # a pipe would block the read, a device be replaced
-            raise FileError(f"cannot use {path}: it is not a regular file (a device, pipe or socket); "
-                            "point it at a real file, then run this again. Nothing was changed.")
+            raise FileError(
+                f"cannot use {path}: it is not a regular file (a device, pipe or socket); "
+                "point it at a real file, then run this again. Nothing was changed."
+            )
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
@@ -105,7 +107,9 @@ class Document:
         try:
             data = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
         except json.JSONDecodeError as error:
-            raise FileError(f"{path} is not valid JSON ({error.msg}, line {error.lineno} column {error.colno}): {mend}") from error
+            raise FileError(
+                f"{path} is not valid JSON ({error.msg}, line {error.lineno} column {error.colno}): {mend}"
+            ) from error
         except ValueError as error:  # not UTF-8, NaN or Infinity
             raise FileError(f"{path} is not valid JSON ({error}): {mend}") from error
         if not isinstance(data, dict):
@@ -145,8 +149,10 @@ def write_atomic(path: Path, content: bytes, mode: int) -> None:
     the new one, never a part. Only ever over a regular file: renamed over a device (a settings
     file linked to /dev/null) it would put a plain file in the device's place."""
     if path.exists() and not path.is_file():
-        raise FileError(f"cannot write {path}: it is not a regular file (a device, pipe or socket); "
-                        "point it at a real file, then run this again")
+        raise FileError(
+            f"cannot write {path}: it is not a regular file (a device, pipe or socket); "
+            "point it at a real file, then run this again"
+        )
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -182,7 +188,9 @@ class FileChange:
     restored: Path | None = None  # the backup it came back from, byte for byte (then removed)
 
 
-def save(doc: Document, data: dict | None, changes: list[str], *, dry_run: bool = False, undo: bool = False) -> tuple[FileChange, list[str]]:
+def save(
+    doc: Document, data: dict | None, changes: list[str], *, dry_run: bool = False, undo: bool = False
+) -> tuple[FileChange, list[str]]:
     """Make the file hold data (None: delete it); `changes` says what for people, and none means
     nothing to do. Returns what changed and the folders created for it.
 

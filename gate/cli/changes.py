@@ -73,7 +73,8 @@ def cmd_history(args: argparse.Namespace) -> int:
                 f"{opened.record.where} records no committed change to fact {args.id}"
                 + (
                     ", though memory holds it: the log lost lines (`memory-gate doctor` checks it)."
-                    if held else ", and memory holds no such fact: `memory-gate show` lists the facts."
+                    if held
+                    else ", and memory holds no such fact: `memory-gate show` lists the facts."
                 )
             )
         changes = itertools.chain([first], changes)
@@ -89,7 +90,9 @@ def cmd_history(args: argparse.Namespace) -> int:
             elif now == last.after:
                 print(f"fact {args.id} is in memory as its last version above.")
             else:
-                print(f"fact {args.id} is in memory, but not as its last logged version: the log lost lines (`memory-gate doctor`).")
+                print(
+                    f"fact {args.id} is in memory, but not as its last logged version: the log lost lines (`memory-gate doctor`)."
+                )
         return 0
 
 
@@ -142,8 +145,12 @@ def cmd_undo(args: argparse.Namespace) -> int:
             store.load_vectors(conn)
         try:
             done = undo.undo(
-                conn, audit.log_path(opened.path), args.entry, command=terminal.command_line(args.argv),
-                endpoint=opening.patient_endpoint(settings) if opened.team is None else None, team=opened.team,
+                conn,
+                audit.log_path(opened.path),
+                args.entry,
+                command=terminal.command_line(args.argv),
+                endpoint=opening.patient_endpoint(settings) if opened.team is None else None,
+                team=opened.team,
             )
         except undo.CannotUndo as error:
             raise UserError(str(error)) from error

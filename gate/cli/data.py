@@ -35,24 +35,34 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print(f"facts: {facts['total']} ({kinds})")
         share = f" ({turns['complied_share']}%)" if turns["complied_share"] is not None else ""
         print(f"turns gated: {turns['gated']} (the owner's prompts whose answer the gate ruled on)")
-        print(f"  complied: {turns['complied']}{share}: {turns['complied_at_once']} at once, "
-              f"{turns['complied_after_hold']} after the gate held the answer back")
+        print(
+            f"  complied: {turns['complied']}{share}: {turns['complied_at_once']} at once, "
+            f"{turns['complied_after_hold']} after the gate held the answer back"
+        )
         print(f"  released unmet: {turns['released_unmet']} (held as often as allowed, then let out)")
-        print(f"not ruled on: {turns['unsettled']} (running, stopped early, or not the owner's prompt); "
-              f"without hooks, not gated: {turns['without_hooks']}")
-        print(f"facts read per turn that searched: {reads['per_turn']} "
-              f"({reads['facts_read']} in {reads['turns_that_searched']} turns)")
+        print(
+            f"not ruled on: {turns['unsettled']} (running, stopped early, or not the owner's prompt); "
+            f"without hooks, not gated: {turns['without_hooks']}"
+        )
+        print(
+            f"facts read per turn that searched: {reads['per_turn']} "
+            f"({reads['facts_read']} in {reads['turns_that_searched']} turns)"
+        )
         if searches["recorded"]:
-            print(f"a search costs the context {searches['chars_per_search']:g} characters on average, about "
-                  f"{searches['tokens_per_search']} tokens (facts returned: {searches['facts_per_search']:g}, "
-                  f"in full: {searches['in_full_per_search']:g}; measured over {searches['recorded']} of "
-                  f"{searches['total']} searches)")
+            print(
+                f"a search costs the context {searches['chars_per_search']:g} characters on average, about "
+                f"{searches['tokens_per_search']} tokens (facts returned: {searches['facts_per_search']:g}, "
+                f"in full: {searches['in_full_per_search']:g}; measured over {searches['recorded']} of "
+                f"{searches['total']} searches)"
+            )
         else:
             print("a search's cost: no search measured yet")
         meaning = searches["meaning"]
         if meaning["with_meaning"] or meaning["words_only"]:
-            print(f"search by meaning: {meaning['with_meaning']} searches had it, {meaning['words_only']} fell back to"
-                  f" words ({meaning['words_only_share']:g}%)")
+            print(
+                f"search by meaning: {meaning['with_meaning']} searches had it, {meaning['words_only']} fell back to"
+                f" words ({meaning['words_only_share']:g}%)"
+            )
             for item in meaning["reasons"]:
                 print(f"    {item['searches']} x {item['reason']}")
         return 0
@@ -75,8 +85,11 @@ def cmd_export(args: argparse.Namespace) -> int:
             count = _export_to(export, Path(args.output), show)
             where, notes = args.output, sys.stdout
         # Nothing in memory changed, so nothing goes to write.log: it records changes only.
-        print(f"exported {count} fact{'s' if count != 1 else ''} to {where}; memory is unchanged "
-              "(write.log records changes only)", file=notes)
+        print(
+            f"exported {count} fact{'s' if count != 1 else ''} to {where}; memory is unchanged "
+            "(write.log records changes only)",
+            file=notes,
+        )
         return 0
 
 
@@ -132,9 +145,14 @@ def _import(args: argparse.Namespace, settings: config.Settings, conn, path: Pat
     try:
         with _lines(args.file) as source:
             result = transfer.import_facts(
-                conn, source, log=audit.log_path(path) if team is None else None,
-                command=terminal.command_line(args.argv), new_ids=args.new_ids, dry_run=args.dry_run,
-                progress=show, team=team,
+                conn,
+                source,
+                log=audit.log_path(path) if team is None else None,
+                command=terminal.command_line(args.argv),
+                new_ids=args.new_ids,
+                dry_run=args.dry_run,
+                progress=show,
+                team=team,
             )
     except transfer.Refused as error:
         # Its problems one a line (each one line already), and for --json the same as JSON.
@@ -177,7 +195,9 @@ class _lines:
             for number, line in enumerate(transfer.lines_of(self.handle), start=1):  # noqa: B007
                 yield line
         except UnicodeDecodeError as error:
-            raise UserError(f"{self.name} is not UTF-8 text (line {number + 1}: {error.reason}); export writes UTF-8") from error
+            raise UserError(
+                f"{self.name} is not UTF-8 text (line {number + 1}: {error.reason}); export writes UTF-8"
+            ) from error
 
     def __exit__(self, *exc) -> None:
         if self.handle is not sys.stdin:
@@ -209,11 +229,15 @@ def _print_imported(result: transfer.Imported, dry_run: bool, vectors: dict | No
         low, high = result.ids
         line += f" (id {low})" if low == high else f" (ids {low} to {high})"
     where = "write.log" if team is None else "the team's record"
-    print(line + (f", logged in {where} as write {result.write_id[:history.SHORT]}" if result.write_id else ""))
+    print(line + (f", logged in {where} as write {result.write_id[: history.SHORT]}" if result.write_id else ""))
     if result.skipped:
-        shown = ", ".join(map(str, result.skipped_lines)) + (" ..." if result.skipped > len(result.skipped_lines) else "")
-        print(f"{'would skip' if dry_run else 'skipped'} {result.skipped} already in memory "
-              f"(the same topic, kind and text): line{'s' if result.skipped != 1 else ''} {shown}")
+        shown = ", ".join(map(str, result.skipped_lines)) + (
+            " ..." if result.skipped > len(result.skipped_lines) else ""
+        )
+        print(
+            f"{'would skip' if dry_run else 'skipped'} {result.skipped} already in memory "
+            f"(the same topic, kind and text): line{'s' if result.skipped != 1 else ''} {shown}"
+        )
     if dry_run:
         print("nothing was changed (--dry-run)")
     if vectors:
@@ -238,8 +262,12 @@ def cmd_reindex(args: argparse.Namespace) -> int:
                 return 0
             from gate.search import teamvectors
 
-            return _rebuilt(settings, count, lambda endpoint, show: teamvectors.rebuild(opened.team, endpoint, progress=show),
-                            "the team's vectors")
+            return _rebuilt(
+                settings,
+                count,
+                lambda endpoint, show: teamvectors.rebuild(opened.team, endpoint, progress=show),
+                "the team's vectors",
+            )
     _, conn = opening.open_existing(settings)
     with store.writing(conn):
         fulltext.rebuild_words(conn)
@@ -252,8 +280,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         store.require_vectors(conn)
     except store.StoreError as error:
         raise UserError(str(error)) from error
-    return _rebuilt(settings, count, lambda endpoint, show: backfill.rebuild(conn, endpoint, progress=show),
-                    "memory's vectors")
+    return _rebuilt(
+        settings, count, lambda endpoint, show: backfill.rebuild(conn, endpoint, progress=show), "memory's vectors"
+    )
 
 
 def _rebuilt(settings, count: int, rebuild, whose: str) -> int:
@@ -266,8 +295,11 @@ def _rebuilt(settings, count: int, rebuild, whose: str) -> int:
     except embeddings.VectorError as error:
         raise UserError(
             f"{error}; {whose} are left as they were. "
-            + (f"Start the endpoint at {endpoint.url} (MEMORY_GATE_EMBED_URL) and run reindex again."
-               if isinstance(endpoint, embeddings.Endpoint) else "Reinstall with scripts/install and run reindex again.")
+            + (
+                f"Start the endpoint at {endpoint.url} (MEMORY_GATE_EMBED_URL) and run reindex again."
+                if isinstance(endpoint, embeddings.Endpoint)
+                else "Reinstall with scripts/install and run reindex again."
+            )
         ) from error
     show.done()
     made = rebuilt.space
@@ -277,7 +309,8 @@ def _rebuilt(settings, count: int, rebuild, whose: str) -> int:
         listed = ", ".join(str(fact) for fact in rebuilt.failed[:20]) + (" ..." if len(rebuilt.failed) > 20 else "")
         print(
             f"memory-gate: {len(rebuilt.failed)} facts could not be embedded ({listed}); they keep "
-            "waiting for a vector: run reindex again, or the next writes embed them", file=sys.stderr,
+            "waiting for a vector: run reindex again, or the next writes embed them",
+            file=sys.stderr,
         )
         return 1
     return 0

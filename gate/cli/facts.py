@@ -26,18 +26,23 @@ def cmd_search(args: argparse.Namespace) -> int:
         # are left out of the expression.
         expression = query.parse(terms).expression()
         print(f"match  {expression.text if expression else '(nothing to search for)'}")
-        print(f"score  {ranking.WORD_WEIGHT:g} x a fact's bm25 as a share of the best fact's, plus the standard "
-              "deviations it stands nearer the query than memory at large (meaning), for each query")
-        print(f"keep   every fact scoring >= {ranking.SHARE:g} of the best, when memory holds something on the subject: "
-              f"words whose terms carry >= {fulltext.COVERAGE:g} of the query's weight, or a fact meaning calls near")
+        print(
+            f"score  {ranking.WORD_WEIGHT:g} x a fact's bm25 as a share of the best fact's, plus the standard "
+            "deviations it stands nearer the query than memory at large (meaning), for each query"
+        )
+        print(
+            f"keep   every fact scoring >= {ranking.SHARE:g} of the best, when memory holds something on the subject: "
+            f"words whose terms carry >= {fulltext.COVERAGE:g} of the query's weight, or a fact meaning calls near"
+        )
         return 0
     settings = opening.settings(args)
     with opening.open_memory(settings) as opened:
         # memory_search's ranking, words and meaning alike, recording nothing (gate.search.lookup).
         if opened.team is None:
             store.load_vectors(opened.local_conn)
-        answer = lookup.rank(opened.conn, terms, limit=args.limit, endpoint=opening.patient_endpoint(settings),
-                             team=opened.team)
+        answer = lookup.rank(
+            opened.conn, terms, limit=args.limit, endpoint=opening.patient_endpoint(settings), team=opened.team
+        )
         found = answer.facts
         for note in answer.notes:
             print(f"memory-gate: {note}", file=sys.stderr)

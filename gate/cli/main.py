@@ -79,13 +79,28 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.Namespace], int]]] = {
     "stats": ("facts by kind, how turns complied with the gate, and what a search costs the context", data.cmd_stats),
     "export": ("write every fact as JSON lines, ids and bookkeeping included (memory is unchanged)", data.cmd_export),
     "import": ("add the facts of a JSON lines file, all or none, each logged; duplicates are skipped", data.cmd_import),
-    "import-auto-memory": ("take Claude Code's own auto memory files (MEMORY.md and the *.md beside it) in as facts, each logged; the files stay", setup.cmd_import_auto_memory),
-    "doctor": ("check memory (database, index, write.log) and how Claude Code runs it; each problem with its mend", setup.cmd_doctor),
-    "reindex": ("rebuild the word index and the vectors from the facts (with an embeddings endpoint)", data.cmd_reindex),
-    "install": ("put memory-gate's hooks, MCP server and tool permissions into Claude Code's settings (no plugin needed), and turn Claude Code's own auto memory off", setup.cmd_install),
+    "import-auto-memory": (
+        "take Claude Code's own auto memory files (MEMORY.md and the *.md beside it) in as facts, each logged; the files stay",
+        setup.cmd_import_auto_memory,
+    ),
+    "doctor": (
+        "check memory (database, index, write.log) and how Claude Code runs it; each problem with its mend",
+        setup.cmd_doctor,
+    ),
+    "reindex": (
+        "rebuild the word index and the vectors from the facts (with an embeddings endpoint)",
+        data.cmd_reindex,
+    ),
+    "install": (
+        "put memory-gate's hooks, MCP server and tool permissions into Claude Code's settings (no plugin needed), and turn Claude Code's own auto memory off",
+        setup.cmd_install,
+    ),
     "uninstall": ("take out of Claude Code's settings exactly what install put in", setup.cmd_uninstall),
     "view": ("a local page to see, search and (with --edit) correct memory, live", setup.cmd_view),
-    "team": ("share this project's memory with a team on PostgreSQL (connect, push, pull, status, disconnect)", team.cmd_team),
+    "team": (
+        "share this project's memory with a team on PostgreSQL (connect, push, pull, status, disconnect)",
+        team.cmd_team,
+    ),
 }
 
 
@@ -178,21 +193,36 @@ def _people(add: Callable[[str], argparse.ArgumentParser]) -> None:
     sub.add_argument("id", type=_count, metavar="ID", help="the fact's id")
     sub.add_argument("--json", action="store_true", help="print a JSON list of its changes")
     sub = add("undo")
-    sub.add_argument("entry", type=changes.entry_argument, metavar="ENTRY",
-                     help="the change, WRITE:FACT as `memory-gate log` and `history` print it (e.g. 3b8747aa:12)")
+    sub.add_argument(
+        "entry",
+        type=changes.entry_argument,
+        metavar="ENTRY",
+        help="the change, WRITE:FACT as `memory-gate log` and `history` print it (e.g. 3b8747aa:12)",
+    )
     sub.add_argument("--json", action="store_true", help="print what was undone as JSON")
     sub = add("review")
-    sub.add_argument("--days", type=_count, default=facts.REVIEW_DAYS, metavar="N",
-                     help=f"not confirmed in this many days (default {facts.REVIEW_DAYS})")
+    sub.add_argument(
+        "--days",
+        type=_count,
+        default=facts.REVIEW_DAYS,
+        metavar="N",
+        help=f"not confirmed in this many days (default {facts.REVIEW_DAYS})",
+    )
     sub.add_argument("--limit", type=_count, metavar="N", help="at most N facts")
     sub.add_argument("--json", action="store_true", help="print a JSON list of facts")
     sub = add("stats")
     sub.add_argument("--json", action="store_true", help="print the figures as JSON")
     sub = add("export")
-    sub.add_argument("--output", "-o", metavar="FILE", help="write to FILE (made private, replaced whole) instead of standard output")
+    sub.add_argument(
+        "--output", "-o", metavar="FILE", help="write to FILE (made private, replaced whole) instead of standard output"
+    )
     sub = add("import")
-    sub.add_argument("file", metavar="FILE", help="JSON lines, one fact a line, as export writes them; - reads standard input")
-    sub.add_argument("--new-ids", action="store_true", help="give every fact a new id (facts from another project's memory)")
+    sub.add_argument(
+        "file", metavar="FILE", help="JSON lines, one fact a line, as export writes them; - reads standard input"
+    )
+    sub.add_argument(
+        "--new-ids", action="store_true", help="give every fact a new id (facts from another project's memory)"
+    )
     sub.add_argument("--dry-run", action="store_true", help="check the file and say what would happen; change nothing")
     sub.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
@@ -210,8 +240,11 @@ def parser() -> argparse.ArgumentParser:
     def add(name: str) -> argparse.ArgumentParser:
         summary, handler = COMMANDS[name]
         sub = commands.add_parser(
-            name, help=summary, description=summary[0].upper() + summary[1:] + ".",
-            epilog="Example:\n  " + EXAMPLES[name], formatter_class=argparse.RawDescriptionHelpFormatter,
+            name,
+            help=summary,
+            description=summary[0].upper() + summary[1:] + ".",
+            epilog="Example:\n  " + EXAMPLES[name],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         sub.set_defaults(handler=handler)
         _add_db(sub)
@@ -219,14 +252,31 @@ def parser() -> argparse.ArgumentParser:
 
     add("serve")
     sub = add("search")
-    sub.add_argument("terms", nargs="*", help="words to look for (a word starting with - is a word too: search -deploy)")
+    sub.add_argument(
+        "terms", nargs="*", help="words to look for (a word starting with - is a word too: search -deploy)"
+    )
     sub.add_argument("--json", action="store_true", help="print a JSON list of facts (id, topic, kind, text, date)")
-    sub.add_argument("--limit", type=_count, default=fulltext.RESULTS, metavar="N", help=f"at most N facts (default {fulltext.RESULTS})")
-    sub.add_argument("--explain", action="store_true", help="print the FTS5 expression the search would run and how it keeps facts, and stop")
+    sub.add_argument(
+        "--limit",
+        type=_count,
+        default=fulltext.RESULTS,
+        metavar="N",
+        help=f"at most N facts (default {fulltext.RESULTS})",
+    )
+    sub.add_argument(
+        "--explain",
+        action="store_true",
+        help="print the FTS5 expression the search would run and how it keeps facts, and stop",
+    )
     sub = add("log")
     sub.add_argument("--fact", type=_fact_id, metavar="ID", help="only changes to this fact")
     sub.add_argument("--session", metavar="ID", help="only changes made by this session")
-    sub.add_argument("--since", metavar="DATE", type=_moment, help="only changes on or after this day (YYYY-MM-DD) or time (YYYY-MM-DDTHH:MM, UTC)")
+    sub.add_argument(
+        "--since",
+        metavar="DATE",
+        type=_moment,
+        help="only changes on or after this day (YYYY-MM-DD) or time (YYYY-MM-DDTHH:MM, UTC)",
+    )
     sub.add_argument("--limit", type=_count, metavar="N", help="only the last N changes")
     sub.add_argument("--json", action="store_true", help="print a JSON list of log entries")
     _people(add)
@@ -234,7 +284,9 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("--json", action="store_true", help="print the report as JSON")
     which = sub.add_mutually_exclusive_group()
     which.add_argument("--claude", metavar="CMD", help="the Claude Code to check (default: claude on PATH)")
-    which.add_argument("--no-claude", action="store_true", help="check memory only, not how Claude Code runs memory-gate")
+    which.add_argument(
+        "--no-claude", action="store_true", help="check memory only, not how Claude Code runs memory-gate"
+    )
     add("reindex")
     sub = add("import-auto-memory")
     sub.add_argument("--dry-run", action="store_true", help="print the facts that would come in and change nothing")
@@ -243,20 +295,32 @@ def parser() -> argparse.ArgumentParser:
     sub = add("team")
     actions = sub.add_subparsers(dest="action", metavar="ACTION", required=True)
     connect = actions.add_parser(
-        "connect", help="put this project's facts on the team's PostgreSQL at URL",
+        "connect",
+        help="put this project's facts on the team's PostgreSQL at URL",
         description="Put this project's facts on the team's PostgreSQL at URL (checked now), under a "
         "name every member uses. The turn ledger stays local. The URL holds no password: libpq "
         "takes it from ~/.pgpass, PGPASSWORD or a service file.",
     )
-    connect.add_argument("url", metavar="URL", help="postgresql://USER@HOST:PORT/DATABASE (sslmode=... and other libpq options allowed)")
-    connect.add_argument("--project", metavar="NAME", help="the project's name in the team's memory (default: the git remote origin, e.g. github.com/acme/api)")
+    connect.add_argument(
+        "url", metavar="URL", help="postgresql://USER@HOST:PORT/DATABASE (sslmode=... and other libpq options allowed)"
+    )
+    connect.add_argument(
+        "--project",
+        metavar="NAME",
+        help="the project's name in the team's memory (default: the git remote origin, e.g. github.com/acme/api)",
+    )
     actions.add_parser("disconnect", help="use the local file again (the team's facts stay in the team's database)")
     actions.add_parser("push", help="copy this project's local memory, history included, into the team's empty project")
     pull = actions.add_parser("pull", help="copy the team's project, history included, into a local memory with none")
-    pull.add_argument("--to", metavar="PATH", type=_database_file("--to"),
-                      help="the database file to make (default: this project's local file, which must hold no facts)")
+    pull.add_argument(
+        "--to",
+        metavar="PATH",
+        type=_database_file("--to"),
+        help="the database file to make (default: this project's local file, which must hold no facts)",
+    )
     grant = actions.add_parser(
-        "grant", help="give a member's database role exactly a member's rights (run as the tables' owner)",
+        "grant",
+        help="give a member's database role exactly a member's rights (run as the tables' owner)",
         description="Give the database role ROLE a member's rights on the team's memory, and no more: facts read "
         "and changed, changes added to the record, never rewritten or deleted. Run it as the tables' owner. "
         "Example: memory-gate team grant ana",
@@ -270,12 +334,29 @@ def parser() -> argparse.ArgumentParser:
     for name in ("install", "uninstall"):
         sub = add(name)
         where = sub.add_mutually_exclusive_group()
-        where.add_argument("--user", action="store_true", help="for every project (the default): ~/.claude/settings.json and ~/.claude.json")
-        where.add_argument("--project", metavar="DIR", help="for the project at DIR only (its git root): DIR/.claude/settings.local.json and DIR's local entry in ~/.claude.json, both yours alone")
+        where.add_argument(
+            "--user",
+            action="store_true",
+            help="for every project (the default): ~/.claude/settings.json and ~/.claude.json",
+        )
+        where.add_argument(
+            "--project",
+            metavar="DIR",
+            help="for the project at DIR only (its git root): DIR/.claude/settings.local.json and DIR's local entry in ~/.claude.json, both yours alone",
+        )
         sub.add_argument("--dry-run", action="store_true", help="print what would change and write nothing")
         if name == "install":
-            sub.add_argument("--plugin", action="store_true", help="beside the plugin, which brings hooks, server and rules: write only what a plugin cannot, autoMemoryEnabled false")
-            sub.add_argument("--command", dest="exe", metavar="CMD", help="the memory-gate command hooks and server run (default: the absolute path of this one, so Claude Code finds it without PATH)")
+            sub.add_argument(
+                "--plugin",
+                action="store_true",
+                help="beside the plugin, which brings hooks, server and rules: write only what a plugin cannot, autoMemoryEnabled false",
+            )
+            sub.add_argument(
+                "--command",
+                dest="exe",
+                metavar="CMD",
+                help="the memory-gate command hooks and server run (default: the absolute path of this one, so Claude Code finds it without PATH)",
+            )
     return top
 
 

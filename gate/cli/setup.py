@@ -23,20 +23,32 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from gate.doctor import checks, wiring
 
-    chosen: dict[str, checks.Check] = {"memory": checks.memory, "team": checks.team, "injected_context": checks.injected_context}
+    chosen: dict[str, checks.Check] = {
+        "memory": checks.memory,
+        "team": checks.team,
+        "injected_context": checks.injected_context,
+    }
     if not args.no_claude:
         chosen["claude_code"] = lambda settings: wiring.check(settings, args.claude)
     chosen["install_clash"] = lambda settings: ({}, checks.stated(wiring.install_clash(settings.project_dir)))
     report, findings = checks.run(opening.settings(args), chosen)
     problems = [finding for finding in findings if finding.severity == checks.PROBLEM]
     if args.json:
-        print(json.dumps({
-            **report, "problems": [finding.message() for finding in problems],
-            "findings": [finding.to_json() for finding in findings],
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    **report,
+                    "problems": [finding.message() for finding in problems],
+                    "findings": [finding.to_json() for finding in findings],
+                },
+                indent=2,
+            )
+        )
     else:
         _print_report(report)
-        for finding in sorted(findings, key=lambda finding: (checks.PROBLEM, checks.WARNING, checks.NOTE).index(finding.severity)):
+        for finding in sorted(
+            findings, key=lambda finding: (checks.PROBLEM, checks.WARNING, checks.NOTE).index(finding.severity)
+        ):
             print(finding.line())
         if not problems:
             print("all well" if not findings else "no problems")
@@ -70,7 +82,9 @@ def _install_run(args: argparse.Namespace, verb: str) -> int:
         if verb == "install":
             exe = args.exe or install.executable(sys.argv[0], sys.executable)
             plugin_in = scopes.plugin_settings(config.claude_dir(), scope.root)
-            report = install.install(scope, exe, record=record, dry_run=args.dry_run, plugin_in=plugin_in, plugin=args.plugin)
+            report = install.install(
+                scope, exe, record=record, dry_run=args.dry_run, plugin_in=plugin_in, plugin=args.plugin
+            )
         else:
             report = install.uninstall(scope, record=record, dry_run=args.dry_run)
     except (install.InstallError, settingsfile.FileError) as error:
@@ -102,8 +116,13 @@ def cmd_import_auto_memory(args: argparse.Namespace) -> int:
     settings = opening.settings(args)
     folder = Path(config.claude_dir()) / "projects" / config.project_key(settings.project_dir) / "memory"
     found, lines = automemory.gather(folder)
-    report: dict = {"folder": str(folder), "files": [
-        {"file": item.path.name, "facts": len(item.facts), **({"skipped": item.problem} if item.problem else {})} for item in found]}
+    report: dict = {
+        "folder": str(folder),
+        "files": [
+            {"file": item.path.name, "facts": len(item.facts), **({"skipped": item.problem} if item.problem else {})}
+            for item in found
+        ],
+    }
     if not found:
         report["imported"] = 0
         print(json.dumps(report, indent=2) if args.json else f"no auto memory files in {folder}: nothing to import")
@@ -111,8 +130,9 @@ def cmd_import_auto_memory(args: argparse.Namespace) -> int:
     path = Path(config.find_database(settings))
     conn = store.connect(path)
     try:
-        result = transfer.import_facts(conn, lines, log=audit.log_path(path), command=terminal.command_line(args.argv),
-                                       dry_run=args.dry_run)
+        result = transfer.import_facts(
+            conn, lines, log=audit.log_path(path), command=terminal.command_line(args.argv), dry_run=args.dry_run
+        )
     except transfer.Refused as error:
         raise UserError(str(error)) from error
     finally:
@@ -122,7 +142,10 @@ def cmd_import_auto_memory(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
         return 0
     for item in report["files"]:
-        print(f"  {item['file']}: {item['facts']} fact{'s' if item['facts'] != 1 else ''}" + (f"; left out: {item['skipped']}" if "skipped" in item else ""))
+        print(
+            f"  {item['file']}: {item['facts']} fact{'s' if item['facts'] != 1 else ''}"
+            + (f"; left out: {item['skipped']}" if "skipped" in item else "")
+        )
     verb = "would import" if args.dry_run else "imported"
     line = f"{verb} {result.inserted} fact{'s' if result.inserted != 1 else ''} from {folder}"
     if result.ids:
@@ -130,6 +153,9 @@ def cmd_import_auto_memory(args: argparse.Namespace) -> int:
     print(line + (f", each logged in write.log (write {result.write_id[:8]})" if result.write_id else ""))
     if result.skipped:
         print(f"{result.skipped} already in memory, skipped (the same topic, kind and text)")
-    print("The files stay as they are: memory-gate never changes them; with autoMemoryEnabled false Claude Code no longer reads them."
-          if not args.dry_run else "nothing was changed (--dry-run)")
+    print(
+        "The files stay as they are: memory-gate never changes them; with autoMemoryEnabled false Claude Code no longer reads them."
+        if not args.dry_run
+        else "nothing was changed (--dry-run)"
+    )
     return 0

@@ -39,8 +39,10 @@ def _grant(settings: config.Settings, args: argparse.Namespace) -> int:
         return 0
     found = memory_team.find(settings)
     if found is None:
-        raise UserError("this project is not on a team's memory: `memory-gate team connect URL` first, or "
-                        "`memory-gate team grant ROLE --sql` for the statements to run in psql")
+        raise UserError(
+            "this project is not on a team's memory: `memory-gate team connect URL` first, or "
+            "`memory-gate team grant ROLE --sql` for the statements to run in psql"
+        )
     try:
         conn = postgres.connect(found.url, config.member(), postgres.COMMAND_DEADLINE_S)
     except store.StoreError as error:
@@ -48,16 +50,20 @@ def _grant(settings: config.Settings, args: argparse.Namespace) -> int:
     try:
         if not teamroles.is_owner(conn):
             user = conn.execute("SELECT current_user").fetchone()[0]
-            raise UserError(f"the role {user} does not own memory-gate's tables, so it may not grant a member's rights: "
-                            f"run this as the tables' owner, or have them run `memory-gate team grant {args.role} --sql` in psql")
+            raise UserError(
+                f"the role {user} does not own memory-gate's tables, so it may not grant a member's rights: "
+                f"run this as the tables' owner, or have them run `memory-gate team grant {args.role} --sql` in psql"
+            )
         try:
             done = teamroles.grant(conn, args.role)
         except store.StoreError as error:
             raise UserError(str(error)) from error
     finally:
         conn.close()
-    print(f"granted {args.role} a member's rights on {postgres.SCHEMA} ({len(done)} statements): it may read and change "
-          "facts and add to the record of changes, never rewrite it")
+    print(
+        f"granted {args.role} a member's rights on {postgres.SCHEMA} ({len(done)} statements): it may read and change "
+        "facts and add to the record of changes, never rewrite it"
+    )
     return 0
 
 
@@ -68,8 +74,10 @@ def _copy(settings: config.Settings, args: argparse.Namespace) -> int:
     from gate.memory import audit, teamcopy
 
     if memory_team.find(settings) is None:
-        raise UserError("this project is not on a team's memory: `memory-gate team connect URL` first, then "
-                        f"`memory-gate team {args.action}`")
+        raise UserError(
+            "this project is not on a team's memory: `memory-gate team connect URL` first, then "
+            f"`memory-gate team {args.action}`"
+        )
     with opening.open_memory(settings) as opened:
         assert opened.team is not None and opened.member is not None, "on a team's memory, as checked above"
         try:
@@ -81,8 +89,10 @@ def _copy(settings: config.Settings, args: argparse.Namespace) -> int:
                     copied = teamcopy.push(local, audit.log_path(opened.path), opened.team)
                 finally:
                     local.close()
-                print(f"pushed {copied.facts} facts and {copied.changes} logged changes from {opened.path} "
-                      f"to the team's project {opened.member.team.project}")
+                print(
+                    f"pushed {copied.facts} facts and {copied.changes} logged changes from {opened.path} "
+                    f"to the team's project {opened.member.team.project}"
+                )
                 print("  the local file is left as it was; this project now uses the team's memory")
             else:
                 if opened.conn is not None and args.to is None:
@@ -90,10 +100,14 @@ def _copy(settings: config.Settings, args: argparse.Namespace) -> int:
                     opened.conn = None
                 target = Path(args.to).absolute() if args.to else opened.path
                 copied = teamcopy.pull(opened.team, target)
-                print(f"pulled {copied.facts} facts and {copied.changes} changes of the team's project "
-                      f"{opened.member.team.project} into {target}")
+                print(
+                    f"pulled {copied.facts} facts and {copied.changes} changes of the team's project "
+                    f"{opened.member.team.project} into {target}"
+                )
                 if args.to is None:
-                    print("  `memory-gate team disconnect` uses it as this project's memory; until then the team's is used")
+                    print(
+                        "  `memory-gate team disconnect` uses it as this project's memory; until then the team's is used"
+                    )
         except teamcopy.CannotCopy as error:
             raise UserError(str(error)) from error
     return 0
@@ -115,10 +129,14 @@ def _connect(settings: config.Settings, args: argparse.Namespace) -> int:
 def _disconnect(settings: config.Settings) -> int:
     removed = memory_team.disconnect(settings)
     if removed is None:
-        print(f"this project was not connected to a team: its memory is the local file {config.find_database(settings)}")
+        print(
+            f"this project was not connected to a team: its memory is the local file {config.find_database(settings)}"
+        )
     else:
-        print(f"this project's memory is the local file again: {config.find_database(settings)} "
-              f"(removed {removed}; the team's facts stay in the team's database)")
+        print(
+            f"this project's memory is the local file again: {config.find_database(settings)} "
+            f"(removed {removed}; the team's facts stay in the team's database)"
+        )
     if settings.team_url:
         print("MEMORY_GATE_DB still names a team's memory: unset it too for the local file")
     return 0
@@ -136,8 +154,12 @@ def _status(settings: config.Settings, as_json: bool) -> int:
             print("  `memory-gate team connect postgresql://USER@HOST:PORT/DATABASE` shares it with a team")
         return 0
     report = {
-        "memory": "team", "url": found.shown, "project": found.project, "set_by": found.source,
-        "member": config.member(), "ledger": ledger,
+        "memory": "team",
+        "url": found.shown,
+        "project": found.project,
+        "set_by": found.source,
+        "member": config.member(),
+        "ledger": ledger,
     }
     member = memory_team.Member(found, report["member"])
     try:

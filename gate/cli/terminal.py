@@ -70,10 +70,19 @@ def print_text(text: str | None) -> None:
 
 
 def fact_json(fact: Fact) -> dict:
-    return credentials.redact_json({
-        "id": fact.id, "topic": fact.topic, "kind": fact.kind, "text": fact.text, "date": fact.date,
-        "created": fact.created, "updated": fact.updated, "confirmed": fact.confirmed, "rev": fact.rev,
-    })
+    return credentials.redact_json(
+        {
+            "id": fact.id,
+            "topic": fact.topic,
+            "kind": fact.kind,
+            "text": fact.text,
+            "date": fact.date,
+            "created": fact.created,
+            "updated": fact.updated,
+            "confirmed": fact.confirmed,
+            "rev": fact.rev,
+        }
+    )
 
 
 def print_fact(fact: Fact, note: str) -> None:

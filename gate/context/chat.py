@@ -102,7 +102,12 @@ def _from_logprobs(logprobs: object) -> float | None:
             if not isinstance(alternative, dict):
                 continue
             value = alternative.get("logprob")
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value > 1e-6:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value > 1e-6
+            ):
                 continue
             word = _word(str(alternative.get("token", "")))
             if word in YES:

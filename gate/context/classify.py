@@ -86,8 +86,14 @@ class Decision:
 
     __slots__ = ("verdicts", "failure", "model", "made", "by_words", "note")
 
-    def __init__(self, verdicts: list[Verdict], failure: str | None = None, model: str = "", made: dict | None = None,
-                 note: str | None = None):
+    def __init__(
+        self,
+        verdicts: list[Verdict],
+        failure: str | None = None,
+        model: str = "",
+        made: dict | None = None,
+        note: str | None = None,
+    ):
         self.verdicts = verdicts
         self.failure = failure
         self.model = model
@@ -133,8 +139,9 @@ def classify_text(description: str, request: str, earlier: list[str]) -> str:
 # -- chat ---------------------------------------------------------------------------------------
 
 
-def by_chat(url: str, model: str | None, rules: list[Rule], request: str, earlier: list[str], *,
-            timeout: float) -> Decision:
+def by_chat(
+    url: str, model: str | None, rules: list[Rule], request: str, earlier: list[str], *, timeout: float
+) -> Decision:
     import threading
 
     from gate.context import chat
@@ -152,8 +159,9 @@ def by_chat(url: str, model: str | None, rules: list[Rule], request: str, earlie
                     return
                 at, rule = pending.pop(0)
             try:
-                probability = chat.ask(url, model, CHAT_SYSTEM, question(rule.description, request, earlier),
-                                       deadline=deadline)
+                probability = chat.ask(
+                    url, model, CHAT_SYSTEM, question(rule.description, request, earlier), deadline=deadline
+                )
             except chat.ChatError as error:
                 with lock:
                     errors.append(str(error))
@@ -168,8 +176,11 @@ def by_chat(url: str, model: str | None, rules: list[Rule], request: str, earlie
         worker.join(max(0.0, deadline - time.monotonic()) + 0.05)
     with lock:
         verdicts = [
-            Verdict(rule, answers[at] >= APPLIES_AT, answers[at], f"P(yes) {answers[at]:.2f} (applies from {APPLIES_AT:g})")
-            if at in answers else Verdict(rule, None)
+            Verdict(
+                rule, answers[at] >= APPLIES_AT, answers[at], f"P(yes) {answers[at]:.2f} (applies from {APPLIES_AT:g})"
+            )
+            if at in answers
+            else Verdict(rule, None)
             for at, rule in enumerate(rules)
         ]
         failure = None
@@ -221,8 +232,9 @@ def queries(request: str, earlier: list[str]) -> list[str]:
     return [now, "\n".join([_clip(text, MAX_EARLIER) for text in earlier] + [now])]
 
 
-def by_embeddings(conn, endpoint, rules: list[Rule], request: str, earlier: list[str], *, margin: float,
-                  timeout: float) -> Decision:
+def by_embeddings(
+    conn, endpoint, rules: list[Rule], request: str, earlier: list[str], *, margin: float, timeout: float
+) -> Decision:
     from gate.context import state
     from gate.search import embeddings
 
@@ -234,7 +246,8 @@ def by_embeddings(conn, endpoint, rules: list[Rule], request: str, earlier: list
         model = asked.model
         texts = [text for rule in rules for text in parts(rule.description)] + list(BACKGROUND)
         known = {
-            text: vector for text, vector in state.vectors(conn, asked.model, texts).items()
+            text: vector
+            for text, vector in state.vectors(conn, asked.model, texts).items()
             if len(vector) == asked.dimension
         }
         missing = [text for text in dict.fromkeys(texts) if text not in known]
@@ -259,8 +272,10 @@ def by_embeddings(conn, endpoint, rules: list[Rule], request: str, earlier: list
         [[known[text] for text in parts(rule.description)] for rule in rules],
         [known[text] for text in BACKGROUND],
     )
-    verdicts = [Verdict(rule, value >= margin, value, f"meaning margin {value:+.3f} (applies from {margin:+.3f})")
-                for rule, value in zip(rules, margins)]
+    verdicts = [
+        Verdict(rule, value >= margin, value, f"meaning margin {value:+.3f} (applies from {margin:+.3f})")
+        for rule, value in zip(rules, margins)
+    ]
     return Decision(verdicts, None, asked.model, made)
 
 
@@ -301,6 +316,10 @@ def by_words_instead(decision: Decision, request: str, earlier: list[str]) -> De
     weighed, quiet = hybrid.weigh([verdict.rule.description for verdict in decision.verdicts], request, earlier)
     for verdict, item in zip(decision.verdicts, weighed):
         if verdict.applies is None:
-            verdict.applies, verdict.score, verdict.why = item.applies, item.points, "by words: " + (quiet or item.why())
+            verdict.applies, verdict.score, verdict.why = (
+                item.applies,
+                item.points,
+                "by words: " + (quiet or item.why()),
+            )
             decision.by_words.append(verdict.rule.path)
     return decision

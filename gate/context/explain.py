@@ -29,12 +29,20 @@ EXAMPLE = """example:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="memory-gate inject", epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="memory-gate inject",
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="injected-context's hooks (UserPromptSubmit, SessionStart; the mod's Submit and Answered), "
-                    "JSON on stdin; or, with --explain, why each rule file would or would not be injected.")
+        "JSON on stdin; or, with --explain, why each rule file would or would not be injected.",
+    )
     parser.add_argument("--explain", metavar="PROMPT", required=True, help="the prompt to weigh the rule files against")
-    parser.add_argument("--earlier", metavar="TEXT", action="append", default=[],
-                        help="an earlier request of the session, oldest first (at most two count)")
+    parser.add_argument(
+        "--earlier",
+        metavar="TEXT",
+        action="append",
+        default=[],
+        help="an earlier request of the session, oldest first (at most two count)",
+    )
     args = parser.parse_args(argv)
     try:
         settings, context = config.load(), config.load_context()
@@ -55,11 +63,14 @@ def explain(settings: config.Settings, context: config.ContextSettings, prompt: 
     if name is None or not found:
         return lines
     if not classify.words_of(prompt).work:
-        return lines + ["the prompt carries no work (small talk, thanks or an approval): nothing is injected, "
-                        "no classifier is asked"]
+        return lines + [
+            "the prompt carries no work (small talk, thanks or an approval): nothing is injected, "
+            "no classifier is asked"
+        ]
     if name == "claude":
-        lines.append("claude runs inside the mod only; below, what words say (they decide for a rule it leaves "
-                     "unanswered)")
+        lines.append(
+            "claude runs inside the mod only; below, what words say (they decide for a rule it leaves unanswered)"
+        )
     path = config.find_database(settings)
     conn = store.connect(path if os.path.exists(path) else ":memory:")  # read for the vectors cache only
     try:

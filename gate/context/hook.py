@@ -44,12 +44,14 @@ def user_prompt_submit(payload: dict) -> dict | None:
         raise ValueError("hook input has no prompt")
     prompt_id = payload.get("prompt_id") if isinstance(payload.get("prompt_id"), str) else None
     settings, inject, places = _setup(payload)
-    served = inject.submit(settings, config.load_context(), places, session=session, prompt=prompt,
-                           source="hook", prompt_id=prompt_id)
+    served = inject.submit(
+        settings, config.load_context(), places, session=session, prompt=prompt, source="hook", prompt_id=prompt_id
+    )
     output: dict = {}
     if served.entries:
         output["hookSpecificOutput"] = {
-            "hookEventName": "UserPromptSubmit", "additionalContext": inject.joined(served.entries),
+            "hookEventName": "UserPromptSubmit",
+            "additionalContext": inject.joined(served.entries),
         }
     if served.notice:
         output["systemMessage"] = served.notice

@@ -47,8 +47,9 @@ class Weighed:
 
     __slots__ = ("points", "words", "topics", "meaning", "earlier", "applies", "needed", "unasked")
 
-    def __init__(self, points: float = 0.0, shared_words=(), topics=(), meaning: float | None = None,
-                 earlier: str | None = None):
+    def __init__(
+        self, points: float = 0.0, shared_words=(), topics=(), meaning: float | None = None, earlier: str | None = None
+    ):
         self.points = points
         self.words = list(shared_words)
         self.topics = list(topics)
@@ -95,16 +96,25 @@ def _points(request: words.Keys, description: words.Keys, rare: dict[str, float]
     most = max((len(named) for named in description.topics.values()), default=1)
     asked = max((len(named) for named in request.topics.values()), default=1)
     points = WORD * sum(rare.get(key, 1.0) for key in shared)
-    points += TOPIC * sum(rare.get("#" + topic, 1.0) * (0.5 + 0.5 * len(description.topics[topic]) / most)
-                          * (0.5 + 0.5 * len(request.topics[topic]) / asked) for topic in topics)
+    points += TOPIC * sum(
+        rare.get("#" + topic, 1.0)
+        * (0.5 + 0.5 * len(description.topics[topic]) / most)
+        * (0.5 + 0.5 * len(request.topics[topic]) / asked)
+        for topic in topics
+    )
     if margin is not None:
         points += min(MEANING_CAP, max(0.0, margin - MEANING_FROM) * 100 * MEANING)
-    return Weighed(points, [request.words[key] for key in shared],
-                   [f"{topic} ({request.topics[topic][0]} ~ {description.topics[topic][0]})" for topic in topics], margin)
+    return Weighed(
+        points,
+        [request.words[key] for key in shared],
+        [f"{topic} ({request.topics[topic][0]} ~ {description.topics[topic][0]})" for topic in topics],
+        margin,
+    )
 
 
-def weigh(descriptions: list[str], request: str, earlier: list[str],
-          margins: list[float] | None = None) -> tuple[list[Weighed], str | None]:
+def weigh(
+    descriptions: list[str], request: str, earlier: list[str], margins: list[float] | None = None
+) -> tuple[list[Weighed], str | None]:
     """Each description's points for the request, with `applies` set; and, when the request
     carries no work, why nothing applies. `margins` are the embeddings classifier's, one per
     description, or None without an endpoint (they weigh the request as asked, with its earlier
@@ -114,7 +124,9 @@ def weigh(descriptions: list[str], request: str, earlier: list[str],
         return [Weighed() for _ in descriptions], "the request carries no work (small talk, thanks or an approval)"
     described = [words.keys(text) for text in descriptions]
     rare = rarity(described)
-    found = [_points(now, description, rare, margins[at] if margins else None) for at, description in enumerate(described)]
+    found = [
+        _points(now, description, rare, margins[at] if margins else None) for at, description in enumerate(described)
+    ]
     own = any(item.words or item.topics for item in found)
     if not own and not now.asks and earlier:
         for item in found:
@@ -124,8 +136,10 @@ def weigh(descriptions: list[str], request: str, earlier: list[str],
             before = words.keys(text)
             if not before.work:
                 continue
-            again = [_points(before, description, rare, margins[at] if margins else None)
-                     for at, description in enumerate(described)]
+            again = [
+                _points(before, description, rare, margins[at] if margins else None)
+                for at, description in enumerate(described)
+            ]
             if any(item.words or item.topics for item in again):
                 shown = " ".join(text.split())[:80]
                 for at, item in enumerate(again):

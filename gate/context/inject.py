@@ -38,7 +38,9 @@ class Served:
 
     __slots__ = ("entries", "notice", "questions")
 
-    def __init__(self, entries: list[str] | None = None, notice: str | None = None, questions: list[dict] | None = None):
+    def __init__(
+        self, entries: list[str] | None = None, notice: str | None = None, questions: list[dict] | None = None
+    ):
         self.entries = entries or []
         self.notice = notice
         self.questions = questions
@@ -48,8 +50,12 @@ class Served:
         if self.notice:
             out["notice"] = self.notice
         if self.questions is not None:
-            out["ask"] = {"labels": list(classify.LABELS), "model": classify.CLAUDE_MODEL,
-                          "timeoutMs": int(timeout * 1000), "rules": self.questions}
+            out["ask"] = {
+                "labels": list(classify.LABELS),
+                "model": classify.CLAUDE_MODEL,
+                "timeoutMs": int(timeout * 1000),
+                "rules": self.questions,
+            }
         return out
 
 
@@ -65,8 +71,16 @@ def units(text: str) -> int:
 # -- serving a prompt ---------------------------------------------------------------------------
 
 
-def submit(settings: config.Settings, context: config.ContextSettings, places: list[str], *, session: str,
-           prompt: str, source: str, prompt_id: str | None = None) -> Served:
+def submit(
+    settings: config.Settings,
+    context: config.ContextSettings,
+    places: list[str],
+    *,
+    session: str,
+    prompt: str,
+    source: str,
+    prompt_id: str | None = None,
+) -> Served:
     if context.classifier is None or hookio.automated(prompt) or not rules.paths(places):
         return Served()  # the cheap way out, before the database is opened
     conn = store.connect(config.find_database(settings))
@@ -81,11 +95,15 @@ def submit(settings: config.Settings, context: config.ContextSettings, places: l
             return Served()
         name = context.classifier
         if name == "claude" and source == "mod":
-            return Served(questions=[
-                {"rule": rule.path, "text": classify.classify_text(rule.description, prompt, earlier)}
-                for rule in pending
-            ])
-        decision = classify.by_words_instead(_classify(conn, settings, context, pending, prompt, earlier), prompt, earlier)
+            return Served(
+                questions=[
+                    {"rule": rule.path, "text": classify.classify_text(rule.description, prompt, earlier)}
+                    for rule in pending
+                ]
+            )
+        decision = classify.by_words_instead(
+            _classify(conn, settings, context, pending, prompt, earlier), prompt, earlier
+        )
         return finish(conn, session, decision, name, places, MOD_BUDGET if source == "mod" else HOOK_BUDGET)
     finally:
         conn.close()
@@ -95,25 +113,38 @@ def _classify(conn, settings, context, pending, prompt, earlier) -> classify.Dec
     if context.classifier == "hybrid":
         from gate.search import embeddings
 
-        return classify.by_hybrid(conn, embeddings.Endpoint.from_settings(settings), pending, prompt, earlier,
-                                  timeout=context.timeout)
+        return classify.by_hybrid(
+            conn, embeddings.Endpoint.from_settings(settings), pending, prompt, earlier, timeout=context.timeout
+        )
     if context.classifier == "embeddings":
         from gate.search import embeddings
 
         endpoint = embeddings.Endpoint.from_settings(settings)
         if endpoint is None:
             return classify.unanswered(pending, "MEMORY_GATE_CONTEXT_CLASSIFIER=embeddings needs MEMORY_GATE_EMBED_URL")
-        return classify.by_embeddings(conn, endpoint, pending, prompt, earlier, margin=context.margin,
-                                      timeout=context.timeout)
+        return classify.by_embeddings(
+            conn, endpoint, pending, prompt, earlier, margin=context.margin, timeout=context.timeout
+        )
     if context.classifier == "chat":
         if not context.chat_url:
-            return classify.unanswered(pending, "MEMORY_GATE_CONTEXT_CLASSIFIER=chat needs MEMORY_GATE_CONTEXT_CHAT_URL")
+            return classify.unanswered(
+                pending, "MEMORY_GATE_CONTEXT_CLASSIFIER=chat needs MEMORY_GATE_CONTEXT_CHAT_URL"
+            )
         return classify.by_chat(context.chat_url, context.chat_model, pending, prompt, earlier, timeout=context.timeout)
-    return classify.unanswered(pending, "the claude classifier runs only inside the injected-context mod (mods/injected-context)")
+    return classify.unanswered(
+        pending, "the claude classifier runs only inside the injected-context mod (mods/injected-context)"
+    )
 
 
-def answered(settings: config.Settings, places: list[str], *, session: str, labels: dict, reason: str | None,
-             name: str = "claude") -> Served:
+def answered(
+    settings: config.Settings,
+    places: list[str],
+    *,
+    session: str,
+    labels: dict,
+    reason: str | None,
+    name: str = "claude",
+) -> Served:
     """The mod's answers to the questions `submit` gave it: {path: label, or None when the model
     named no label or the request failed}."""
     known = set(rules.paths(places))
@@ -154,8 +185,10 @@ def finish(conn, session: str, decision: classify.Decision, name: str, places: l
         log = log_failure(places[0], session, name, decision.failure or "no answer", weighed, injected)
         where = f" (see {log})" if log else ""
         count = f"{len(weighed)} rule file{'s' if len(weighed) != 1 else ''}"
-        notices.append(f"injected-context: the {name} classifier did not answer ({decision.failure}); {count} "
-                       f"weighed by words instead, {len(injected)} injected{where}")
+        notices.append(
+            f"injected-context: the {name} classifier did not answer ({decision.failure}); {count} "
+            f"weighed by words instead, {len(injected)} injected{where}"
+        )
     if decision.note:
         notices.append(f"injected-context: {decision.note}")
     return Served(entries, " ".join(notices) or None)

@@ -218,7 +218,8 @@ TOPICS: dict[str, str] = {
 }
 
 # Words that say a request is work, not which work. Folded.
-FILLER = frozenset("""
+FILLER = frozenset(
+    """
     add adds added adding make makes making fix fixes fixed fixing change changes changed update updates create
     creates write writes written need needs want wants use uses using please can could would should let lets
     try again still also now too new old same thing things do does done doing work works working sure way
@@ -232,10 +233,12 @@ FILLER = frozenset("""
     mesma outro outra outros outras novo nova novos novas todo toda todos todas coisa coisas aqui ali la
     veja ver olha olhe tenta tente tentar de_novo ainda ja so isso isto esse essa este esta aquele
     porque por_que como onde quando qual quais quem
-""".split())
+""".split()
+)
 
 # Words of a prompt with no work in it. Folded.
-SMALL_TALK = frozenset("""
+SMALL_TALK = frozenset(
+    """
     thanks thank thx ty cheers great good nice cool awesome perfect excellent lovely wonderful fine ok okay
     okey yes yep yeah yup sure alright right no nope nah hi hello hey morning evening afternoon night bye
     goodbye welcome job done looks look lgtm tell me go ahead proceed sounds please wow haha lol how are you today
@@ -252,30 +255,36 @@ SMALL_TALK = frozenset("""
     demorou falou abraco abracos beijo beijos semana fim feriado ferias almoco jantar cafe cerveja
     jogo partida placar gol gols filme sol frio calor quente nublado temperatura graus
     aham uhum ahan hum hmm humm opa eita nossa uau ah oh eh hoje ontem
-""".split())
+""".split()
+)
 
 # Laughter and similar: "kkkk", "hahaha", "rsrs", "lmao". Folded.
 LAUGHTER = r"(?:k{3,}|(?:h?a){2,}h?|(?:h?e){2,}h?|(?:rs)+|lol+|lmao|rofl|xd)"
 
 # Libraries and frameworks a request names when it updates one ("bump react", "atualiza o
 # Django"): with an update verb or a version number, the request is about a dependency.
-LIBRARIES = frozenset("""
+LIBRARIES = frozenset(
+    """
     react vue angular svelte next nextjs nuxt django flask fastapi rails laravel symfony spring express
     nestjs lodash moment axios requests httpx numpy pandas scipy pytorch tensorflow celery sqlalchemy
     pydantic webpack vite babel typescript eslint prettier jest vitest pytest mocha jquery bootstrap
     tailwind redux graphql apollo prisma sequelize typeorm boto3 node nodejs python ruby java go rust
     kotlin swift flutter expo openssl log4j sdk
-""".split())
-UPDATE_VERBS = frozenset("""
+""".split()
+)
+UPDATE_VERBS = frozenset(
+    """
     update updates updated updating upgrade upgrades upgraded upgrading bump bumps bumped downgrade
     replace migrate atualizar atualize atualiza atualizado atualizacao trocar troca troque substituir
     substitua substitui remove remover removes remova tira
-""".split())
+""".split()
+)
 
 # Filler that asks for something: with one of these (or of CONTINUING), a request with no evidence
 # of its own ("try again", "do it for billing", "mais algum lugar onde isso acontece?") is weighed by
 # the earlier requests. Folded.
-ASKING = frozenset("""
+ASKING = frozenset(
+    """
     add make fix change update create write need want use please can could would should let try again
     still also now too next done same then redo rerun retry undo revert continue finish remove
     delete rename move replace implement build run show explain refactor handle keep check look find
@@ -285,10 +294,13 @@ ASKING = frozenset("""
     quero queria preciso precisa precisamos podes poderia agora tambem igual mesmo mesma tenta tente
     tentar ainda isso isto disso nisso desse dessa deste desta roda rode rodar escreve escreva remove
     remova apaga apague implementa implemente mostra explica continua refaz refaca volta reverte
-""".split())
+""".split()
+)
 
 # Words that make a request a follow-up even when it names work of its own ("and the same for
 # the invoices endpoint", "faz igual no serviço de pagamentos"): its earlier requests count too.
-CONTINUING = frozenset("""
+CONTINUING = frozenset(
+    """
     same too also again likewise similarly igual tambem mesmo mesma mesmos mesmas novamente idem
-""".split())
+""".split()
+)

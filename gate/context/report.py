@@ -40,25 +40,37 @@ def doctor(settings: config.Settings, environ=None, *, probe: bool = True) -> tu
                 report["hybrid"]["answers"] = _probe_embeddings(settings.embed_url, settings.embed_model, [])
         else:
             report["hybrid"] = {"words": "yes", "meaning": "no (set MEMORY_GATE_EMBED_URL to add it)"}
-        report["note"] = ("hybrid (the default): rules weighed by the words and topics they share with the request; "
-                          "where the injected-context mod runs, claude is the better pick. " + EXPLAIN)
+        report["note"] = (
+            "hybrid (the default): rules weighed by the words and topics they share with the request; "
+            "where the injected-context mod runs, claude is the better pick. " + EXPLAIN
+        )
     elif context.classifier == "embeddings":
         report["embeddings"] = {"url": settings.embed_url, "model": settings.embed_model, "margin": context.margin}
         if not settings.embed_url:
-            problems.append("MEMORY_GATE_CONTEXT_CLASSIFIER=embeddings needs MEMORY_GATE_EMBED_URL: until it is set, "
-                            "every pending rule is injected unchecked")
+            problems.append(
+                "MEMORY_GATE_CONTEXT_CLASSIFIER=embeddings needs MEMORY_GATE_EMBED_URL: until it is set, "
+                "every pending rule is injected unchecked"
+            )
         elif probe:
             report["embeddings"]["answers"] = _probe_embeddings(settings.embed_url, settings.embed_model, problems)
     elif context.classifier == "chat":
-        report["chat"] = {"url": context.chat_url, "model": context.chat_model or "(none sent)", "timeout": context.timeout}
+        report["chat"] = {
+            "url": context.chat_url,
+            "model": context.chat_model or "(none sent)",
+            "timeout": context.timeout,
+        }
         if not context.chat_url:
-            problems.append("MEMORY_GATE_CONTEXT_CLASSIFIER=chat needs MEMORY_GATE_CONTEXT_CHAT_URL: until it is set, "
-                            "every pending rule is injected unchecked")
+            problems.append(
+                "MEMORY_GATE_CONTEXT_CLASSIFIER=chat needs MEMORY_GATE_CONTEXT_CHAT_URL: until it is set, "
+                "every pending rule is injected unchecked"
+            )
         elif probe:
             report["chat"]["answers"] = _probe_chat(context, context.chat_url, problems)
     else:
-        report["note"] = ("claude: Claude Code's own small model, asked by the injected-context mod; where only the "
-                          "settings hook runs, and for a rule it leaves unanswered, words decide. " + EXPLAIN)
+        report["note"] = (
+            "claude: Claude Code's own small model, asked by the injected-context mod; where only the "
+            "settings hook runs, and for a rule it leaves unanswered, words decide. " + EXPLAIN
+        )
     log = os.path.join(places[0], inject.LOG_NAME)
     if os.path.exists(log):
         report["log"] = {"path": log, "last": _last_line(log)}
@@ -82,8 +94,13 @@ def _probe_chat(context: config.ContextSettings, url: str, problems: list[str]) 
 
     question = classify.question("Writing database migrations.", "Add a column to the users table.", [])
     try:
-        probability = chat.ask(url, context.chat_model, classify.CHAT_SYSTEM, question,
-                               deadline=time.monotonic() + max(context.timeout, 5.0))
+        probability = chat.ask(
+            url,
+            context.chat_model,
+            classify.CHAT_SYSTEM,
+            question,
+            deadline=time.monotonic() + max(context.timeout, 5.0),
+        )
     except chat.ChatError as error:
         problems.append(f"{error}: every pending rule is injected unchecked until it answers")
         return "no"

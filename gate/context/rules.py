@@ -82,8 +82,9 @@ def read(path: str) -> Rule | Skipped:
     description, body = parse(text)
     if not description:
         return Skipped(
-            path, "has no description: start it with a frontmatter block '---' / 'description: <the work "
-            "it covers>' / '---', or it is never injected"
+            path,
+            "has no description: start it with a frontmatter block '---' / 'description: <the work "
+            "it covers>' / '---', or it is never injected",
         )
     if not body:
         return Skipped(path, "has nothing after its frontmatter to inject")

@@ -25,8 +25,9 @@ MAX_PROMPT = 2000
 SAME_PROMPT_SECONDS = 120.0
 
 
-def claim(conn, session: str, prompt: str, *, source: str, prompt_id: str | None = None,
-          now: float | None = None) -> list[str] | None:
+def claim(
+    conn, session: str, prompt: str, *, source: str, prompt_id: str | None = None, now: float | None = None
+) -> list[str] | None:
     """Record that `source` ('mod' or 'hook') serves this prompt, and return the session's two
     previous requests (oldest first); None when the prompt is already served: by the mod just
     before (for a settings hook), or by another settings hook of the same prompt_id. Call it
@@ -45,7 +46,8 @@ def claim(conn, session: str, prompt: str, *, source: str, prompt_id: str | None
             conn.execute("UPDATE context_requests SET prompt_id = ? WHERE id = ?", (prompt_id or "", row))
             return None
     previous = [
-        text for (text,) in conn.execute(
+        text
+        for (text,) in conn.execute(
             "SELECT prompt FROM context_requests WHERE session = ? ORDER BY id DESC LIMIT 2", (session,)
         )
     ][::-1]
@@ -63,8 +65,12 @@ def claim(conn, session: str, prompt: str, *, source: str, prompt_id: str | None
 
 def latest(conn, session: str) -> tuple[str, list[str]]:
     """The session's latest request and the two before it (oldest first); ("", []) when none."""
-    rows = [text for (text,) in conn.execute(
-        "SELECT prompt FROM context_requests WHERE session = ? ORDER BY id DESC LIMIT 3", (session,))][::-1]
+    rows = [
+        text
+        for (text,) in conn.execute(
+            "SELECT prompt FROM context_requests WHERE session = ? ORDER BY id DESC LIMIT 3", (session,)
+        )
+    ][::-1]
     return (rows[-1], rows[:-1]) if rows else ("", [])
 
 

@@ -89,8 +89,10 @@ def _index() -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
                 exact.setdefault(entry, set()).add(topic)
                 if "_" not in entry and not entry.startswith("@"):
                     stems.setdefault(stem(entry), set()).add(topic)
-        _INDEX = ({key: tuple(sorted(found)) for key, found in exact.items()},
-                  {key: tuple(sorted(found)) for key, found in stems.items()})
+        _INDEX = (
+            {key: tuple(sorted(found)) for key, found in exact.items()},
+            {key: tuple(sorted(found)) for key, found in stems.items()},
+        )
     return _INDEX
 
 

@@ -148,8 +148,14 @@ def _table_hits(text: str):
             offset = at + line.index("|") + 1
             for index, cell in enumerate(cells):
                 value = cell.strip().strip("`")
-                if index in columns and value and (
-                    literal(value, password=True) if columns[index] else random_looking(value) and not _digest(value)
+                if (
+                    index in columns
+                    and value
+                    and (
+                        literal(value, password=True)
+                        if columns[index]
+                        else random_looking(value) and not _digest(value)
+                    )
                 ):
                     start = offset + cell.index(value)
                     yield start, start + len(value), "a secret in a table"

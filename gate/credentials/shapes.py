@@ -29,145 +29,297 @@ _L, _R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
 # whole match) says so; `redact` replaces the `value` group, or the whole match. A shape runs only
 # on a text whose lowercase form holds one of its triggers. Order matters: `find` names the first.
 _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
-    ("a private key", ("private key",),
-     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY"
-     r"(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:-]*)", None),
+    (
+        "a private key",
+        ("private key",),
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY"
+        r"(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:-]*)",
+        None,
+    ),
     ("a private key", ("ls0tls1crudjti",), r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{20,}", _pem_private),
     ("an age secret key", ("age-secret-key-",), r"AGE-SECRET-KEY-1[0-9A-Z]{58}", None),
-    ("an AWS access key id", ("akia", "asia", "abia", "acca", "a3t"),
-     _L + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[0-9A-Z]{16}" + _R, _token),
+    (
+        "an AWS access key id",
+        ("akia", "asia", "abia", "acca", "a3t"),
+        _L + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[0-9A-Z]{16}" + _R,
+        _token,
+    ),
     ("a GitHub token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), _L + r"gh[pousr]_[A-Za-z0-9]{36,}" + _R, _token),
     ("a GitHub token", ("github_pat_",), _L + r"github_pat_[A-Za-z0-9_]{50,}" + _R, _token),
-    ("a GitLab token", ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glsoat-", "glft-", "glimt-", "gloas-",
-                        "glffct-", "glagent-"),
-     _L + r"gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|oas|ffct|agent)-[A-Za-z0-9_-]{20,}", _token),
+    (
+        "a GitLab token",
+        ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glsoat-", "glft-", "glimt-", "gloas-", "glffct-", "glagent-"),
+        _L + r"gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|oas|ffct|agent)-[A-Za-z0-9_-]{20,}",
+        _token,
+    ),
     ("an Anthropic API key", ("sk-ant-",), _L + r"sk-ant-[A-Za-z0-9_-]{32,}", _token),
-    ("an OpenAI API key", ("sk-",),
-     _L + r"sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,}" + _R + ")", _token),
+    (
+        "an OpenAI API key",
+        ("sk-",),
+        _L + r"sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,}" + _R + ")",
+        _token,
+    ),
     ("a Stripe key", ("sk_", "rk_"), _L + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}" + _R, _token),
     ("a Stripe webhook secret", ("whsec_",), _L + r"whsec_[A-Za-z0-9]{24,}" + _R, _token),
-    ("a Slack token", ("xox", "xapp-"),
-     _L + r"(?:xox[abposre]-(?:\d+-)+[A-Za-z0-9]{8,}|xoxe(?:\.xox[bp])?-\d-[A-Za-z0-9]{30,}|"
-     r"xapp-\d-[A-Z0-9]+-\d+-[A-Za-z0-9]{20,})", _token),
-    ("a Slack webhook", ("hooks.slack.com",),
-     r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<value>[A-Za-z0-9/_-]{20,})", _token),
-    ("a Discord webhook", ("discord",),
-     r"discord(?:app)?\.com/api/webhooks/(?P<value>\d+/[A-Za-z0-9_-]{40,})", _token),
-    ("a Discord bot token", ("discord", "token", "bot"),
-     _L + r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _R, _token),
+    (
+        "a Slack token",
+        ("xox", "xapp-"),
+        _L + r"(?:xox[abposre]-(?:\d+-)+[A-Za-z0-9]{8,}|xoxe(?:\.xox[bp])?-\d-[A-Za-z0-9]{30,}|"
+        r"xapp-\d-[A-Z0-9]+-\d+-[A-Za-z0-9]{20,})",
+        _token,
+    ),
+    (
+        "a Slack webhook",
+        ("hooks.slack.com",),
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<value>[A-Za-z0-9/_-]{20,})",
+        _token,
+    ),
+    ("a Discord webhook", ("discord",), r"discord(?:app)?\.com/api/webhooks/(?P<value>\d+/[A-Za-z0-9_-]{40,})", _token),
+    (
+        "a Discord bot token",
+        ("discord", "token", "bot"),
+        _L + r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _R,
+        _token,
+    ),
     ("a Google API key", ("aiza",), _L + r"AIza[0-9A-Za-z_-]{35}" + _R, _token),
     ("a Google OAuth client secret", ("gocspx-",), _L + r"GOCSPX-[A-Za-z0-9_-]{24,40}", _token),
     ("a Google OAuth token", ("ya29.",), _L + r"ya29\.[A-Za-z0-9_-]{30,}", _token),
     ("an npm token", ("npm_",), _L + r"npm_[A-Za-z0-9]{36}" + _R, _token),
     ("a PyPI token", ("pypi-",), _L + r"pypi-AgE[A-Za-z0-9_-]{50,}", None),
     ("a SendGrid key", ("sg.",), _L + r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}", _token),
-    ("a Twilio API key", ("twilio", "token", "key", "secret"), _L + r"SK[0-9a-fA-F]{32}" + _R,
-     _Near(("twilio", "token", "key", "secret"), _token, 200)),
+    (
+        "a Twilio API key",
+        ("twilio", "token", "key", "secret"),
+        _L + r"SK[0-9a-fA-F]{32}" + _R,
+        _Near(("twilio", "token", "key", "secret"), _token, 200),
+    ),
     ("an Okta API token", ("ssws",), r"\bSSWS\s+(?P<value>[A-Za-z0-9_-]{20,})", _token),
     ("an Okta API token", ("okta",), _L + r"00[A-Za-z0-9_-]{40}" + _R, _Near(("okta",), _token, 300)),
-    ("a Supabase token", ("sbp_", "sb_secret_"), _L + r"(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,})" + _R, _token),
+    (
+        "a Supabase token",
+        ("sbp_", "sb_secret_"),
+        _L + r"(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,})" + _R,
+        _token,
+    ),
     ("a Mailgun key", ("key-",), _L + r"key-[0-9a-f]{32}" + _R, _token),
     ("a Mailchimp key", ("-us",), _L + r"[0-9a-f]{32}-us\d{1,2}" + _R, _token),
     ("a Hugging Face token", ("hf_",), _L + r"hf_[A-Za-z0-9]{30,}" + _R, _token),
     ("a Telegram bot token", (":aa",), r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])", _token),
     ("a Vault token", ("hvs.", "hvb.", "hvr."), _L + r"hv[sbr]\.[A-Za-z0-9_-]{24,}", _token),
     ("a DigitalOcean token", ("_v1_",), _L + r"do[opr]_v1_[a-f0-9]{64}" + _R, _token),
-    ("a Shopify token", ("shpat_", "shpss_", "shpca_", "shppa_"), _L + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _R, _token),
+    (
+        "a Shopify token",
+        ("shpat_", "shpss_", "shpca_", "shppa_"),
+        _L + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}" + _R,
+        _token,
+    ),
     ("a Databricks token", ("dapi",), _L + r"dapi[a-f0-9]{32}(?:-\d)?" + _R, _token),
     ("an Azure client secret", ("q~",), r"(?<![\w~.-])[\w~.-]{3}\dQ~[\w~.-]{31,34}(?![\w~.-])", _token),
-    ("an Azure storage key", ("accountkey=", "sharedaccesskey=", "account-key"),
-     r"(?i)(?:AccountKey=|SharedAccessKey=|--account-key[= ]\s*)(?P<value>[A-Za-z0-9+/]{40,}={0,2})", _token),
+    (
+        "an Azure storage key",
+        ("accountkey=", "sharedaccesskey=", "account-key"),
+        r"(?i)(?:AccountKey=|SharedAccessKey=|--account-key[= ]\s*)(?P<value>[A-Za-z0-9+/]{40,}={0,2})",
+        _token,
+    ),
     ("an Azure SAS signature", ("sig=",), r"(?<![\w.-])sig=(?P<value>[A-Za-z0-9%+/=]{20,})", _token),
     ("a Django secret key", ("django-insecure-",), r"django-insecure-[^\s'\"]{20,}", None),
     ("a Mapbox secret token", ("sk.eyj",), _L + r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", None),
     ("a JSON Web Token", ("eyj",), _L + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", None),
-    ("a provider token", ("lin_", "ntn_", "secret_", "pmak-", "atatt", "glsa_", "glc_", "nrak-", "gsk_", "r8_",
-                          "dckr_pat_", "dp.st.", "dp.sa.", "dp.ct.", "dp.pt.", "dp.scim.", "dp.audit.", "sntry", "xai-", "pplx-", "eaaa", "sq0", "atlasv1", "pul-", "hrku-"),
-     _L + r"(?:lin_(?:api|oauth)_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}|"
-     r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}|ATATT3[A-Za-z0-9_=-]{100,}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|"
-     r"glc_[A-Za-z0-9+/=]{32,}|NRAK-[A-Z0-9]{27}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|"
-     r"dckr_pat_[A-Za-z0-9_-]{27,}|dp\.(?:st|sa|ct|pt|scim|audit)\.[A-Za-z0-9_.-]{40,}|"
-     r"sntry[su]_[A-Za-z0-9+/=_-]{40,}|xai-[A-Za-z0-9]{70,}|pplx-[A-Za-z0-9]{40,}|EAAA[A-Za-z0-9_-]{60,}|"
-     r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}|pul-[a-f0-9]{40}|"
-     r"HRKU-[A-Za-z0-9_-]{40,})", _token),
+    (
+        "a provider token",
+        (
+            "lin_",
+            "ntn_",
+            "secret_",
+            "pmak-",
+            "atatt",
+            "glsa_",
+            "glc_",
+            "nrak-",
+            "gsk_",
+            "r8_",
+            "dckr_pat_",
+            "dp.st.",
+            "dp.sa.",
+            "dp.ct.",
+            "dp.pt.",
+            "dp.scim.",
+            "dp.audit.",
+            "sntry",
+            "xai-",
+            "pplx-",
+            "eaaa",
+            "sq0",
+            "atlasv1",
+            "pul-",
+            "hrku-",
+        ),
+        _L + r"(?:lin_(?:api|oauth)_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}|"
+        r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}|ATATT3[A-Za-z0-9_=-]{100,}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|"
+        r"glc_[A-Za-z0-9+/=]{32,}|NRAK-[A-Z0-9]{27}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|"
+        r"dckr_pat_[A-Za-z0-9_-]{27,}|dp\.(?:st|sa|ct|pt|scim|audit)\.[A-Za-z0-9_.-]{40,}|"
+        r"sntry[su]_[A-Za-z0-9+/=_-]{40,}|xai-[A-Za-z0-9]{70,}|pplx-[A-Za-z0-9]{40,}|EAAA[A-Za-z0-9_-]{60,}|"
+        r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}|pul-[a-f0-9]{40}|"
+        r"HRKU-[A-Za-z0-9_-]{40,})",
+        _token,
+    ),
     # A secret of 40 characters of base64 near a word that says AWS or secret, or after a key id.
-    ("an AWS secret access key", ("aws", "secret", "akia", "asia"),
-     r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])", _Near(("aws", "secret", "akia", "asia"), _aws_secret, 100, lines=True)),
+    (
+        "an AWS secret access key",
+        ("aws", "secret", "akia", "asia"),
+        r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+        _Near(("aws", "secret", "akia", "asia"), _aws_secret, 100, lines=True),
+    ),
     # Credentials in a URL, a header or a command line.
-    ("a connection string with a password", ("://",),
-     r"(?i)\b[a-z][a-z0-9+.-]*://(?P<user>[^\s:/@]*(?:@[^\s:/@]+)?):(?P<value>[/@]?[^\s@/]+)@[^\s/]+",
-     lambda v, match: v.lower() != match.group("user").lower() and literal(v, password=True)),
-    ("an Authorization header", ("authorization",),
-     r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|bot|digest|apikey|api-token|"
-     r"sso-key)\s+(?P<value>[A-Za-z0-9._~+/=@-]{8,})",
-     lambda v: not _placeholder(v) and not v.isupper() and not (v.islower() and _is_word_like(v))),
-    ("an Authorization header", ("authorization",),  # a credential without a scheme
-     r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?P<value>[A-Za-z0-9._~+/=@-]{8,})", literal),
+    (
+        "a connection string with a password",
+        ("://",),
+        r"(?i)\b[a-z][a-z0-9+.-]*://(?P<user>[^\s:/@]*(?:@[^\s:/@]+)?):(?P<value>[/@]?[^\s@/]+)@[^\s/]+",
+        lambda v, match: v.lower() != match.group("user").lower() and literal(v, password=True),
+    ),
+    (
+        "an Authorization header",
+        ("authorization",),
+        r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|bot|digest|apikey|api-token|"
+        r"sso-key)\s+(?P<value>[A-Za-z0-9._~+/=@-]{8,})",
+        lambda v: not _placeholder(v) and not v.isupper() and not (v.islower() and _is_word_like(v)),
+    ),
+    (
+        "an Authorization header",
+        ("authorization",),  # a credential without a scheme
+        r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?P<value>[A-Za-z0-9._~+/=@-]{8,})",
+        literal,
+    ),
     ("a bearer token", ("bearer",), r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{20,}=*)", random_looking),
-    ("a password on a command line", ("curl", "wget"),
-     r"\s(?:-u|--user)[= ]?\s*[\"']?[^\s:\"']*:[\"']?(?P<value>[^\s\"']+)",
-     _Near(("curl", "wget"), lambda v: literal(v, quoted=True))),  # a shell word: a literal, whatever its letters
+    (
+        "a password on a command line",
+        ("curl", "wget"),
+        r"\s(?:-u|--user)[= ]?\s*[\"']?[^\s:\"']*:[\"']?(?P<value>[^\s\"']+)",
+        _Near(("curl", "wget"), lambda v: literal(v, quoted=True)),
+    ),  # a shell word: a literal, whatever its letters
     # A Kubernetes Secret's data: base64 values (padded, so a length of 4n) under `kind: Secret`.
-    ("a Kubernetes secret value", ("kind: secret", "kind: 'secret'", 'kind: "secret"'),
-     r"(?m)^[ \t]+[\w.-]+:[ \t]*(?:[|>][-+]?[ \t]*\n[ \t]+)?[\"']?(?P<value>[A-Za-z0-9+/]{10,}={0,2})[\"']?[ \t]*$",
-     lambda v: len(v) % 4 == 0 and not _is_word_like(v) and not v.isdigit()),
+    (
+        "a Kubernetes secret value",
+        ("kind: secret", "kind: 'secret'", 'kind: "secret"'),
+        r"(?m)^[ \t]+[\w.-]+:[ \t]*(?:[|>][-+]?[ \t]*\n[ \t]+)?[\"']?(?P<value>[A-Za-z0-9+/]{10,}={0,2})[\"']?[ \t]*$",
+        lambda v: len(v) % 4 == 0 and not _is_word_like(v) and not v.isdigit(),
+    ),
     ("a password on a command line", ("mysql",), r"\s-p(?P<value>[^\s'\"]{4,})", _Near(("mysql",), _password_literal)),
-    ("a password on a command line", ("redis-cli",), r"\s-a\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-     _Near(("redis-cli",), _password_literal)),
-    ("a password on a command line", ("sshpass",), r"\s-p\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-     _Near(("sshpass",), _password_literal)),
-    ("a password on a command line", ("docker login",), r"\s(?:-p|--password)[= ]\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-     _Near(("docker login",), _password_literal)),
+    (
+        "a password on a command line",
+        ("redis-cli",),
+        r"\s-a\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        _Near(("redis-cli",), _password_literal),
+    ),
+    (
+        "a password on a command line",
+        ("sshpass",),
+        r"\s-p\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        _Near(("sshpass",), _password_literal),
+    ),
+    (
+        "a password on a command line",
+        ("docker login",),
+        r"\s(?:-p|--password)[= ]\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        _Near(("docker login",), _password_literal),
+    ),
     # A flag that names what it takes, then a space: `--token <value>`, `--db-password <value>`
     # (`--token=<value>` is an assignment).
-    ("a password or key on a command line", ("--",),
-     r"(?<![\w-])--(?P<flag>[\w-]*?(?:token|key|secret|password|passwd|pass|pwd|senha))[ \t]+(?P<q>[\"']?)"
-     r"(?P<value>[^\s\"']+)(?P=q)",
-     lambda v, match: random_looking(v) if match.group("flag").lower().endswith("key") else
-     literal(v, password=match.group("flag").lower().endswith(("password", "passwd", "pass", "pwd", "senha")))),
-    ("a password or key assignment", ("requirepass", "masterauth"),
-     r"\b(?:requirepass|masterauth)\s+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)", literal),
+    (
+        "a password or key on a command line",
+        ("--",),
+        r"(?<![\w-])--(?P<flag>[\w-]*?(?:token|key|secret|password|passwd|pass|pwd|senha))[ \t]+(?P<q>[\"']?)"
+        r"(?P<value>[^\s\"']+)(?P=q)",
+        lambda v, match: (
+            random_looking(v)
+            if match.group("flag").lower().endswith("key")
+            else literal(
+                v, password=match.group("flag").lower().endswith(("password", "passwd", "pass", "pwd", "senha"))
+            )
+        ),
+    ),
+    (
+        "a password or key assignment",
+        ("requirepass", "masterauth"),
+        r"\b(?:requirepass|masterauth)\s+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        literal,
+    ),
 ]
 
 # Names whose value is a secret: `DB_PASSWORD`, `client_secret`, `apiKey`, `x-api-key`,
 # `_authToken`, `PGPASSWORD`. A bare `key` is too common a name (`sort_key`, `key=value`) and gets
 # the stricter random_looking check below, unless it says public.
-_STRONG = (r"password|passwd|passphrase|pass|pwd|senha|secret|token|api[_-]?key|apikey|access[_-]?key|"
-           r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig")
-_VALUE = (r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]*)(?P=q)"
-          r"|(?P<value>(?:[^\s\"'`,;)}\]&<]|&(?![\w.-]+=))+))")
+_STRONG = (
+    r"password|passwd|passphrase|pass|pwd|senha|secret|token|api[_-]?key|apikey|access[_-]?key|"
+    r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig"
+)
+_VALUE = (
+    r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]*)(?P=q)"
+    r"|(?P<value>(?:[^\s\"'`,;)}\]&<]|&(?![\w.-]+=))+))"
+)
 # Not `https://`: a URL's scheme names nothing. Not across a line: `openai:` above `  api_key: ...`
 # is a YAML parent, whose first child must still be read as an assignment of its own.
 _ASSIGN = r"[\"']?[ \t]*(?::=|=>|=|:(?!//))[ \t]*"
 # The name is matched whole and its ending checked apart (`_NAMES`): a pattern that looked for
 # the secret word inside every word would cost a long text quadratic time.
-_NAMES = {"strong": rf"(?i)(?:{_STRONG})$", "weak": r"(?i)(?:[a-z0-9][_-]?key(?:[_-]?base)?|appid)$",
-          "password": r"(?i)(?:password|passwd|passphrase|pass|pwd|senha)$"}
+_NAMES = {
+    "strong": rf"(?i)(?:{_STRONG})$",
+    "weak": r"(?i)(?:[a-z0-9][_-]?key(?:[_-]?base)?|appid)$",
+    "password": r"(?i)(?:password|passwd|passphrase|pass|pwd|senha)$",
+}
 # What may stand between a secret's name and "is" in prose: "for prod", "do banco", "de produção".
 _OF = r"(?:\s+(?:for|of|on|to|in|at|do|da|de|dos|das|no|na|para)(?:\s+[\w.@/-]+){1,4}?)?"
 _PROSE_VALUE = r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^\s\"'`,;]+))"
 _ASSIGNMENTS = [
-    ("a password or key assignment", ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "sig", "appid"),
-     rf"(?<![\w.-])(?P<name>[\w.-]+){_ASSIGN}{_VALUE}", "name"),
+    (
+        "a password or key assignment",
+        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "sig", "appid"),
+        rf"(?<![\w.-])(?P<name>[\w.-]+){_ASSIGN}{_VALUE}",
+        "name",
+    ),
     # An environment variable followed by its value after a space: `AWS_SECRET_ACCESS_KEY <key>`.
-    ("a password or key assignment", ("pass", "pwd", "secret", "token", "key"),
-     r"(?<![\w-])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|_PASS|_PWD)[ \t]+(?P<q>[\"']?)"
-     r"(?P<value>[^\s\"']+)(?P=q)", "weak"),
+    (
+        "a password or key assignment",
+        ("pass", "pwd", "secret", "token", "key"),
+        r"(?<![\w-])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|_PASS|_PWD)[ \t]+(?P<q>[\"']?)"
+        r"(?P<value>[^\s\"']+)(?P=q)",
+        "weak",
+    ),
     # Prose: "the password is ...", "my pw for the vpn is ...", "the API key is ...".
     # Prose, English or Portuguese: "the password is ...", "password for prod: ...", "a senha do
     # banco é ...", "my pw for the vpn is ...", "the API key is ...", "a chave do X é ...".
-    ("a password in prose", ("pass", "pw", "pin ", "pin:", "pin=", "senha"),
-     r"(?i)\b(?:passwords?|passphrase|passwd|pw|pwd|passcode|pin|senhas?)\b" + _OF +
-     r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|just\s+|set\s+to\s+|agora\s+)?" + _PROSE_VALUE, "password"),
-    ("a key or token in prose", ("secret", "token", "key", "credential", "chave", "segredo"),
-     r"(?i)\b(?:secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin)\s+(?:key|token)|token|(?<!public )key|"
-     r"credentials?|chave|segredo)\b" + _OF + r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
-     + _PROSE_VALUE, "weak"),
+    (
+        "a password in prose",
+        ("pass", "pw", "pin ", "pin:", "pin=", "senha"),
+        r"(?i)\b(?:passwords?|passphrase|passwd|pw|pwd|passcode|pin|senhas?)\b"
+        + _OF
+        + r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|just\s+|set\s+to\s+|agora\s+)?"
+        + _PROSE_VALUE,
+        "password",
+    ),
+    (
+        "a key or token in prose",
+        ("secret", "token", "key", "credential", "chave", "segredo"),
+        r"(?i)\b(?:secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin)\s+(?:key|token)|token|(?<!public )key|"
+        r"credentials?|chave|segredo)\b"
+        + _OF
+        + r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
+        + _PROSE_VALUE,
+        "weak",
+    ),
     # A name and then the value, as in a topic or a note: "senha K5uq...", "Datadog key f691...".
-    ("a password in prose", ("pass", "pw", "senha"),
-     r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+(?P<value>[^\s\"'`,;]+)", "password-bare"),
-    ("a key or token in prose", ("token", "key", "secret", "chave", "segredo"),
-     r"(?i)\b(?:(?<!public )key|token|secret|chave|segredo)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,})", "bare"),
+    (
+        "a password in prose",
+        ("pass", "pw", "senha"),
+        r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+(?P<value>[^\s\"'`,;]+)",
+        "password-bare",
+    ),
+    (
+        "a key or token in prose",
+        ("token", "key", "secret", "chave", "segredo"),
+        r"(?i)\b(?:(?<!public )key|token|secret|chave|segredo)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,})",
+        "bare",
+    ),
 ]
 
 

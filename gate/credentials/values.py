@@ -15,15 +15,57 @@ _WORDS = frozenset(
 )
 # Substrings that mark a template or a placeholder: `${VAR}`, `{{ x }}`, `<token>`, `sk-...`,
 # `***`, `CHANGE_ME`.
-_MARKS = ("${", "{{", "}}", "<", ">", "...", "\u2026", "***", "\u2022\u2022", "changeme",
-          "change_me", "change-me", "replace", "placeholder", "redacted", "insert_", "enter_")
+_MARKS = (
+    "${",
+    "{{",
+    "}}",
+    "<",
+    ">",
+    "...",
+    "\u2026",
+    "***",
+    "\u2022\u2022",
+    "changeme",
+    "change_me",
+    "change-me",
+    "replace",
+    "placeholder",
+    "redacted",
+    "insert_",
+    "enter_",
+)
 # Words that mark a placeholder only as whole words (`your-token-here`, `YOUR_API_KEY`), not
 # inside a password (`Sphere2026!`, `Yourself99`).
 _MARK_WORDS = frozenset(("your", "here", "my", "put", "set", "fill"))
 # Leading text of a reference: variables, expressions, secret-manager addresses, relative paths.
-_LEADS = ("$", "{", "[", "(", "&", "op://", "vault:", "vault://", "arn:",
-          "enc[", "ref+", "secret://", "sm://", "file:", "env:", "./", "~/", "../", "process.env",
-          "os.environ", "os.getenv", "getenv", "env(", "env::", "change", "secrets.")
+_LEADS = (
+    "$",
+    "{",
+    "[",
+    "(",
+    "&",
+    "op://",
+    "vault:",
+    "vault://",
+    "arn:",
+    "enc[",
+    "ref+",
+    "secret://",
+    "sm://",
+    "file:",
+    "env:",
+    "./",
+    "~/",
+    "../",
+    "process.env",
+    "os.environ",
+    "os.getenv",
+    "getenv",
+    "env(",
+    "env::",
+    "change",
+    "secrets.",
+)
 
 
 def _words(value: str) -> list[str]:
@@ -97,8 +139,10 @@ def _expression(value: str) -> bool:
 
 # Words that make a letters-only value a name in code or a type, not a password
 # (`userPassword`, `SecretStr`, `PasswordField`).
-_CODE_WORDS = frozenset("password passwd pass pwd secret token key auth credential credentials field str string "
-                        "type input hash hashed value env config settings name form user".split())
+_CODE_WORDS = frozenset(
+    "password passwd pass pwd secret token key auth credential credentials field str string "
+    "type input hash hashed value env config settings name form user".split()
+)
 
 
 def letters_password(value: str) -> bool:
@@ -165,7 +209,9 @@ def random_looking(value: str) -> bool:
 def _token(body: str) -> bool:
     """A provider-shaped token, unless it is a placeholder (`ghp_XXXX...`, `xoxb-your-token`)."""
     low = body.lower()
-    return not any(mark in low for mark in ("xxx", "...", "\u2026", "***", "your", "<", "0000000")) and len(set(low)) > 4
+    return (
+        not any(mark in low for mark in ("xxx", "...", "\u2026", "***", "your", "<", "0000000")) and len(set(low)) > 4
+    )
 
 
 def _aws_secret(value: str) -> bool:

@@ -74,10 +74,12 @@ def memory(settings: config.Settings) -> tuple[dict, list[Finding]]:
         conn = store.connect(path, create=False)
     except store.StoreError as error:
         if isinstance(error.__cause__, apsw.NotADBError):
-            return report, [Finding(
-                f"{path} is not a SQLite database (its first page is damaged, or it is another kind of file)",
-                mend=_restore(path) + " If it never held memory, point --db or MEMORY_GATE_DB at memory's file.",
-            )]
+            return report, [
+                Finding(
+                    f"{path} is not a SQLite database (its first page is damaged, or it is another kind of file)",
+                    mend=_restore(path) + " If it never held memory, point --db or MEMORY_GATE_DB at memory's file.",
+                )
+            ]
         if isinstance(error.__cause__, apsw.CorruptError):
             return report, [Finding(f"the database is damaged ({error.__cause__})", mend=_restore(path))]
         return report, [Finding(str(error))]
@@ -113,8 +115,9 @@ def _restore(path: Path) -> str:
     return RESTORE
 
 
-def _database(conn: apsw.Connection, path: Path, settings: config.Settings, report: dict,
-              findings: list[Finding]) -> None:
+def _database(
+    conn: apsw.Connection, path: Path, settings: config.Settings, report: dict, findings: list[Finding]
+) -> None:
     report["schema_version"] = store.user_version(conn)
     try:
         integrity = health.check_integrity(conn)
@@ -130,10 +133,12 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
     if damaged:
         findings.append(Finding(f"the database is damaged ({'; '.join(damaged)})", mend=_restore(path)))
     elif index:
-        findings.append(Finding(
-            f"the word index is damaged ({'; '.join(index)})",
-            mend="Nothing is lost: run `memory-gate reindex`, which rebuilds it from the facts.",
-        ))
+        findings.append(
+            Finding(
+                f"the word index is damaged ({'; '.join(index)})",
+                mend="Nothing is lost: run `memory-gate reindex`, which rebuilds it from the facts.",
+            )
+        )
     kinds = dict(conn.execute("SELECT kind, count(*) FROM facts GROUP BY kind"))
     report["facts"] = {kind: kinds.get(kind, 0) for kind in ("state", "event", "decision", "trap")}
     report["sessions"] = conn.execute("SELECT count(*) FROM sessions").get
@@ -156,36 +161,44 @@ def _database(conn: apsw.Connection, path: Path, settings: config.Settings, repo
     }
     unwritable = _unwritable(log)
     if unwritable:
-        findings.append(Finding(
-            f"{log} cannot be written ({unwritable}), and every change is logged there before it is made, "
-            "so every memory_write fails",
-            mend="Check the file's and its folder's permissions (as root, also `lsattr`: an immutable file refuses even root)",
-        ))
+        findings.append(
+            Finding(
+                f"{log} cannot be written ({unwritable}), and every change is logged there before it is made, "
+                "so every memory_write fails",
+                mend="Check the file's and its folder's permissions (as root, also `lsattr`: an immutable file refuses even root)",
+            )
+        )
     on_team = _on_team_record(settings, check.missing, report["write_log"], findings)
     advice = check.advice()
     if advice:
         report["write_log"]["advice"] = advice
     if check.alien:
-        findings.append(Finding(
-            f"{len(check.alien)} line(s) of {log} are no change memory-gate wrote (lines {audit._some(check.alien)}): "
-            "the log was edited",
-            mend="Restore write.log from a backup, or delete those lines; the facts themselves are intact.",
-        ))
+        findings.append(
+            Finding(
+                f"{len(check.alien)} line(s) of {log} are no change memory-gate wrote (lines {audit._some(check.alien)}): "
+                "the log was edited",
+                mend="Restore write.log from a backup, or delete those lines; the facts themselves are intact.",
+            )
+        )
     broken = check.broken()
     if broken:
-        findings.append(Finding(
-            f"{log} was changed after it was written: {broken}",
-            mend="Restore write.log from a backup if you have one; the facts themselves are intact, and "
-            "`memory-gate undo` refuses what a line the chain does not prove says",
-        ))
+        findings.append(
+            Finding(
+                f"{log} was changed after it was written: {broken}",
+                mend="Restore write.log from a backup if you have one; the facts themselves are intact, and "
+                "`memory-gate undo` refuses what a line the chain does not prove says",
+            )
+        )
     start = check.start()
     if start:
         findings.append(Finding(f"{log}: {start}", NOTE))
     if check.missing and not on_team:
-        findings.append(Finding(
-            f"{len(check.missing)} committed write(s) lack log lines in {log}",
-            mend="The log was edited, truncated or replaced: restore it from a backup if you have one; the facts themselves are intact.",
-        ))
+        findings.append(
+            Finding(
+                f"{len(check.missing)} committed write(s) lack log lines in {log}",
+                mend="The log was edited, truncated or replaced: restore it from a backup if you have one; the facts themselves are intact.",
+            )
+        )
     report["meaning"], found = vectorstatus.status(conn, sources.source(settings), sources.why_words_only(settings))
     findings += stated(found)
 
@@ -205,8 +218,7 @@ def _unwritable(log: Path) -> str | None:
     return None
 
 
-def _on_team_record(settings: config.Settings, missing: dict[str, int], report: dict,
-                    findings: list[Finding]) -> bool:
+def _on_team_record(settings: config.Settings, missing: dict[str, int], report: dict, findings: list[Finding]) -> bool:
     """On a team, a member's writes have their lines in the team's record (`changes`), not in
     write.log: take out of `missing` each write the team's record holds, and say whether what
     remains was left to the team to check (True: the team could not be asked, said in a note)."""
@@ -225,15 +237,25 @@ def _on_team_record(settings: config.Settings, missing: dict[str, int], report: 
         conn = postgres.connect(found.url)
         try:
             with postgres.reaching(found.url, conn, postgres.CALL_DEADLINE_S):
-                recorded = {write for (write,) in conn.execute(
-                    "SELECT DISTINCT c.line->>'write' FROM changes c JOIN projects p ON p.id = c.project"
-                    " WHERE p.key = %s AND c.line->>'write' = ANY(%s)", (found.project, sorted(missing)))}
+                recorded = {
+                    write
+                    for (write,) in conn.execute(
+                        "SELECT DISTINCT c.line->>'write' FROM changes c JOIN projects p ON p.id = c.project"
+                        " WHERE p.key = %s AND c.line->>'write' = ANY(%s)",
+                        (found.project, sorted(missing)),
+                    )
+                }
         finally:
             conn.close()
     except store.StoreError:
-        findings.append(Finding(
-            f"{len(missing)} write(s) this member made are not in write.log, and the team's record that should "
-            "hold them could not be read now", NOTE, mend="the team check below says why; run doctor again once it passes"))
+        findings.append(
+            Finding(
+                f"{len(missing)} write(s) this member made are not in write.log, and the team's record that should "
+                "hold them could not be read now",
+                NOTE,
+                mend="the team check below says why; run doctor again once it passes",
+            )
+        )
         return True
     for write in recorded:
         missing.pop(write, None)
@@ -284,46 +306,72 @@ def _team_database(conn, found, report: dict, findings: list[Finding], *, wanted
     for table, rights in teamroles.MEMBER_RIGHTS.items():
         if conn.execute("SELECT to_regclass(%s)", (f"{postgres.SCHEMA}.{table}",)).fetchone()[0] is None:
             continue  # facts_vec, before pgvector is installed: said below
-        missing = [right for right in rights if not conn.execute(
-            "SELECT has_table_privilege(current_user, %s, %s)", (f"{postgres.SCHEMA}.{table}", right)).fetchone()[0]]
+        missing = [
+            right
+            for right in rights
+            if not conn.execute(
+                "SELECT has_table_privilege(current_user, %s, %s)", (f"{postgres.SCHEMA}.{table}", right)
+            ).fetchone()[0]
+        ]
         if missing:
-            findings.append(Finding(
-                f"the team database's role {user} may not {', '.join(missing)} on {postgres.SCHEMA}.{table}, so "
-                "memory's writes fail",
-                mend=f"have the database's owner run GRANT {', '.join(missing)} ON {postgres.SCHEMA}.{table} TO {user}",
-            ))
+            findings.append(
+                Finding(
+                    f"the team database's role {user} may not {', '.join(missing)} on {postgres.SCHEMA}.{table}, so "
+                    "memory's writes fail",
+                    mend=f"have the database's owner run GRANT {', '.join(missing)} ON {postgres.SCHEMA}.{table} TO {user}",
+                )
+            )
     columns = ", ".join(teamroles.CHANGES_COLUMNS)
-    if not all(conn.execute("SELECT has_column_privilege(current_user, %s, %s, 'UPDATE')",
-                            (f"{postgres.SCHEMA}.changes", column)).fetchone()[0] for column in teamroles.CHANGES_COLUMNS):
-        findings.append(Finding(
-            f"the team database's role {user} may not UPDATE ({columns}) on {postgres.SCHEMA}.changes, so memory's "
-            "writes fail", mend=f"have the database's owner run GRANT UPDATE ({columns}) ON {postgres.SCHEMA}.changes TO {user}"))
+    if not all(
+        conn.execute(
+            "SELECT has_column_privilege(current_user, %s, %s, 'UPDATE')", (f"{postgres.SCHEMA}.changes", column)
+        ).fetchone()[0]
+        for column in teamroles.CHANGES_COLUMNS
+    ):
+        findings.append(
+            Finding(
+                f"the team database's role {user} may not UPDATE ({columns}) on {postgres.SCHEMA}.changes, so memory's "
+                "writes fail",
+                mend=f"have the database's owner run GRANT UPDATE ({columns}) ON {postgres.SCHEMA}.changes TO {user}",
+            )
+        )
     report["role"] = user
     if teamroles.is_owner(conn):
         report["owner"] = True
-        findings.append(Finding(
-            f"the team database's role {user} owns memory-gate's tables, so nothing binds its changes to the record's "
-            "rules", NOTE, mend="members connect with roles of their own: `memory-gate team grant ROLE` sets one up"))
+        findings.append(
+            Finding(
+                f"the team database's role {user} owns memory-gate's tables, so nothing binds its changes to the record's "
+                "rules",
+                NOTE,
+                mend="members connect with roles of their own: `memory-gate team grant ROLE` sets one up",
+            )
+        )
     else:
         for what, mend in teamroles.too_broad(conn):
             findings.append(Finding(what, WARNING, mend=mend))
     row = conn.execute(
-        "SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+        "SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'"
+    ).fetchone()
     report["pgvector"] = (row[1] or f"available ({row[0]}), not installed in this database") if row else None
     vectors_table = conn.execute("SELECT to_regclass(%s)", (f"{postgres.SCHEMA}.facts_vec",)).fetchone()[0]
     if row is None:
-        findings.append(Finding(
-            "the team database's server has no pgvector, so the team's memory is searched by words only",
-            PROBLEM if wanted else NOTE,
-            mend="install pgvector on the server (the postgresql-16-pgvector package, or its image), then run "
-                 "CREATE EXTENSION vector in the database as its owner",
-        ))
+        findings.append(
+            Finding(
+                "the team database's server has no pgvector, so the team's memory is searched by words only",
+                PROBLEM if wanted else NOTE,
+                mend="install pgvector on the server (the postgresql-16-pgvector package, or its image), then run "
+                "CREATE EXTENSION vector in the database as its owner",
+            )
+        )
     elif vectors_table is None:
-        findings.append(Finding(
-            "pgvector is on the server but not installed in the team database, and this member's role may not "
-            "install it, so the team's memory is searched by words only", PROBLEM if wanted else NOTE,
-            mend="have the database's owner (or a superuser) run CREATE EXTENSION vector there, then `memory-gate doctor`",
-        ))
+        findings.append(
+            Finding(
+                "pgvector is on the server but not installed in the team database, and this member's role may not "
+                "install it, so the team's memory is searched by words only",
+                PROBLEM if wanted else NOTE,
+                mend="have the database's owner (or a superuser) run CREATE EXTENSION vector there, then `memory-gate doctor`",
+            )
+        )
     held = conn.execute("SELECT facts FROM projects WHERE key = %s", (found.project,)).fetchone()
     report["facts"] = held[0] if held else 0
     if held is not None and vectors_table is not None:
@@ -334,8 +382,13 @@ def _team_database(conn, found, report: dict, findings: list[Finding], *, wanted
         project_id = conn.execute("SELECT id FROM projects WHERE key = %s", (found.project,)).fetchone()[0]
         report["meaning"] = teamvectors.status(SimpleNamespace(conn=conn, project=project_id))
     if held is None:
-        findings.append(Finding(f"the team's memory has no project {found.project} yet", NOTE,
-                                mend="the first memory_write makes it; `memory-gate team push` fills it from this project's local memory"))
+        findings.append(
+            Finding(
+                f"the team's memory has no project {found.project} yet",
+                NOTE,
+                mend="the first memory_write makes it; `memory-gate team push` fills it from this project's local memory",
+            )
+        )
     conn.rollback()
 
 

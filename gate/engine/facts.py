@@ -77,15 +77,23 @@ class LocalFacts:
         row = self.conn.execute("SELECT topic, kind, text, date FROM facts WHERE id = ?", (fact_id,)).fetchone()
         return dict(zip(FIELDS, row)) if row else None
 
-    def insert(self, after: dict[str, str], *, stamp: str, fact_id: int | None = None,
-               bookkeeping: dict | None = None) -> int:
+    def insert(
+        self, after: dict[str, str], *, stamp: str, fact_id: int | None = None, bookkeeping: dict | None = None
+    ) -> int:
         kept = bookkeeping or {}
         return self.conn.execute(
             "INSERT INTO facts (id, topic, kind, text, date, created, updated, confirmed, rev)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
-                fact_id, after["topic"], after["kind"], after["text"], after["date"],
-                kept.get("created", stamp), kept.get("updated", stamp), kept.get("confirmed", stamp), kept.get("rev", 1),
+                fact_id,
+                after["topic"],
+                after["kind"],
+                after["text"],
+                after["date"],
+                kept.get("created", stamp),
+                kept.get("updated", stamp),
+                kept.get("confirmed", stamp),
+                kept.get("rev", 1),
             ),
         ).get
 

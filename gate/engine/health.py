@@ -45,12 +45,16 @@ def _check_tables(conn: apsw.Connection) -> list[str]:
     run while a virtual table cannot be opened)."""
     problems = []
     try:
-        tables = [row[0] for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'"
-        )]
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'"
+            )
+        ]
         for table in tables:
-            problems += [f"database: {row[0]}" for row in conn.execute(f'PRAGMA integrity_check("{table}")')
-                         if row[0] != "ok"]
+            problems += [
+                f"database: {row[0]}" for row in conn.execute(f'PRAGMA integrity_check("{table}")') if row[0] != "ok"
+            ]
     except apsw.Error as error:
         problems.append(f"database: {error}")
     return problems

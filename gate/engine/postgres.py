@@ -82,7 +82,8 @@ def shown(url: str) -> str:
             parts = parts._replace(netloc=netloc)
         query = "&".join(
             f"{key}=***" if key.lower() == "password" else f"{key}={value}" if value or "=" in pair else key
-            for pair in parts.query.split("&") if pair
+            for pair in parts.query.split("&")
+            if pair
             for key, _, value in [pair.partition("=")]
         )
         return urlunsplit(parts._replace(query=query))
@@ -161,16 +162,25 @@ class reaching:
         if isinstance(error, psycopg.errors.LockNotAvailable) and self.conn is not None:
             holder = holder_of_project(self.conn)
             who = f"by {holder}" if holder else "by another member"
-            reason = (f"the project is held {who}, whose write did not finish within "
-                      f"{LOCK_WAIT_MS / 1000:g} s; nothing of this call was applied")
-            raise Held(f"the team's memory at {shown(self.url)} is reachable, but {reason}: try again in a "
-                       "few seconds; a member who stays paused is let go by the server within seconds",
-                       reason, holder) from None
+            reason = (
+                f"the project is held {who}, whose write did not finish within "
+                f"{LOCK_WAIT_MS / 1000:g} s; nothing of this call was applied"
+            )
+            raise Held(
+                f"the team's memory at {shown(self.url)} is reachable, but {reason}: try again in a "
+                "few seconds; a member who stays paused is let go by the server within seconds",
+                reason,
+                holder,
+            ) from None
         if isinstance(error, psycopg.errors.IdleInTransactionSessionTimeout):
             # This member stalled mid-transaction (paused, a lid closed): the server let its locks go.
-            raise _unreachable(self.url, DeadlineExceeded(
-                f"the server ended this call's transaction, idle past {IDLE_IN_TRANSACTION_MS / 1000:g} s "
-                "(this process was paused or stalled mid-write); nothing of it was applied")) from None
+            raise _unreachable(
+                self.url,
+                DeadlineExceeded(
+                    f"the server ended this call's transaction, idle past {IDLE_IN_TRANSACTION_MS / 1000:g} s "
+                    "(this process was paused or stalled mid-write); nothing of it was applied"
+                ),
+            ) from None
         if isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError)):
             late = getattr(self.conn, "expired", None) if self.conn is not None else None
             raise _unreachable(self.url, DeadlineExceeded(late) if late else error) from None
@@ -189,7 +199,9 @@ def holder_of_project(conn) -> str | None:
             "SELECT a.application_name, a.usename FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
             " WHERE l.locktype = 'relation' AND l.relation = %s::regclass AND l.granted"
             " AND l.mode IN ('RowShareLock', 'RowExclusiveLock') AND l.pid <> pg_backend_pid()"
-            " ORDER BY a.backend_start LIMIT 1", (f"{SCHEMA}.projects",)).fetchone()
+            " ORDER BY a.backend_start LIMIT 1",
+            (f"{SCHEMA}.projects",),
+        ).fetchone()
         conn.rollback()
     except Exception:  # who holds it is a courtesy; the refusal stands without it
         return None
@@ -218,8 +230,13 @@ IDLE_IN_TRANSACTION_MS = 2_000
 # TCP keepalives, so that a server gone without a word (a laptop leaving the network) is noticed
 # in seconds rather than at the kernel's two hours; tcp_user_timeout, so that data the other end
 # never acknowledges fails the connection; a URL that sets its own keeps them.
-KEEPALIVES = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3,
-              "tcp_user_timeout": 8_000}
+KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 8_000,
+}
 APPLICATION = "memory-gate"
 
 
@@ -286,7 +303,8 @@ def bound(conn) -> None:
         " set_config('idle_in_transaction_session_timeout', %s, true),"
         " set_config('memory_gate.deadline', CASE WHEN %s::float8 IS NULL THEN '' ELSE"
         " (clock_timestamp() + %s::float8 * interval '1 second')::text END, true)",
-        (str(statement), str(LOCK_WAIT_MS), str(IDLE_IN_TRANSACTION_MS), seconds, seconds))
+        (str(statement), str(LOCK_WAIT_MS), str(IDLE_IN_TRANSACTION_MS), seconds, seconds),
+    )
     if seconds is not None and conn.deadline is not None:
         conn.deadline = max(conn.deadline, time.monotonic() + seconds + 0.05)
 
@@ -310,13 +328,19 @@ def connect(url: str, member: str | None = None, deadline: float = CALL_DEADLINE
         extra = {key: value for key, value in KEEPALIVES.items() if key not in given}
         # psycopg enforces connect_timeout itself, for the whole of the startup (a path that
         # accepts and answers nothing included).
-        conn = _connection_class().connect(url, connect_timeout=min(CONNECT_TIMEOUT_S, max(int(deadline), 2)),
-                                           application_name=application_name(member), **extra)
+        conn = _connection_class().connect(
+            url,
+            connect_timeout=min(CONNECT_TIMEOUT_S, max(int(deadline), 2)),
+            application_name=application_name(member),
+            **extra,
+        )
     except psycopg.OperationalError as error:
         raise _unreachable(url, error) from None
     except psycopg.ProgrammingError as error:  # a malformed connection string
-        raise StoreError(f"MEMORY_GATE_DB is not a PostgreSQL connection string ({error}): "
-                         "write it as postgresql://USER@HOST:PORT/DATABASE") from None
+        raise StoreError(
+            f"MEMORY_GATE_DB is not a PostgreSQL connection string ({error}): "
+            "write it as postgresql://USER@HOST:PORT/DATABASE"
+        ) from None
     try:
         with reaching(url, conn, deadline):
             migrate(conn)

@@ -107,8 +107,12 @@ def sections(sql: str) -> list[tuple[str, str, str, str]]:
 
     marks = list(re.finditer(r"^-- (version|template) (\w+): (.+)$", sql, re.MULTILINE))
     return [
-        (mark.group(1), mark.group(2), mark.group(3).strip(),
-         sql[mark.end() : marks[index + 1].start() if index + 1 < len(marks) else len(sql)])
+        (
+            mark.group(1),
+            mark.group(2),
+            mark.group(3).strip(),
+            sql[mark.end() : marks[index + 1].start() if index + 1 < len(marks) else len(sql)],
+        )
         for index, mark in enumerate(marks)
     ]
 
@@ -181,9 +185,12 @@ def refuse_foreign(conn: apsw.Connection, path: str, *, create: bool) -> None:
     switch it to WAL), or, for a command that reads memory (`create` False), a file with no
     tables at all, which an empty memory would hide: memory.db truncated, or never made.
     Checked only when the schema is not current, so a current memory pays nothing more."""
-    tables = [row[0] for row in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-    )]
+    tables = [
+        row[0]
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        )
+    ]
     if "facts" in tables:
         return
     if tables:
@@ -232,8 +239,9 @@ def keep_private(path: str) -> None:
     own auto memory. Only that layout: a database the owner put elsewhere (MEMORY_GATE_DB) lives in
     a folder that is not memory-gate's to change. Never fails the open."""
     folder = os.path.dirname(os.path.abspath(path))
-    if (os.path.basename(path), os.path.basename(folder)) != ("memory.db", "memory") or \
-            os.path.basename(os.path.dirname(os.path.dirname(folder))) != "projects":
+    if (os.path.basename(path), os.path.basename(folder)) != ("memory.db", "memory") or os.path.basename(
+        os.path.dirname(os.path.dirname(folder))
+    ) != "projects":
         return
     try:
         found = os.stat(folder, follow_symlinks=False)

@@ -41,9 +41,14 @@ class Who:
 def project(conn, key: str, now: str) -> int:
     """The id of the project `key` names, made now if the team has none by that name. Read first,
     so that a member's first call never touches a row another member's write holds."""
-    found = conn.execute("SELECT id FROM projects WHERE key = %s", (key,)).fetchone() or conn.execute(
-        # made before names from a remote were lowercased (github.com/Acme/API): the same project
-        "SELECT id FROM projects WHERE lower(key) = lower(%s) ORDER BY id LIMIT 1", (key,)).fetchone()
+    found = (
+        conn.execute("SELECT id FROM projects WHERE key = %s", (key,)).fetchone()
+        or conn.execute(
+            # made before names from a remote were lowercased (github.com/Acme/API): the same project
+            "SELECT id FROM projects WHERE lower(key) = lower(%s) ORDER BY id LIMIT 1",
+            (key,),
+        ).fetchone()
+    )
     if found is not None:
         return found[0]
     conn.execute("INSERT INTO projects (key, created) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING", (key, now))
@@ -55,8 +60,9 @@ class TeamFacts:
 
     local = False  # no write.log and no sqlite-vec: the record is `changes`
 
-    def __init__(self, conn, project: int, who: Who, *, url: str = "",
-                 deadline: float | None = postgres.CALL_DEADLINE_S):
+    def __init__(
+        self, conn, project: int, who: Who, *, url: str = "", deadline: float | None = postgres.CALL_DEADLINE_S
+    ):
         self.conn, self.project, self.who, self.url = conn, project, who, url
         self.deadline = deadline
         # The changes recorded and still waiting for their line (record_lines): (seq, fact, op).
@@ -105,8 +111,9 @@ class TeamFacts:
         ).fetchone()
         return dict(zip(FIELDS, row)) if row else None
 
-    def insert(self, after: dict[str, str], *, stamp: str, fact_id: int | None = None,
-               bookkeeping: dict | None = None) -> int:
+    def insert(
+        self, after: dict[str, str], *, stamp: str, fact_id: int | None = None, bookkeeping: dict | None = None
+    ) -> int:
         kept = bookkeeping or {}
         if fact_id is None:
             fact_id = self.conn.execute(
@@ -121,9 +128,18 @@ class TeamFacts:
             "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, rev, changed_by, words)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector)",
             (
-                self.project, fact_id, after["topic"], after["kind"], after["text"], after["date"],
-                kept.get("created", stamp), kept.get("updated", stamp), kept.get("confirmed", stamp), rev,
-                self.who.member, teamwords.words(after["topic"], after["text"]),
+                self.project,
+                fact_id,
+                after["topic"],
+                after["kind"],
+                after["text"],
+                after["date"],
+                kept.get("created", stamp),
+                kept.get("updated", stamp),
+                kept.get("confirmed", stamp),
+                rev,
+                self.who.member,
+                teamwords.words(after["topic"], after["text"]),
             ),
         )
         self._record("insert", fact_id, rev, None, after, stamp)
@@ -136,18 +152,25 @@ class TeamFacts:
         naming the ids of `given` a fact holds by now (taken since the caller checked them)."""
         with self.transaction():
             self._lock()
-            taken = [row[0] for row in self.conn.execute(
-                "SELECT id FROM facts WHERE project = %s AND id = ANY(%s) ORDER BY id", (self.project, list(given)))]
+            taken = [
+                row[0]
+                for row in self.conn.execute(
+                    "SELECT id FROM facts WHERE project = %s AND id = ANY(%s) ORDER BY id", (self.project, list(given))
+                )
+            ]
             if taken:
-                raise ValueError(f"ids {', '.join(map(str, taken[:10]))} were taken by another member's write meanwhile")
+                raise ValueError(
+                    f"ids {', '.join(map(str, taken[:10]))} were taken by another member's write meanwhile"
+                )
             last = self.conn.execute(
                 "UPDATE projects SET last_fact = greatest(last_fact, %s) + %s WHERE id = %s RETURNING last_fact",
                 (above, count, self.project),
             ).fetchone()[0]
         return last - count + 1
 
-    def insert_many(self, rows: Iterable[tuple[int, dict, dict, dict]], *, stamp: str,
-                    progress=None, batch: int | None = None) -> int:
+    def insert_many(
+        self, rows: Iterable[tuple[int, dict, dict, dict]], *, stamp: str, progress=None, batch: int | None = None
+    ) -> int:
         """Insert facts in bulk, each with its change in the record: rows of (id, after, kept,
         line), `kept` the fact's created, updated, confirmed and rev, `line` its change's line (the
         member is set here). The ids are the caller's (`reserve`). The rows go first, with COPY,
@@ -161,20 +184,35 @@ class TeamFacts:
             self.conn.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS memory_gate_incoming (n bigint PRIMARY KEY, id bigint, topic text,"
                 " kind text, text text, date text, created text, updated text, confirmed text, rev integer,"
-                " words text, after jsonb, line jsonb)")
+                " words text, after jsonb, line jsonb)"
+            )
             self.conn.execute("TRUNCATE memory_gate_incoming")
             count = 0
-            with self.conn.cursor() as cursor, cursor.copy(
-                "COPY memory_gate_incoming (n, id, topic, kind, text, date, created, updated, confirmed, rev, words,"
-                " after, line) FROM STDIN"
-            ) as copy:
+            with (
+                self.conn.cursor() as cursor,
+                cursor.copy(
+                    "COPY memory_gate_incoming (n, id, topic, kind, text, date, created, updated, confirmed, rev, words,"
+                    " after, line) FROM STDIN"
+                ) as copy,
+            ):
                 for fact_id, after, kept, line in rows:
-                    copy.write_row((
-                        count, fact_id, after["topic"], after["kind"], after["text"], after["date"],
-                        kept.get("created", stamp), kept.get("updated", stamp), kept.get("confirmed", stamp),
-                        kept.get("rev", 1), teamwords.words(after["topic"], after["text"]),
-                        json.dumps(after, ensure_ascii=False), json.dumps({**line, "member": member}, ensure_ascii=False),
-                    ))
+                    copy.write_row(
+                        (
+                            count,
+                            fact_id,
+                            after["topic"],
+                            after["kind"],
+                            after["text"],
+                            after["date"],
+                            kept.get("created", stamp),
+                            kept.get("updated", stamp),
+                            kept.get("confirmed", stamp),
+                            kept.get("rev", 1),
+                            teamwords.words(after["topic"], after["text"]),
+                            json.dumps(after, ensure_ascii=False),
+                            json.dumps({**line, "member": member}, ensure_ascii=False),
+                        )
+                    )
                     count += 1
         done = 0
         try:
@@ -202,12 +240,14 @@ class TeamFacts:
                 "INSERT INTO facts (project, id, topic, kind, text, date, created, updated, confirmed, rev, changed_by, words)"
                 " SELECT %s, id, topic, kind, text, date, created, updated, confirmed, rev, %s, words::tsvector"
                 " FROM memory_gate_incoming WHERE n >= %s AND n < %s ORDER BY n",
-                (self.project, self.who.member, start, end))
+                (self.project, self.who.member, start, end),
+            )
             self.conn.execute(
                 "INSERT INTO changes (project, fact, op, rev, before, after, member, session, tool_use_id, at, line)"
                 " SELECT %s, id, 'insert', rev, NULL, after, %s, %s, %s, %s, line"
                 " FROM memory_gate_incoming WHERE n >= %s AND n < %s ORDER BY n",
-                (self.project, self.who.member, self.who.session, self.who.tool_use_id, stamp, start, end))
+                (self.project, self.who.member, self.who.session, self.who.tool_use_id, stamp, start, end),
+            )
 
     def _lock(self) -> None:
         """The project's row, first: every change of a project takes it before any fact's row
@@ -221,8 +261,16 @@ class TeamFacts:
             "UPDATE facts SET topic = %s, kind = %s, text = %s, date = %s, updated = %s, confirmed = %s,"
             " rev = rev + 1, changed_by = %s, words = %s::tsvector WHERE project = %s AND id = %s RETURNING rev",
             (
-                after["topic"], after["kind"], after["text"], after["date"], stamp, stamp, self.who.member,
-                teamwords.words(after["topic"], after["text"]), self.project, fact_id,
+                after["topic"],
+                after["kind"],
+                after["text"],
+                after["date"],
+                stamp,
+                stamp,
+                self.who.member,
+                teamwords.words(after["topic"], after["text"]),
+                self.project,
+                fact_id,
             ),
         ).fetchone()
         if row is not None:
@@ -247,10 +295,16 @@ class TeamFacts:
             "INSERT INTO changes (project, fact, op, rev, before, after, member, session, tool_use_id, at)"
             " VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s) RETURNING seq",
             (
-                self.project, fact_id, op, rev,
+                self.project,
+                fact_id,
+                op,
+                rev,
                 None if before is None else json.dumps(before, ensure_ascii=False),
                 None if after is None else json.dumps(after, ensure_ascii=False),
-                self.who.member, self.who.session, self.who.tool_use_id, stamp,
+                self.who.member,
+                self.who.session,
+                self.who.tool_use_id,
+                stamp,
             ),
         ).fetchone()[0]
         self._unlined.append((seq, fact_id, op))
@@ -260,14 +314,21 @@ class TeamFacts:
         wanted = sorted(set(ids))
         if not wanted:
             return {}
-        return dict(self.conn.execute(
-            "SELECT id, rev FROM facts WHERE project = %s AND id = ANY(%s)", (self.project, wanted)).fetchall())
+        return dict(
+            self.conn.execute(
+                "SELECT id, rev FROM facts WHERE project = %s AND id = ANY(%s)", (self.project, wanted)
+            ).fetchall()
+        )
 
     def lines_of_write(self, write_id: str) -> list[dict]:
         """The lines of the changes write `write_id` made, in order; none if it never committed."""
-        return [line for (line,) in self.conn.execute(
-            "SELECT line FROM changes WHERE project = %s AND line->>'write' = %s ORDER BY seq",
-            (self.project, write_id))]
+        return [
+            line
+            for (line,) in self.conn.execute(
+                "SELECT line FROM changes WHERE project = %s AND line->>'write' = %s ORDER BY seq",
+                (self.project, write_id),
+            )
+        ]
 
     def record_lines(self, entries: Sequence[dict]) -> None:
         """Give the changes just recorded their lines, as write.log would hold them (the change

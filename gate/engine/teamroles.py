@@ -63,8 +63,10 @@ def grant(conn, role: str) -> list[str]:
     sql = grants(role, vectors=vectors)
     with conn.transaction():
         if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
-            raise postgres.StoreError(f"the team database has no role {role}: have its owner run "
-                                      f"CREATE ROLE {quoted(role)} LOGIN first, then grant again")
+            raise postgres.StoreError(
+                f"the team database has no role {role}: have its owner run "
+                f"CREATE ROLE {quoted(role)} LOGIN first, then grant again"
+            )
         for statement in sql:
             conn.execute(statement)
     conn.commit()  # the block above is a savepoint when the caller's reads began a transaction
@@ -73,9 +75,12 @@ def grant(conn, role: str) -> list[str]:
 
 def is_owner(conn) -> bool:
     """Whether the connection's role owns memory-gate's tables (or is a superuser)."""
-    return bool(conn.execute(
-        "SELECT pg_has_role(current_user, relowner, 'MEMBER') FROM pg_class WHERE oid = %s::regclass",
-        (f"{postgres.SCHEMA}.changes",)).fetchone()[0])
+    return bool(
+        conn.execute(
+            "SELECT pg_has_role(current_user, relowner, 'MEMBER') FROM pg_class WHERE oid = %s::regclass",
+            (f"{postgres.SCHEMA}.changes",),
+        ).fetchone()[0]
+    )
 
 
 def too_broad(conn) -> list[tuple[str, str]]:
@@ -85,26 +90,52 @@ def too_broad(conn) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     attributes = conn.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user").fetchone()
     if attributes and attributes[1] and not attributes[0]:
-        found.append((f"the role {role} bypasses row-level security, so it may rewrite the team's record of changes",
-                      f"have the database's owner run ALTER ROLE {quoted(role)} NOBYPASSRLS"))
+        found.append(
+            (
+                f"the role {role} bypasses row-level security, so it may rewrite the team's record of changes",
+                f"have the database's owner run ALTER ROLE {quoted(role)} NOBYPASSRLS",
+            )
+        )
     schema = postgres.SCHEMA
-    too_much = [right for right in RECORD_TOO_MUCH if conn.execute(
-        "SELECT has_table_privilege(current_user, %s, %s)", (f"{schema}.changes", right)).fetchone()[0]]
+    too_much = [
+        right
+        for right in RECORD_TOO_MUCH
+        if conn.execute("SELECT has_table_privilege(current_user, %s, %s)", (f"{schema}.changes", right)).fetchone()[0]
+    ]
     if too_much:
-        found.append((f"the role {role} may {', '.join(too_much)} the team's record of changes ({schema}.changes), "
-                      "so it may rewrite or erase it",
-                      f"have the database's owner run REVOKE {', '.join(too_much)} ON {schema}.changes FROM {quoted(role)}, "
-                      f"then `memory-gate team grant {role}`"))
+        found.append(
+            (
+                f"the role {role} may {', '.join(too_much)} the team's record of changes ({schema}.changes), "
+                "so it may rewrite or erase it",
+                f"have the database's owner run REVOKE {', '.join(too_much)} ON {schema}.changes FROM {quoted(role)}, "
+                f"then `memory-gate team grant {role}`",
+            )
+        )
     for table in MEMBER_RIGHTS:
         if table == "changes" or conn.execute("SELECT to_regclass(%s)", (f"{schema}.{table}",)).fetchone()[0] is None:
             continue
-        if conn.execute("SELECT has_table_privilege(current_user, %s, 'TRUNCATE')", (f"{schema}.{table}",)).fetchone()[0]:
-            found.append((f"the role {role} may TRUNCATE {schema}.{table}, which no trigger sees",
-                          f"have the database's owner run REVOKE TRUNCATE ON {schema}.{table} FROM {quoted(role)}"))
+        if conn.execute("SELECT has_table_privilege(current_user, %s, 'TRUNCATE')", (f"{schema}.{table}",)).fetchone()[
+            0
+        ]:
+            found.append(
+                (
+                    f"the role {role} may TRUNCATE {schema}.{table}, which no trigger sees",
+                    f"have the database's owner run REVOKE TRUNCATE ON {schema}.{table} FROM {quoted(role)}",
+                )
+            )
     for table in ("members",):
-        extra = [right for right in ("INSERT", "UPDATE", "DELETE") if conn.execute(
-            "SELECT has_table_privilege(current_user, %s, %s)", (f"{schema}.{table}", right)).fetchone()[0]]
+        extra = [
+            right
+            for right in ("INSERT", "UPDATE", "DELETE")
+            if conn.execute(
+                "SELECT has_table_privilege(current_user, %s, %s)", (f"{schema}.{table}", right)
+            ).fetchone()[0]
+        ]
         if extra:
-            found.append((f"the role {role} may {', '.join(extra)} {schema}.{table}, so it may write under another member's name",
-                          f"have the database's owner run REVOKE {', '.join(extra)} ON {schema}.{table} FROM {quoted(role)}"))
+            found.append(
+                (
+                    f"the role {role} may {', '.join(extra)} {schema}.{table}, so it may write under another member's name",
+                    f"have the database's owner run REVOKE {', '.join(extra)} ON {schema}.{table} FROM {quoted(role)}",
+                )
+            )
     return found

@@ -30,7 +30,11 @@ def words(topic: str, text: str) -> str:
     `'deploy':1A 'staging':12 ...`. Cast it with ::tsvector."""
     from gate.engine import tokens
 
-    columns = ((tokens.words(topic), "A"), (tokens.words(text), ""), (tokens.words(tokens.cjk_chars(f"{topic} {text}")), "C"))
+    columns = (
+        (tokens.words(topic), "A"),
+        (tokens.words(text), ""),
+        (tokens.words(tokens.cjk_chars(f"{topic} {text}")), "C"),
+    )
     parts, position = [], 0
     for found, weight in columns:
         for word in found:
@@ -91,8 +95,13 @@ def match(conn, project: int, expression, limit: int, after: int = 0) -> list[tu
     # A phrase of one word is held by as many facts as `lexemes` says; a longer phrase, a prefix
     # (a fact holding two of its words is one fact) or a CJK word (weight C only) is counted.
     single = sorted({words[0] for words, prefix, cjk in phrases if len(words) == 1 and not prefix and not cjk})
-    docs = dict(conn.execute("SELECT lexeme, docs FROM lexemes WHERE project = %s AND lexeme = ANY(%s)",
-                             (project, single))) if single else {}
+    docs = (
+        dict(
+            conn.execute("SELECT lexeme, docs FROM lexemes WHERE project = %s AND lexeme = ANY(%s)", (project, single))
+        )
+        if single
+        else {}
+    )
     idf, held = [], []
     for phrase in phrases:
         words, prefix, cjk = phrase
@@ -101,8 +110,10 @@ def match(conn, project: int, expression, limit: int, after: int = 0) -> list[tu
         elif prefix and (bounded := _prefix_facts(conn, project, words[0], rows)) is not None:
             hits = bounded
         else:
-            hits = conn.execute("SELECT count(*) FROM facts WHERE project = %s AND words @@ %s::tsquery",
-                                (project, phrase_text(*phrase))).fetchone()[0]
+            hits = conn.execute(
+                "SELECT count(*) FROM facts WHERE project = %s AND words @@ %s::tsquery",
+                (project, phrase_text(*phrase)),
+            ).fetchone()[0]
         hits = min(hits, rows)  # counters a hand-made change put wrong rank badly, never crash (reindex mends them)
         held.append(hits)
         value = math.log((rows - hits + 0.5) / (hits + 0.5))
@@ -114,7 +125,9 @@ def match(conn, project: int, expression, limit: int, after: int = 0) -> list[tu
     for fact, length, held_json in conn.execute(
         "SELECT id, length, (SELECT json_agg(json_build_array(lexeme, positions, weights)) FROM unnest(words)"
         "  WHERE lexeme = ANY(%s) OR lexeme LIKE ANY(%s))"
-        " FROM facts WHERE project = %s AND words @@ %s::tsquery AND id > %s", (exact, starts, project, text, after)):
+        " FROM facts WHERE project = %s AND words @@ %s::tsquery AND id > %s",
+        (exact, starts, project, text, after),
+    ):
         positions_of = {word: list(zip(positions, weights)) for word, positions, weights in held_json or ()}
         score, matched = 0.0, []
         for weight_of_idf, phrase in zip(idf, phrases):
@@ -138,7 +151,8 @@ def _prefix_facts(conn, project: int, prefix: str, rows: int) -> int | None:
     count. None: count the facts (a GIN scan, tens of ms for a prefix most facts hold)."""
     words, most, total = conn.execute(
         "SELECT count(*), coalesce(max(docs), 0), coalesce(sum(docs), 0) FROM lexemes WHERE project = %s AND lexeme LIKE %s",
-        (project, like_prefix(prefix))).fetchone()
+        (project, like_prefix(prefix)),
+    ).fetchone()
     if words <= 1:
         return int(total)
     if 2 * most >= rows:
@@ -146,8 +160,9 @@ def _prefix_facts(conn, project: int, prefix: str, rows: int) -> int | None:
     return None
 
 
-def _ranked_rarest_first(conn, project: int, expression, idf: list[float], held: list[int], average: float,
-                         limit: int, after: int) -> list[tuple[int, float, bytes]]:
+def _ranked_rarest_first(
+    conn, project: int, expression, idf: list[float], held: list[int], average: float, limit: int, after: int
+) -> list[tuple[int, float, bytes]]:
     """_ranked_in_sql, without ranking every fact that holds only the query's common words when
     that cannot change the answer (MaxScore). A phrase adds less than its idf x (K1 + 1) to any
     fact's score, so a fact holding none of an any-term expression's rarer phrases scores below
@@ -184,8 +199,17 @@ def _query_words(phrases) -> tuple[list[str], list[str]]:
     return exact, starts
 
 
-def _ranked_in_sql(conn, project: int, text: str, phrases, idf: list[float], average: float,
-                   limit: int, after: int, among: str | None = None) -> list[tuple[int, float, bytes]]:
+def _ranked_in_sql(
+    conn,
+    project: int,
+    text: str,
+    phrases,
+    idf: list[float],
+    average: float,
+    limit: int,
+    after: int,
+    among: str | None = None,
+) -> list[tuple[int, float, bytes]]:
     """match() for phrases of one word or a prefix each (most queries): the same bm25, summed in
     the same order, computed by PostgreSQL over each matching fact's words, so that only the best
     `limit` facts come back, of those matching tsquery `among` too when given. PostgreSQL's
@@ -213,8 +237,11 @@ def _ranked_in_sql(conn, project: int, text: str, phrases, idf: list[float], ave
     # Each matching fact's words, cut down to the query's before SQL reads them a row a word: with
     # no prefix, by ts_delete (C, a binary search a word) of every other word, which keeps the
     # query's words in the order unnest gives them, so the sums add up alike; else all of them.
-    held = ("unnest(ts_delete(f.words, tsvector_to_array(ts_delete(f.words, %s::text[])))) u" if not starts
-            else "unnest(f.words) u")
+    held = (
+        "unnest(ts_delete(f.words, tsvector_to_array(ts_delete(f.words, %s::text[])))) u"
+        if not starts
+        else "unnest(f.words) u"
+    )
     sql = (
         f"SELECT id, rank, matched FROM (SELECT f.id, -1.0::float8 * ({score}) AS rank, ARRAY[{matched}] AS matched"
         f" FROM facts f, LATERAL (SELECT {', '.join(columns)} FROM {held}, unnest(u.weights) w"

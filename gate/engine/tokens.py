@@ -59,8 +59,9 @@ def is_cjk(ch: str) -> bool:
 
 # Runs of the characters is_cjk() names, found by the regular expression engine: cjk_chars cuts
 # every fact a team import or push brings, and a loop over each character in Python took most of it.
-_CJK_RUN = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
-                      "\U00020000-\U0003134f]+")
+_CJK_RUN = re.compile(
+    "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]+"
+)
 
 
 def fold(word: str) -> str:

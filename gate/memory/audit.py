@@ -62,7 +62,9 @@ def append(path: Path, entries: list[dict]) -> None:
         ) from error
     try:
         found = os.fstat(fd)
-        problem = store.planted(os.fspath(path), found, store.shared_folder(os.stat(os.path.dirname(os.path.abspath(path)))))
+        problem = store.planted(
+            os.fspath(path), found, store.shared_folder(os.stat(os.path.dirname(os.path.abspath(path))))
+        )
         if problem:
             raise store.StoreError(problem)
         if fcntl is not None:
@@ -197,10 +199,14 @@ class Check:
         if not self.chain.before:
             return None
         if self.chain.start is None:
-            return (f"all {self.chain.before} line(s) were written before write.log was chained: the next "
-                    "change starts the chain after them")
-        return (f"lines before line {self.chain.start} ({self.chain.before}) were written before write.log was "
-                "chained: they are the chain's start, read as ever, though nothing proves them")
+            return (
+                f"all {self.chain.before} line(s) were written before write.log was chained: the next "
+                "change starts the chain after them"
+            )
+        return (
+            f"lines before line {self.chain.start} ({self.chain.before}) were written before write.log was "
+            "chained: they are the chain's start, read as ever, though nothing proves them"
+        )
 
     def advice(self) -> list[str]:
         notes = []

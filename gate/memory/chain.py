@@ -140,8 +140,11 @@ class Chain:
 
     def first(self) -> str | None:
         """The first line that breaks the chain, said: what happened to it."""
-        found = sorted([(n, "edited") for n in self.edited[:1]] + [(n, "broken") for n in self.broken[:1]]
-                       + [(n, "unchained") for n in self.unchained[:1]])
+        found = sorted(
+            [(n, "edited") for n in self.edited[:1]]
+            + [(n, "broken") for n in self.broken[:1]]
+            + [(n, "unchained") for n in self.unchained[:1]]
+        )
         if not found:
             return None
         number, kind = found[0]
@@ -151,12 +154,16 @@ class Chain:
         if kind == "edited":
             return f"line {number} was edited after it was written (it no longer matches its hash)"
         if kind == "unchained":
-            return (f"line {number} carries no link though the chain began at line {self.start} (an older "
-                    "memory-gate still running wrote it, or it was added by hand)")
+            return (
+                f"line {number} carries no link though the chain began at line {self.start} (an older "
+                "memory-gate still running wrote it, or it was added by hand)"
+            )
         if number in self.repeats:
             return f"line {number} repeats line {self.repeats[number]}"
-        return (f"line {number} does not follow the line before it (a line was removed there, or the "
-                "line before it was rewritten)")
+        return (
+            f"line {number} does not follow the line before it (a line was removed there, or the "
+            "line before it was rewritten)"
+        )
 
     def others(self) -> int:
         return self.breaks - 1 if self.breaks else 0

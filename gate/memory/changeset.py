@@ -52,11 +52,13 @@ class Facts(Protocol):
     def current(self, ids: Any) -> dict[int, tuple[int, str, str, str, str | None]]: ...
 
     def snapshot(self, fact_id: int) -> dict[str, str] | None: ...
-    def insert(self, after: dict[str, str], *, stamp: str, fact_id: int | None = None,
-               bookkeeping: dict | None = None) -> int: ...
+    def insert(
+        self, after: dict[str, str], *, stamp: str, fact_id: int | None = None, bookkeeping: dict | None = None
+    ) -> int: ...
     def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None: ...
     def delete(self, fact_id: int, before: dict[str, str], *, stamp: str) -> None: ...
     def confirm(self, fact_id: int, *, stamp: str) -> None: ...
+
     # A team's only (local False), so not here: TeamFacts.record_lines (the changes just made get
     # their write.log-shaped lines), TeamFacts.revisions (the revisions the ledger records a turn
     # read at) and TeamFacts.lines_of_write (a write's lines, to settle a write the ledger missed).
@@ -87,8 +89,15 @@ def cli_turn(conn: apsw.Connection, command: str, session: str = CLI_SESSION) ->
 class ChangeSet:
     """Changes to facts made in one write, each logged; `finish` before the caller's COMMIT."""
 
-    def __init__(self, conn: apsw.Connection, author: Author, log: Path | None, facts: Facts | None = None,
-                 *, write_id: str | None = None):
+    def __init__(
+        self,
+        conn: apsw.Connection,
+        author: Author,
+        log: Path | None,
+        facts: Facts | None = None,
+        *,
+        write_id: str | None = None,
+    ):
         self.conn, self.author, self.log = conn, author, log
         # Where the facts are changed: the local memory's own table, unless a team's (TeamFacts).
         self.facts: Facts = facts if facts is not None else LocalFacts(conn)
@@ -106,8 +115,14 @@ class ChangeSet:
 
     # -- changing ------------------------------------------------------------------------------
 
-    def insert(self, fields: dict[str, str], *, fact_id: int | None = None,
-               bookkeeping: dict[str, Any] | None = None, extra: dict | None = None) -> int:
+    def insert(
+        self,
+        fields: dict[str, str],
+        *,
+        fact_id: int | None = None,
+        bookkeeping: dict[str, Any] | None = None,
+        extra: dict | None = None,
+    ) -> int:
         """A new fact (topic, kind, text, date). `fact_id` gives it that id (a fact restored, or
         imported), else the next one. Without `bookkeeping` it is created, updated and confirmed
         now at revision 1; with it (created, updated, confirmed, rev), those are kept and the line
@@ -136,6 +151,7 @@ class ChangeSet:
         """Facts inserted in bulk on a team (an import): rows of (id, fields, bookkeeping or None),
         the ids handed out by the caller (TeamFacts.reserve). Each fact's line goes with it into
         the team's record, in batches (TeamFacts.insert_many); returns how many went in."""
+
         def lines():
             for fact_id, fields, bookkeeping in rows:
                 after = {name: fields[name] for name in FIELDS}
@@ -158,8 +174,12 @@ class ChangeSet:
         """A change's line, as write.log and a team's record hold it."""
         current = after or before or {}
         entry = {
-            "time": self.stamp, "write": self.write_id, "op": op, "id": fact_id,
-            "topic": current.get("topic"), "kind": current.get("kind"),
+            "time": self.stamp,
+            "write": self.write_id,
+            "op": op,
+            "id": fact_id,
+            "topic": current.get("topic"),
+            "kind": current.get("kind"),
         }
         if before is not None:
             entry["before"] = before

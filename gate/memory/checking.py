@@ -73,7 +73,10 @@ def check_field(key: str, value: Any) -> tuple[str | None, str | None]:
         except ValueError:
             return None, f"date {brief(value)} is not a day: write YYYY-MM-DD, e.g. {Date.today().isoformat()}."
         if not FIRST_DAY <= value <= LAST_DAY:
-            return None, f"date {value} is outside {FIRST_DAY} to {LAST_DAY}, the days memory takes: write the day the fact holds from, e.g. {Date.today().isoformat()}."
+            return (
+                None,
+                f"date {value} is outside {FIRST_DAY} to {LAST_DAY}, the days memory takes: write the day the fact holds from, e.g. {Date.today().isoformat()}.",
+            )
         return value, None
     if not value:
         return None, f"{key} is empty: {hint(key).strip(' ()')}."
@@ -93,7 +96,7 @@ def check_field(key: str, value: Any) -> tuple[str | None, str | None]:
         return None, (
             f"{key} holds what looks like {found}. Memory is plain text, kept in write.log and "
             "shown to every later session: never store a credential. Say where it is kept "
-            "instead (e.g. \"the deploy token is in the team vault\")."
+            'instead (e.g. "the deploy token is in the team vault").'
         )
     return value, None
 

@@ -39,9 +39,7 @@ def parse_entry(text: str) -> tuple[str, int]:
     """(write id prefix, fact id) of an entry name such as `3b8747aa:12`."""
     found = _ENTRY.fullmatch(text.strip().lower())
     if not found:
-        raise BadEntry(
-            f"{text!r} is not a change: give WRITE:FACT as `memory-gate log` prints it, e.g. 3b8747aa:12"
-        )
+        raise BadEntry(f"{text!r} is not a change: give WRITE:FACT as `memory-gate log` prints it, e.g. 3b8747aa:12")
     return found.group(1), int(found.group(2))
 
 
@@ -84,8 +82,13 @@ class Change:
     def to_json(self) -> dict[str, Any]:
         entry = self.entry
         data = {
-            "entry": self.name, "line": self.line, "time": entry.get("time"), "op": self.op,
-            "write": entry.get("write"), "session": entry.get("session"), "turn": entry.get("turn"),
+            "entry": self.name,
+            "line": self.line,
+            "time": entry.get("time"),
+            "op": self.op,
+            "write": entry.get("write"),
+            "session": entry.get("session"),
+            "turn": entry.get("turn"),
             "why": entry.get("words"),
         }
         for key in ("before", "after", "bookkeeping", "undoes"):

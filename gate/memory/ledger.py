@@ -63,9 +63,7 @@ def ensure_session(conn: apsw.Connection, session: str) -> None:
 def bump(conn: apsw.Connection, session: str) -> int:
     """Count one more event in the session; return the new count."""
     ensure_session(conn, session)
-    return conn.execute(
-        "UPDATE sessions SET seq = seq + 1 WHERE id = ? RETURNING seq", (session,)
-    ).get
+    return conn.execute("UPDATE sessions SET seq = seq + 1 WHERE id = ? RETURNING seq", (session,)).get
 
 
 def storable(text: str) -> str:
@@ -123,7 +121,11 @@ def current_turn(conn: apsw.Connection, session: str) -> Turn:
 
 
 def record_tool_call(
-    conn: apsw.Connection, tool_use_id: str, session: str, prompt_id: str | None, tool: str,
+    conn: apsw.Connection,
+    tool_use_id: str,
+    session: str,
+    prompt_id: str | None,
+    tool: str,
     agent: str | None = None,
 ) -> Turn:
     """Remember which turn a tool call belongs to, and which subagent made it (`agent`, None for
@@ -153,9 +155,7 @@ def turn_of_tool_call(conn: apsw.Connection, tool_use_id: str) -> Turn | None:
     return _turn(conn, "id = (SELECT turn FROM tool_calls WHERE id = ?)", (tool_use_id,))
 
 
-def record_search(
-    conn: apsw.Connection, turn: Turn, facts: "Iterable[tuple[int, int]]", context: str = ""
-) -> None:
+def record_search(conn: apsw.Connection, turn: Turn, facts: "Iterable[tuple[int, int]]", context: str = "") -> None:
     """A search of `turn` returned these (fact id, revision) pairs: each must now be answered
     for, and the context that searched has seen each in its current revision."""
     bump(conn, turn.session)
@@ -178,9 +178,7 @@ def record_search(
         )
 
 
-def shown_revisions(
-    conn: apsw.Connection, session: str, facts: "Iterable[int]", context: str = ""
-) -> dict[int, int]:
+def shown_revisions(conn: apsw.Connection, session: str, facts: "Iterable[int]", context: str = "") -> dict[int, int]:
     """The revision of each fact this context of the session has been shown, if any."""
     ids = list(facts)
     if not ids:
@@ -217,8 +215,7 @@ def read_revisions(conn: apsw.Connection, turn_id: int) -> dict[int, int | None]
 def unanswered(conn: apsw.Connection, turn_id: int) -> list[int]:
     """Facts read this turn, still in memory, that no accepted write has answered for."""
     rows = conn.execute(
-        "SELECT fact FROM reads WHERE turn = ? AND answered = 0"
-        " AND fact IN (SELECT id FROM facts) ORDER BY fact",
+        "SELECT fact FROM reads WHERE turn = ? AND answered = 0 AND fact IN (SELECT id FROM facts) ORDER BY fact",
         (turn_id,),
     )
     return [row[0] for row in rows]
@@ -236,8 +233,10 @@ def record_write(conn: apsw.Connection, turn: Turn, revisions: "dict[int, int] |
         )
     else:
         conn.execute("UPDATE reads SET answered = 1, rev = NULL WHERE turn = ?", (turn.id,))
-        conn.executemany("UPDATE reads SET rev = ? WHERE turn = ? AND fact = ?",
-                         [(rev, turn.id, fact) for fact, rev in revisions.items()])
+        conn.executemany(
+            "UPDATE reads SET rev = ? WHERE turn = ? AND fact = ?",
+            [(rev, turn.id, fact) for fact, rev in revisions.items()],
+        )
     conn.execute("UPDATE turns SET wrote = wrote + 1 WHERE id = ?", (turn.id,))
     return bump(conn, turn.session)
 
@@ -286,9 +285,7 @@ def gate(conn: apsw.Connection, session: str, prompt_id: str) -> Gate | None:
 
 def hold(conn: apsw.Connection, turn_id: int) -> int:
     """The turn's answer is held back once more; return how many times it has been."""
-    return conn.execute(
-        "UPDATE turns SET holds = holds + 1 WHERE id = ? RETURNING holds", (turn_id,)
-    ).get
+    return conn.execute("UPDATE turns SET holds = holds + 1 WHERE id = ? RETURNING holds", (turn_id,)).get
 
 
 def settle(conn: apsw.Connection, turn_id: int, outcome: str) -> None:

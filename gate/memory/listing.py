@@ -81,8 +81,7 @@ def count(
     return conn.execute(f"SELECT count(*) FROM facts{where}", args).get
 
 
-def _filters(topic, kind, since, unconfirmed_before, topic_words=None, *, ordered=False,
-             team=None) -> tuple[str, list]:
+def _filters(topic, kind, since, unconfirmed_before, topic_words=None, *, ordered=False, team=None) -> tuple[str, list]:
     """The WHERE clause and its arguments. `ordered`: for a list read newest change first, where
     the unconfirmed filter must not take the confirmed index (SQLite would then sort every
     stale fact to return the first page; reading the updated index in order stops at a page).
@@ -150,9 +149,17 @@ def _team_rows(team, sql: str, args: list) -> Iterator[Fact]:
             yield Fact(*row)
 
 
-def team_facts(team, *, topic: str | None = None, kind: str | None = None, since: str | None = None,
-               unconfirmed_before: str | None = None, topic_words: str | None = None,
-               limit: int | None = None, offset: int = 0) -> Iterator[Fact]:
+def team_facts(
+    team,
+    *,
+    topic: str | None = None,
+    kind: str | None = None,
+    since: str | None = None,
+    unconfirmed_before: str | None = None,
+    topic_words: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> Iterator[Fact]:
     """`facts` over a team's memory: the most recently changed first."""
     where, args = _filters(topic, kind, since, unconfirmed_before, topic_words, team=team)
     sql = f"SELECT {FACT_COLUMNS} FROM facts{where} ORDER BY updated DESC, id DESC"
@@ -165,8 +172,15 @@ def team_facts(team, *, topic: str | None = None, kind: str | None = None, since
     return _team_rows(team, sql, args)
 
 
-def team_count(team, *, topic: str | None = None, kind: str | None = None, since: str | None = None,
-               unconfirmed_before: str | None = None, topic_words: str | None = None) -> int:
+def team_count(
+    team,
+    *,
+    topic: str | None = None,
+    kind: str | None = None,
+    since: str | None = None,
+    unconfirmed_before: str | None = None,
+    topic_words: str | None = None,
+) -> int:
     """How many facts `team_facts` lists with these filters."""
     where, args = _filters(topic, kind, since, unconfirmed_before, topic_words, team=team)
     with team.transaction():
@@ -192,7 +206,9 @@ def team_count_unconfirmed(team, before: str) -> int:
 def team_kinds(team) -> dict[str, int]:
     """How many facts of each kind the team's project holds."""
     with team.transaction():
-        return dict(team.conn.execute("SELECT kind, count(*) FROM facts WHERE project = %s GROUP BY kind", (team.project,)))
+        return dict(
+            team.conn.execute("SELECT kind, count(*) FROM facts WHERE project = %s GROUP BY kind", (team.project,))
+        )
 
 
 def team_export_rows(team, columns: tuple[str, ...]) -> Iterator[tuple]:

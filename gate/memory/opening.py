@@ -123,7 +123,9 @@ def open_existing(settings: config.Settings) -> tuple[Path, apsw.Connection]:
         )
     path = Path(config.find_database(settings))
     if settings.database is not None and path.is_dir():
-        raise UserError(f"{path} is a folder, not a database: point --db or MEMORY_GATE_DB at the file, e.g. {path / 'memory.db'}")
+        raise UserError(
+            f"{path} is a folder, not a database: point --db or MEMORY_GATE_DB at the file, e.g. {path / 'memory.db'}"
+        )
     if settings.database is not None and not path.exists():
         raise UserError(
             f"no database at {path}, which --db or MEMORY_GATE_DB names: check the path, or leave "
@@ -147,6 +149,9 @@ def patient_endpoint(settings: config.Settings) -> embeddings.Endpoint | None:
     if not isinstance(found, embeddings.Endpoint):
         return found
     return embeddings.Endpoint(
-        found.url, found.model, settings.max_distance,
-        write_timeout=PATIENT_TIMEOUT, quiet_after_timeout=0.0,
+        found.url,
+        found.model,
+        settings.max_distance,
+        write_timeout=PATIENT_TIMEOUT,
+        quiet_after_timeout=0.0,
     )

@@ -30,8 +30,9 @@ if TYPE_CHECKING:
     from gate.engine.teamfacts import TeamFacts
 
 
-def note(conn: apsw.Connection, write_id: str, turn: ledger.Turn, *, tool_use_id: str | None, digest: str,
-         kept: list[int]) -> None:
+def note(
+    conn: apsw.Connection, write_id: str, turn: ledger.Turn, *, tool_use_id: str | None, digest: str, kept: list[int]
+) -> None:
     """The write is about to go to the team: inside a transaction of its own, committed before."""
     conn.execute(
         "INSERT OR REPLACE INTO team_writes (id, session, turn, tool_use_id, digest, kept, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -49,10 +50,12 @@ def settle(conn: apsw.Connection, team: TeamFacts, session: str, *, writing: str
     never committed. `writing`: the write under way, noted too. In the caller's local and team
     transactions; returns the ids taken in."""
     taken = []
-    for write_id, turn_id, tool_use_id, digest, kept in list(conn.execute(
-        "SELECT id, turn, tool_use_id, digest, kept FROM team_writes WHERE session = ? AND id != ? ORDER BY at",
-        (session, writing),
-    )):
+    for write_id, turn_id, tool_use_id, digest, kept in list(
+        conn.execute(
+            "SELECT id, turn, tool_use_id, digest, kept FROM team_writes WHERE session = ? AND id != ? ORDER BY at",
+            (session, writing),
+        )
+    ):
         lines = team.lines_of_write(write_id)
         turn = ledger.get_turn(conn, turn_id)
         if lines and turn is not None and not _known(conn, write_id, tool_use_id):
@@ -63,13 +66,22 @@ def settle(conn: apsw.Connection, team: TeamFacts, session: str, *, writing: str
 
 
 def _known(conn: apsw.Connection, write_id: str, tool_use_id: str | None) -> bool:
-    found = conn.execute("SELECT 1 FROM writes WHERE id = ? OR (tool_use_id IS NOT NULL AND tool_use_id = ?)",
-                         (write_id, tool_use_id)).fetchone()
+    found = conn.execute(
+        "SELECT 1 FROM writes WHERE id = ? OR (tool_use_id IS NOT NULL AND tool_use_id = ?)", (write_id, tool_use_id)
+    ).fetchone()
     return found is not None
 
 
-def _take_in(conn: apsw.Connection, team: TeamFacts, turn: ledger.Turn, write_id: str, tool_use_id: str | None,
-             digest: str, kept: list[int], lines: list[dict]) -> None:
+def _take_in(
+    conn: apsw.Connection,
+    team: TeamFacts,
+    turn: ledger.Turn,
+    write_id: str,
+    tool_use_id: str | None,
+    digest: str,
+    kept: list[int],
+    lines: list[dict],
+) -> None:
     """What the write's own ledger transaction would have committed."""
     done_ops = [{"op": line["op"], "id": line["id"]} for line in lines]
     answer = {"write": write_id, "done": done_ops, "kept": kept, "notes": []}

@@ -30,7 +30,9 @@ class LogRecord:
     def __init__(self, conn: apsw.Connection, log: Path):
         self.conn, self.log = conn, log
 
-    def entries(self, *, fact: int | None = None, session: str | None = None, since: str | None = None) -> Iterator[dict]:
+    def entries(
+        self, *, fact: int | None = None, session: str | None = None, since: str | None = None
+    ) -> Iterator[dict]:
         """Every readable entry, oldest first, with `committed` and its `entry` name."""
         committed = history.Committed(self.conn)
         for entry in audit.entries(self.log, fact=fact, session=session, since=since):
@@ -77,18 +79,29 @@ class TeamRecord:
     @staticmethod
     def _entries(rows):
         for seq, line, op, fact_id, before, after, member, row_session, at in rows:
-            entry = dict(line) if isinstance(line, dict) else {
-                # a change recorded before its line was (schema-postgres.sql version 3)
-                "time": at, "write": f"{seq:08x}", "op": op, "id": fact_id, "session": row_session,
-                **({"before": before} if before is not None else {}), **({"after": after} if after is not None else {}),
-            }
+            entry = (
+                dict(line)
+                if isinstance(line, dict)
+                else {
+                    # a change recorded before its line was (schema-postgres.sql version 3)
+                    "time": at,
+                    "write": f"{seq:08x}",
+                    "op": op,
+                    "id": fact_id,
+                    "session": row_session,
+                    **({"before": before} if before is not None else {}),
+                    **({"after": after} if after is not None else {}),
+                }
+            )
             entry["member"] = member  # the row's, which the server checked (schema-postgres.sql section 8)
             current = entry.get("after") or entry.get("before") or {}
             entry.setdefault("topic", current.get("topic"))
             entry.setdefault("kind", current.get("kind"))
             yield seq, entry
 
-    def entries(self, *, fact: int | None = None, session: str | None = None, since: str | None = None) -> Iterator[dict]:
+    def entries(
+        self, *, fact: int | None = None, session: str | None = None, since: str | None = None
+    ) -> Iterator[dict]:
         for _, entry in self._rows(fact, session, since):
             yield _named(entry, True)
 

@@ -31,8 +31,17 @@ def kept_terms(terms: str) -> str | None:
     return terms[:TERMS_KEPT].encode("utf-8", "replace").decode("utf-8")
 
 
-def record_search(conn: apsw.Connection, turn_id: int, *, facts: int, full: int, chars: int, at: str,
-                  terms: str | None = None, meaning: str | None = None) -> None:
+def record_search(
+    conn: apsw.Connection,
+    turn_id: int,
+    *,
+    facts: int,
+    full: int,
+    chars: int,
+    at: str,
+    terms: str | None = None,
+    meaning: str | None = None,
+) -> None:
     """Inside the search's transaction: what it looked for (`kept_terms`), what it returned, what
     that cost, and whether meaning took part ('used', the reason it did not, or None with no
     endpoint configured)."""

@@ -23,6 +23,8 @@ from gate.memory.changeset import HAND_SESSIONS
 from gate.memory.checking import KINDS
 
 CHARS_PER_TOKEN = 4
+
+
 def meaning_report(conn: apsw.Connection, *, since: str = "") -> dict:
     """How the searches recorded since `since` (an ISO time, '' for all) used meaning: how many
     had it, how many fell back to words and the most frequent reasons, newest reason first."""
@@ -41,8 +43,7 @@ def meaning_report(conn: apsw.Connection, *, since: str = "") -> dict:
             (since,),
         )
     ]
-    return {"with_meaning": used, "words_only": fell, "words_only_share": _share(fell, used + fell),
-            "reasons": reasons}
+    return {"with_meaning": used, "words_only": fell, "words_only_share": _share(fell, used + fell), "reasons": reasons}
 
 
 def tokens(chars: float) -> int:

@@ -70,11 +70,15 @@ def find(settings: config.Settings) -> Team | None:
     except PermissionError:
         if not os.access(os.path.dirname(path), os.X_OK):
             return None  # the folder cannot be entered: opening the database says so, with the mend
-        raise config.ConfigError(f"cannot read {path} (permission denied): fix its permissions, or run "
-                                 "`memory-gate team disconnect` to use the local memory") from None
+        raise config.ConfigError(
+            f"cannot read {path} (permission denied): fix its permissions, or run "
+            "`memory-gate team disconnect` to use the local memory"
+        ) from None
     except OSError as error:
-        raise config.ConfigError(f"cannot read {path} ({error.strerror}): fix its permissions, or run "
-                                 "`memory-gate team disconnect` to use the local memory") from None
+        raise config.ConfigError(
+            f"cannot read {path} ({error.strerror}): fix its permissions, or run "
+            "`memory-gate team disconnect` to use the local memory"
+        ) from None
     try:
         data = json.loads(raw)
         url, name = data["url"], data["project"]
@@ -102,8 +106,9 @@ def check_url(url: str, where: str = "the setting") -> None:
     try:
         _ = parts.port  # read for its ValueError
     except ValueError:
-        raise config.ConfigError(f"{postgres.shown(url)} has a port that is not a number: "
-                                 "write it as postgresql://USER@HOST:PORT/DATABASE") from None
+        raise config.ConfigError(
+            f"{postgres.shown(url)} has a port that is not a number: write it as postgresql://USER@HOST:PORT/DATABASE"
+        ) from None
     in_query = any(key.lower() == "password" for key in parse_qs(parts.query, keep_blank_values=True))
     if parts.password is not None or in_query:
         raise config.ConfigError(
@@ -262,8 +267,9 @@ class Member:
                 conn.close()
                 raise
             self._conn = conn
-        return TeamFacts(self._conn, self._project, Who(self.member, session, tool_use_id), url=self.team.url,
-                         deadline=self.deadline)
+        return TeamFacts(
+            self._conn, self._project, Who(self.member, session, tool_use_id), url=self.team.url, deadline=self.deadline
+        )
 
     @property
     def conn(self):
@@ -275,8 +281,9 @@ class Member:
         for work beside the tool calls that changes no fact (embedding)."""
         if self._conn is None or self._conn.closed or self._conn.broken:
             return None
-        return TeamFacts(self._conn, self._project, Who(self.member, "embedder"), url=self.team.url,
-                         deadline=self.deadline)
+        return TeamFacts(
+            self._conn, self._project, Who(self.member, "embedder"), url=self.team.url, deadline=self.deadline
+        )
 
     def drop(self) -> None:
         if self._conn is not None:

@@ -96,13 +96,27 @@ def push(conn: apsw.Connection, log: Path, team: TeamFacts) -> Copied:
             ) as copy:
                 for entry, rev in zip(entries, _revisions(entries)):
                     who = entry.get("member") or member
-                    copy.write_row((
-                        team.project, entry["id"], entry["op"], rev, _json(entry.get("before")),
-                        _json(entry.get("after")), who, str(entry.get("session") or "unknown"), None,
-                        str(entry.get("time") or clock.now()), json.dumps({**entry, "member": who}, ensure_ascii=False),
-                    ))
+                    copy.write_row(
+                        (
+                            team.project,
+                            entry["id"],
+                            entry["op"],
+                            rev,
+                            _json(entry.get("before")),
+                            _json(entry.get("after")),
+                            who,
+                            str(entry.get("session") or "unknown"),
+                            None,
+                            str(entry.get("time") or clock.now()),
+                            json.dumps({**entry, "member": who}, ensure_ascii=False),
+                        )
+                    )
         sequence = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
-        last = max([int(str(row[0])) for row in rows] + [int(entry["id"]) for entry in entries] + [sequence[0] if sequence else 0])
+        last = max(
+            [int(str(row[0])) for row in rows]
+            + [int(entry["id"]) for entry in entries]
+            + [sequence[0] if sequence else 0]
+        )
         team.conn.execute("UPDATE projects SET last_fact = greatest(last_fact, %s) WHERE id = %s", (last, team.project))
     return Copied(len(rows), len(entries))
 
@@ -152,4 +166,3 @@ def pull(team: TeamFacts, target: Path) -> Copied:
         return Copied(len(rows), len(lines))
     finally:
         conn.close()
-

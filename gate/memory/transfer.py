@@ -118,25 +118,35 @@ def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
     """One line of the file: the fact it holds (absent columns None, date filled in), or its
     problems, each with its mend."""
     if len(raw) > MAX_LINE:
-        return None, [f"{len(raw)} characters, more than any fact: one fact per line, its text at most {checking.MAX_TEXT} characters."]
+        return None, [
+            f"{len(raw)} characters, more than any fact: one fact per line, its text at most {checking.MAX_TEXT} characters."
+        ]
     try:
         data = json.loads(raw)
     except ValueError as error:
         return None, [f"not JSON ({error}): each line holds one fact as a JSON object."]
     if not isinstance(data, dict):
-        return None, [f"{checking.brief(data)} is not a fact: give an object such as "
-                      '{"topic": "deploy", "kind": "state", "text": "..."}.']
+        return None, [
+            f"{checking.brief(data)} is not a fact: give an object such as "
+            '{"topic": "deploy", "kind": "state", "text": "..."}.'
+        ]
     problems = []
     unknown = [key for key in data if key not in COLUMNS]
     if unknown:
-        problems.append("remove " + ", ".join(f'"{key}"' for key in unknown) + f": a fact line holds {', '.join(COLUMNS)}.")
+        problems.append(
+            "remove " + ", ".join(f'"{key}"' for key in unknown) + f": a fact line holds {', '.join(COLUMNS)}."
+        )
     fact: dict[str, Any] = dict.fromkeys(COLUMNS)
     if data.get("id") is not None:
         if not checking.is_id(data["id"]):
-            problems.append(f"id is {checking.brief(data['id'])}: give a positive integer, or leave id out for a new one.")
+            problems.append(
+                f"id is {checking.brief(data['id'])}: give a positive integer, or leave id out for a new one."
+            )
         elif data["id"] > MAX_ID:
-            problems.append(f"id {data['id']} is past {MAX_ID}, the largest id import takes (memory would run out "
-                            "of ids for its next facts): leave id out, or import with --new-ids.")
+            problems.append(
+                f"id {data['id']} is past {MAX_ID}, the largest id import takes (memory would run out "
+                "of ids for its next facts): leave id out, or import with --new-ids."
+            )
         else:
             fact["id"] = data["id"]
     for key in ("topic", "kind", "text", "date"):
@@ -154,19 +164,25 @@ def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
         if value is None:
             continue
         if not isinstance(value, str) or not _is_time(value):
-            problems.append(f"{key} is {checking.brief(value)}: write a UTC time as YYYY-MM-DDTHH:MM:SSZ, or leave it out.")
+            problems.append(
+                f"{key} is {checking.brief(value)}: write a UTC time as YYYY-MM-DDTHH:MM:SSZ, or leave it out."
+            )
         else:
             fact[key] = value
     if data.get("rev") is not None:
         if checking.is_id(data["rev"]) and data["rev"] <= MAX_ID:
             fact["rev"] = data["rev"]
         else:
-            problems.append(f"rev is {checking.brief(data['rev'])}: give a positive integer up to {MAX_ID}, or leave it out.")
+            problems.append(
+                f"rev is {checking.brief(data['rev'])}: give a positive integer up to {MAX_ID}, or leave it out."
+            )
     return (None if problems else fact), problems
 
 
 def _is_time(value: str) -> bool:
-    return bool(_TIME.fullmatch(value)) and clock.is_stamp(value) and checking.FIRST_DAY <= value[:10] <= checking.LAST_DAY
+    return (
+        bool(_TIME.fullmatch(value)) and clock.is_stamp(value) and checking.FIRST_DAY <= value[:10] <= checking.LAST_DAY
+    )
 
 
 def lines_of(handle: TextIO) -> Iterator[str]:
@@ -179,10 +195,12 @@ def lines_of(handle: TextIO) -> Iterator[str]:
             return
         number += 1
         if len(line.rstrip("\r\n")) > MAX_LINE:
-            raise Refused([
-                f"line {number}: more than {MAX_LINE} characters, import's limit for one line (a fact's text "
-                f"is at most {checking.MAX_TEXT}): give one fact per line, as export writes them."
-            ])
+            raise Refused(
+                [
+                    f"line {number}: more than {MAX_LINE} characters, import's limit for one line (a fact's text "
+                    f"is at most {checking.MAX_TEXT}): give one fact per line, as export writes them."
+                ]
+            )
         yield line
 
 
@@ -200,8 +218,11 @@ class Imported:
 
     def to_json(self) -> dict:
         data = {
-            "lines": self.lines, "imported": self.inserted, "skipped": self.skipped,
-            "skipped_lines": self.skipped_lines, "write": self.write_id,
+            "lines": self.lines,
+            "imported": self.inserted,
+            "skipped": self.skipped,
+            "skipped_lines": self.skipped_lines,
+            "write": self.write_id,
         }
         if self.ids:
             data["ids"] = list(self.ids)
@@ -267,7 +288,9 @@ def _load(conn: apsw.Connection, source: Iterable[str], today: str, new_ids: boo
         )
         for fact_id, lines in repeated:
             if len(problems) < LISTED:
-                problems.append(f"lines {lines} all give id {fact_id}: an id names one fact; change or remove all but one.")
+                problems.append(
+                    f"lines {lines} all give id {fact_id}: an id names one fact; change or remove all but one."
+                )
             else:
                 more += 1
     if problems or more:
@@ -277,13 +300,20 @@ def _load(conn: apsw.Connection, source: Iterable[str], today: str, new_ids: boo
 
 
 def _apply(
-    conn: apsw.Connection, *, log: Path | None, command: str, new_ids: bool, dry_run: bool,
-    progress: Progress | None, team: TeamFacts | None = None,
+    conn: apsw.Connection,
+    *,
+    log: Path | None,
+    command: str,
+    new_ids: bool,
+    dry_run: bool,
+    progress: Progress | None,
+    team: TeamFacts | None = None,
 ) -> Imported:
     result = Imported(lines=conn.execute("SELECT count(*) FROM incoming").get)
     if team is not None:
-        return _apply_team(conn, team, command=command, new_ids=new_ids, dry_run=dry_run, progress=progress,
-                           result=result)
+        return _apply_team(
+            conn, team, command=command, new_ids=new_ids, dry_run=dry_run, progress=progress, result=result
+        )
     with store.writing(conn):
         # Inside the transaction: what memory holds cannot change under the comparison.
         conn.execute(
@@ -291,8 +321,9 @@ def _apply(
             " JOIN incoming i ON i.topic = f.topic AND i.kind = f.kind AND i.text = f.text)"
         )
         result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").get
-        result.skipped_lines = [row[0] for row in conn.execute(
-            "SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))]
+        result.skipped_lines = [
+            row[0] for row in conn.execute("SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))
+        ]
         if not new_ids:
             _refuse_conflicts(conn)
         wanted = result.lines - result.skipped
@@ -317,15 +348,22 @@ def _apply(
                 progress(result.inserted, wanted)
         result.ids, result.write_id = (ids[0], ids[1]), changes.write_id
         changes.finish(
-            turn, digest=hashlib.sha256(command.encode()).hexdigest(),
+            turn,
+            digest=hashlib.sha256(command.encode()).hexdigest(),
             answer=json.dumps({"command": command, **result.to_json()}),
         )
     return result
 
 
 def _apply_team(
-    conn: apsw.Connection, team: TeamFacts, *, command: str, new_ids: bool, dry_run: bool,
-    progress: Progress | None, result: Imported,
+    conn: apsw.Connection,
+    team: TeamFacts,
+    *,
+    command: str,
+    new_ids: bool,
+    dry_run: bool,
+    progress: Progress | None,
+    result: Imported,
 ) -> Imported:
     """Import into a team's project in bulk: the lines checked against the project with no lock
     held, ids handed out at once, then the facts and their changes moved in batches
@@ -338,8 +376,9 @@ def _apply_team(
             _mark_team_duplicates(conn, team)
             last = team.conn.execute("SELECT last_fact FROM projects WHERE id = %s", (team.project,)).fetchone()[0]
         result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").get
-        result.skipped_lines = [row[0] for row in conn.execute(
-            "SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))]
+        result.skipped_lines = [
+            row[0] for row in conn.execute("SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))
+        ]
         if not new_ids:
             with team.transaction():
                 _refuse_conflicts(conn, team)
@@ -351,8 +390,11 @@ def _apply_team(
     given: list[int] = [] if new_ids else [int(row[0]) for row in rows if row[0] is not None]
     try:
         # Ids a member took between the check above and now are refused as the check refuses them.
-        first = team.reserve(sum(1 for row in rows if new_ids or row[0] is None), max(given, default=0),
-                             [fact_id for fact_id in given if fact_id > last])
+        first = team.reserve(
+            sum(1 for row in rows if new_ids or row[0] is None),
+            max(given, default=0),
+            [fact_id for fact_id in given if fact_id > last],
+        )
     except ValueError as error:
         raise Refused([f"{error}: run the import again to see which lines give them."]) from None
     with store.writing(conn):
@@ -366,8 +408,12 @@ def _apply_team(
             given_here = {key: fact[key] for key in changeset.BOOKKEEPING if fact[key] is not None}
             bookkeeping = None
             if given_here:
-                bookkeeping = {"created": changes.stamp, "updated": changes.stamp, "confirmed": changes.stamp,
-                               "rev": 1} | given_here
+                bookkeeping = {
+                    "created": changes.stamp,
+                    "updated": changes.stamp,
+                    "confirmed": changes.stamp,
+                    "rev": 1,
+                } | given_here
             fact_id = fact["id"] if not new_ids and fact["id"] is not None else None
             if fact_id is None:
                 fact_id, handed = handed, handed + 1
@@ -388,13 +434,16 @@ def _apply_team(
         raise postgres.Unreachable(
             f"{error}. {done[0]} of the file's {wanted} new facts went in before, each with its change: run the "
             "same import again once the team answers, and it adds the rest (those in are skipped as duplicates)",
-            error.reason) from None
+            error.reason,
+        ) from None
     ids = changes.changed
     result.ids, result.write_id = (min(ids), max(ids)), changes.write_id
     with store.writing(conn), team.transaction():
         changes.finish(
-            turn, digest=hashlib.sha256(command.encode()).hexdigest(),
-            answer=json.dumps({"command": command, **result.to_json()}), sync=[],
+            turn,
+            digest=hashlib.sha256(command.encode()).hexdigest(),
+            answer=json.dumps({"command": command, **result.to_json()}),
+            sync=[],
         )
     return result
 
@@ -407,12 +456,19 @@ def _content(topic: str, kind: str, text: str) -> str:
 def _mark_team_duplicates(conn: apsw.Connection, team: TeamFacts) -> None:
     """Mark the lines whose topic, kind and text a fact of the team's project already has: the
     project's facts compared by a digest of their content, read once."""
-    held = {row[0] for row in team.conn.execute(
-        "SELECT md5(topic || chr(31) || kind || chr(31) || text) FROM facts WHERE project = %s", (team.project,))}
+    held = {
+        row[0]
+        for row in team.conn.execute(
+            "SELECT md5(topic || chr(31) || kind || chr(31) || text) FROM facts WHERE project = %s", (team.project,)
+        )
+    }
     if not held:
         return
-    duplicates = [(line,) for line, topic, kind, text in conn.execute("SELECT line, topic, kind, text FROM incoming")
-                  if _content(topic, kind, text) in held]
+    duplicates = [
+        (line,)
+        for line, topic, kind, text in conn.execute("SELECT line, topic, kind, text FROM incoming")
+        if _content(topic, kind, text) in held
+    ]
     conn.executemany("UPDATE incoming SET duplicate = 1 WHERE line = ?", duplicates)
 
 
@@ -420,19 +476,27 @@ def _refuse_conflicts(conn: apsw.Connection, team: TeamFacts | None = None) -> N
     """Refuse the file when a line gives an id another fact of memory (the local file's, or the
     team's project) holds, naming the lines."""
     if team is None:
-        taken = list(conn.execute(
-            "SELECT i.line, i.id, f.topic FROM incoming i JOIN main.facts f ON f.id = i.id"
-            " WHERE NOT i.duplicate ORDER BY i.line"
-        ))
+        taken = list(
+            conn.execute(
+                "SELECT i.line, i.id, f.topic FROM incoming i JOIN main.facts f ON f.id = i.id"
+                " WHERE NOT i.duplicate ORDER BY i.line"
+            )
+        )
     else:
         rows = list(conn.execute("SELECT line, id FROM incoming WHERE NOT duplicate AND id IS NOT NULL ORDER BY line"))
         topics: dict[int, str] = {}
         for start in range(0, len(rows), 1000):
             ids = [fact_id for _, fact_id in rows[start : start + 1000]]
-            topics.update(team.conn.execute(
-                "SELECT id, topic FROM facts WHERE project = %s AND id = ANY(%s)", (team.project, ids)).fetchall())
+            topics.update(
+                team.conn.execute(
+                    "SELECT id, topic FROM facts WHERE project = %s AND id = ANY(%s)", (team.project, ids)
+                ).fetchall()
+            )
         taken = [(line, fact_id, topics[fact_id]) for line, fact_id in rows if fact_id in topics]
-    problems = [f"line {line}: id {fact_id} is another fact's here ([{fact_id}] {topic})." for line, fact_id, topic in taken[:LISTED]]
+    problems = [
+        f"line {line}: id {fact_id} is another fact's here ([{fact_id}] {topic})."
+        for line, fact_id, topic in taken[:LISTED]
+    ]
     if problems:
         problems.append(
             "These facts come from another memory, whose ids mean nothing here: import with "
@@ -444,8 +508,14 @@ def _refuse_conflicts(conn: apsw.Connection, team: TeamFacts | None = None) -> N
 # -- vectors for what came in ----------------------------------------------------------------------
 
 
-def embed_waiting(conn: apsw.Connection, endpoint: embeddings.Endpoint, *, batch: int = 16,
-                  timeout: float = 120.0, progress: Progress | None = None) -> tuple[int, int]:
+def embed_waiting(
+    conn: apsw.Connection,
+    endpoint: embeddings.Endpoint,
+    *,
+    batch: int = 16,
+    timeout: float = 120.0,
+    progress: Progress | None = None,
+) -> tuple[int, int]:
     """Embed every fact still waiting for a vector, a batch per request and per transaction
     (never a request under the write lock); return (embedded, still waiting). Stops at the first
     batch the endpoint does not answer: the rest wait for later writes or `memory-gate reindex`."""

@@ -53,7 +53,13 @@ class Undone:
         return history.entry_name(self.write_id, self.fact)
 
     def to_json(self) -> dict:
-        return {"undone": self.reverted.name, "op": self.op, "id": self.fact, "write": self.write_id, "entry": self.entry}
+        return {
+            "undone": self.reverted.name,
+            "op": self.op,
+            "id": self.fact,
+            "write": self.write_id,
+            "entry": self.entry,
+        }
 
 
 def find(record, name: str) -> tuple[history.Change, list[history.Change]]:
@@ -127,7 +133,7 @@ def undo(
     if back is not None and endpoint is not None and team is None:
         ahead = changeset.embed_ahead(conn, endpoint, [vectors.fact_text(back["topic"], back["text"])], [fact])
     extra = {"undoes": f"{target.entry['write']}:{fact}"}
-    with store.writing(conn), (team.transaction() if team is not None else contextlib.nullcontext()):
+    with store.writing(conn), team.transaction() if team is not None else contextlib.nullcontext():
         turn = changeset.cli_turn(conn, command, session)
         changes = changeset.ChangeSet(conn, changeset.author(turn), log if team is None else None, team)
         now = changes.snapshot(fact)
@@ -145,14 +151,18 @@ def undo(
             life = history.replay(past[:-1])
             bookkeeping = {
                 "created": life.created or target.entry.get("time") or changes.stamp,
-                "updated": changes.stamp, "confirmed": changes.stamp, "rev": life.rev + 1,
+                "updated": changes.stamp,
+                "confirmed": changes.stamp,
+                "rev": life.rev + 1,
             }
             assert back is not None, "back is what the delete found"
             changes.insert(back, fact_id=fact, bookkeeping=bookkeeping, extra=extra)
             done = "insert"
         result = Undone(target, done, fact, changes.write_id)
         changes.finish(
-            turn, digest=hashlib.sha256(command.encode()).hexdigest(), answer=json.dumps(result.to_json()),
+            turn,
+            digest=hashlib.sha256(command.encode()).hexdigest(),
+            answer=json.dumps(result.to_json()),
             ahead=ahead,
         )
     return result
@@ -162,7 +172,9 @@ def _checked(fields: dict | None, target: history.Change) -> dict[str, str]:
     """The fields to put back, checked as memory_write checks a fact (a hand-edited log, or a
     fact from before a check existed, is not trusted blindly)."""
     if not isinstance(fields, dict):
-        raise CannotUndo(f"the log's line for {target.name} does not say what the fact was before: nothing to put back.")
+        raise CannotUndo(
+            f"the log's line for {target.name} does not say what the fact was before: nothing to put back."
+        )
     checked, problems = checking.check_fields(fields)
     if problems:
         raise CannotUndo(f"cannot put back what {target.name} replaced: " + " ".join(problems))

@@ -65,11 +65,7 @@ class Op:
     date: str | None = None
 
     def changes(self) -> dict[str, str]:
-        return {
-            name: value
-            for name in ("topic", "kind", "text", "date")
-            if (value := getattr(self, name)) is not None
-        }
+        return {name: value for name in ("topic", "kind", "text", "date") if (value := getattr(self, name)) is not None}
 
 
 @dataclass
@@ -135,10 +131,7 @@ def parse(ops: Any, kept: Any) -> tuple[list[Op], list[int], list[str]]:
         if op.id is None:
             continue
         if op.id in seen:
-            problems.append(
-                f"ops[{seen[op.id]}] and ops[{op.index}] both change fact {op.id}: "
-                "merge them into one op."
-            )
+            problems.append(f"ops[{seen[op.id]}] and ops[{op.index}] both change fact {op.id}: merge them into one op.")
         else:
             seen[op.id] = op.index
         if op.id in ids:
@@ -164,9 +157,7 @@ def _parse_op(index: int, raw: Any) -> tuple[Op | None, list[str]]:
     unknown = [key for key in raw if key != "op" and key not in allowed]
     if unknown:
         problems.append(
-            f"{where}: {name} takes {', '.join(allowed)}; remove "
-            + ", ".join(f'"{key}"' for key in unknown)
-            + "."
+            f"{where}: {name} takes {', '.join(allowed)}; remove " + ", ".join(f'"{key}"' for key in unknown) + "."
         )
     values: dict[str, Any] = {}
     if "id" in allowed:
@@ -247,8 +238,20 @@ def apply(
         with store.writing(conn):
             pending.note(conn, write_id, attribute(conn), tool_use_id=tool_use_id, digest=key, kept=kept_ids)
     try:
-        return _apply_noted(conn, facts, parsed, kept_ids, problems, key, ahead, write_id,
-                            attribute=attribute, log=log, tool_use_id=tool_use_id, today=today)
+        return _apply_noted(
+            conn,
+            facts,
+            parsed,
+            kept_ids,
+            problems,
+            key,
+            ahead,
+            write_id,
+            attribute=attribute,
+            log=log,
+            tool_use_id=tool_use_id,
+            today=today,
+        )
     except Refused:
         if noted:
             with store.writing(conn):  # nothing of it reached the team
@@ -256,10 +259,21 @@ def apply(
         raise
 
 
-def _apply_noted(conn: apsw.Connection, facts: changeset.Facts, parsed: list[Op], kept_ids: list[int],
-                 problems: list[str], key: str, ahead: vectors.Prepared | None, write_id: str, *,
-                 attribute: Callable[[apsw.Connection], ledger.Turn], log: Path | None,
-                 tool_use_id: str | None, today: str | None) -> Outcome:
+def _apply_noted(
+    conn: apsw.Connection,
+    facts: changeset.Facts,
+    parsed: list[Op],
+    kept_ids: list[int],
+    problems: list[str],
+    key: str,
+    ahead: vectors.Prepared | None,
+    write_id: str,
+    *,
+    attribute: Callable[[apsw.Connection], ledger.Turn],
+    log: Path | None,
+    tool_use_id: str | None,
+    today: str | None,
+) -> Outcome:
     with store.writing(conn), facts.transaction():
         turn = attribute(conn)
         if not facts.local:
@@ -286,13 +300,18 @@ def _apply_noted(conn: apsw.Connection, facts: changeset.Facts, parsed: list[Op]
             refused = Refused(problems)
         else:
             refused = None
-            changes = changeset.ChangeSet(conn, changeset.author(turn), log if facts.local else None, facts,
-                                          write_id=write_id)
+            changes = changeset.ChangeSet(
+                conn, changeset.author(turn), log if facts.local else None, facts, write_id=write_id
+            )
             outcome = _apply(changes, parsed, kept_ids, today or Date.today().isoformat())
             # An update that changed nothing is in `done` too: its fact may still be owed a vector.
             changes.finish(
-                turn, digest=key, answer=json.dumps(outcome.to_json()), ahead=ahead,
-                sync=[item["id"] for item in outcome.done], tool_use_id=tool_use_id,
+                turn,
+                digest=key,
+                answer=json.dumps(outcome.to_json()),
+                ahead=ahead,
+                sync=[item["id"] for item in outcome.done],
+                tool_use_id=tool_use_id,
             )
             if turn.opened_by_hook and not owes_search:
                 ledger.met_by_write(conn, turn.id)  # the answer "nothing owed" (gate.serve.render)
@@ -336,8 +355,14 @@ def _embed_ahead_team(team, endpoint: embeddings.Endpoint, ops: list[Op]) -> vec
 
 def _retexted(ops: list[Op]) -> list[int]:
     """The ids of the facts whose topic or text these ops change."""
-    return [op.id for op in ops if op.op == "update" and (op.topic is not None or op.text is not None)
-            and op.id is not None and -(1 << 63) <= op.id < 1 << 63]
+    return [
+        op.id
+        for op in ops
+        if op.op == "update"
+        and (op.topic is not None or op.text is not None)
+        and op.id is not None
+        and -(1 << 63) <= op.id < 1 << 63
+    ]
 
 
 def _texts(ops: list[Op], current: dict[int, tuple[str, str]]) -> list[str]:
@@ -361,11 +386,13 @@ def _replay(conn: apsw.Connection, turn: ledger.Turn, key: str, tool_use_id: str
     if tool_use_id:
         row = conn.execute("SELECT answer, digest FROM writes WHERE tool_use_id = ?", (tool_use_id,)).fetchone()
         if row and row[1] != key:
-            raise Refused([
-                f"this call's id ({brief(tool_use_id)}) was already used by a different memory_write, "
-                "which was applied; a retried call must send the same ops and kept. Call memory_write "
-                "again: a new call gets a new id."
-            ])
+            raise Refused(
+                [
+                    f"this call's id ({brief(tool_use_id)}) was already used by a different memory_write, "
+                    "which was applied; a retried call must send the same ops and kept. Call memory_write "
+                    "again: a new call gets a new id."
+                ]
+            )
         if row:
             return Outcome.from_json(json.loads(row[0]), replayed=True)
     row = conn.execute(
@@ -421,8 +448,7 @@ def _check_against_memory(
         else:
             mend = "put each in kept if it still holds, or update or delete it."
         problems.append(
-            f"{noun} {listed} read this turn {'is' if len(missing) == 1 else 'are'} not answered "
-            f"for: {mend}"
+            f"{noun} {listed} read this turn {'is' if len(missing) == 1 else 'are'} not answered for: {mend}"
         )
     return problems, changed
 

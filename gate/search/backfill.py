@@ -32,16 +32,24 @@ class Rebuilt:
     space: vectors.Space | None = None
 
 
-def rebuild(conn: apsw.Connection, endpoint: Endpoint, *, progress: Callable[[int, int], None] | None = None,
-            batch: int = REINDEX_BATCH, timeout: float = REINDEX_TIMEOUT) -> Rebuilt:
+def rebuild(
+    conn: apsw.Connection,
+    endpoint: Endpoint,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    batch: int = REINDEX_BATCH,
+    timeout: float = REINDEX_TIMEOUT,
+) -> Rebuilt:
     """Embed every fact again into a new index, a batch per request and per transaction. The
     first batch is asked for before the old index is dropped, so an endpoint that does not
     answer leaves memory as it was (VectorError). A batch the endpoint refuses is retried one
     fact at a time; a fact that still fails stays waiting and is reported in `failed`."""
     store.require_vectors(conn)
     total = conn.execute("SELECT count(*) FROM facts").get
-    first = [(row[0], vectors.fact_text(row[1], row[2])) for row in conn.execute(
-        "SELECT id, topic, text FROM facts ORDER BY id LIMIT ?", (batch,))]
+    first = [
+        (row[0], vectors.fact_text(row[1], row[2]))
+        for row in conn.execute("SELECT id, topic, text FROM facts ORDER BY id LIMIT ?", (batch,))
+    ]
     answer = endpoint.embed([text for _, text in first] or ["memory-gate"], role=DOCUMENT, timeout=timeout)
     with store.writing(conn):
         vectors.forget(conn)
@@ -79,8 +87,7 @@ def _embed_or_none(endpoint: Endpoint, texts: list[str], timeout: float) -> Vect
         return None
 
 
-def _store_batch(conn: apsw.Connection, items: list[tuple[int, str]], answer: Vectors | None,
-                 result: Rebuilt) -> None:
+def _store_batch(conn: apsw.Connection, items: list[tuple[int, str]], answer: Vectors | None, result: Rebuilt) -> None:
     if answer is None:
         result.failed += [fact for fact, _ in items]
         return
@@ -102,8 +109,15 @@ CATCH_UP_TIMEOUT = 60.0
 CATCH_UP_BATCH = 4
 
 
-def catch_up(conn: apsw.Connection, endpoint: Endpoint, *, hold: Callable[[], ContextManager[object]],
-             batch: int = CATCH_UP_BATCH, timeout: float = CATCH_UP_TIMEOUT, until: float | None = None) -> int:
+def catch_up(
+    conn: apsw.Connection,
+    endpoint: Endpoint,
+    *,
+    hold: Callable[[], ContextManager[object]],
+    batch: int = CATCH_UP_BATCH,
+    timeout: float = CATCH_UP_TIMEOUT,
+    until: float | None = None,
+) -> int:
     """Embed the facts still waiting for a vector, a few a request, until none waits, the
     endpoint fails or there is no time left before the monotonic clock's `until` for another
     request as long as the last, and the model's REFERENCE vectors if memory lacks them; returns

@@ -80,8 +80,9 @@ class Endpoint:
     _quiet_reason: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     _timeouts: dict[str, int] = field(default_factory=dict, init=False, repr=False)  # in a row
     # Query vectors kept for texts searched again (a turn's owner words): text -> (model, row).
-    remembered: dict[str, tuple[str, tuple[float, ...]]] = field(default_factory=dict, init=False, repr=False,
-                                                                compare=False)
+    remembered: dict[str, tuple[str, tuple[float, ...]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     # Over a network: a search only waits for it under a deadline (gate.search.lookup.catch_up).
     remote = True
 
@@ -159,8 +160,10 @@ def _unit(raw: object) -> tuple[float, ...]:
         if not packed or len(packed) % 4:
             raise VectorError("embeddings endpoint answered a base64 vector that is not float32")
         values = struct.unpack(f"<{len(packed) // 4}f", packed)
-    elif isinstance(raw, list) and raw and all(
-        isinstance(value, (int, float)) and not isinstance(value, bool) for value in raw
+    elif (
+        isinstance(raw, list)
+        and raw
+        and all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in raw)
     ):
         values = tuple(float(value) for value in raw)
     else:

@@ -136,8 +136,11 @@ def candidates_in(index, typed: str | fts.Query, *, wanted: int = RESULTS) -> li
         return found
     # Nothing better matches: a term memory holds in no form is looked for as the words it
     # nearly is, a typo, a dropped accent, another inflection (gate.search.spelling).
-    near = {i: words for i, (term, count) in enumerate(zip(parsed.terms, docs))
-            if not count and not term.cjk and (words := spelling.words_near(term.word, index.vocabulary))}
+    near = {
+        i: words
+        for i, (term, count) in enumerate(zip(parsed.terms, docs))
+        if not count and not term.cjk and (words := spelling.words_near(term.word, index.vocabulary))
+    }
     if not near:
         return found
     parsed = parsed.widened(near)
@@ -226,9 +229,9 @@ def judge(candidates: list[Candidate]) -> WordHits:
     best = max(candidate.score for candidate in candidates)
     widest = max(candidate.coverage for candidate in candidates)
     chosen = [
-        candidate for candidate in candidates
-        if candidate.score >= RELATIVE * best and candidate.coverage >= COVERAGE
-        and candidate.coverage >= LEAD * widest
+        candidate
+        for candidate in candidates
+        if candidate.score >= RELATIVE * best and candidate.coverage >= COVERAGE and candidate.coverage >= LEAD * widest
     ]
     return WordHits([c.id for c in chosen if c.tier < 2], [c.id for c in chosen if c.tier == 2])
 
@@ -242,8 +245,9 @@ def on_subject(candidates: list[Candidate]) -> list[Candidate]:
     return candidates
 
 
-def by_meaning(conn: apsw.Connection, query: embeddings.Vectors, *, max_distance: float | None = None,
-               limit: int = CANDIDATES) -> list[int]:
+def by_meaning(
+    conn: apsw.Connection, query: embeddings.Vectors, *, max_distance: float | None = None, limit: int = CANDIDATES
+) -> list[int]:
     """Fact ids near the query's vector, closest first. Near means under `max_distance` when one
     is set (MEMORY_GATE_MAX_DISTANCE), else standing out from memory at large: at least
     STAND_OUT standard deviations closer to the query than the mean of its distances to memory's
@@ -273,8 +277,9 @@ class MalformedQuery(Exception):
     fault. Raised so that tests see it; memory_search answers by meaning alone and says so."""
 
 
-def _match(conn: apsw.Connection, expression: str, limit: int, after: int = 0, *,
-           phrases: bool = True) -> list[tuple[int, float, bytes | None]]:
+def _match(
+    conn: apsw.Connection, expression: str, limit: int, after: int = 0, *, phrases: bool = True
+) -> list[tuple[int, float, bytes | None]]:
     """(rowid, bm25 rank: lower is better, matched phrases: one byte each, None without
     `phrases`) of the best `limit` rows with a rowid above `after`, best first, equal ranks in
     rowid order."""
@@ -290,10 +295,7 @@ def _match(conn: apsw.Connection, expression: str, limit: int, after: int = 0, *
         # every match and runs bm25 twice for each (once to sort, once for the rank column): half
         # the time. The same rows in the same order (tests/test_search.py holds the two
         # together, ties included), but SQLite would call an auxiliary function for every match.
-        sql = (
-            "SELECT rowid, rank, NULL FROM facts_fts WHERE facts_fts MATCH ?"
-            " AND rowid > ? ORDER BY +rank LIMIT ?"
-        )
+        sql = "SELECT rowid, rank, NULL FROM facts_fts WHERE facts_fts MATCH ? AND rowid > ? ORDER BY +rank LIMIT ?"
     with _refused(expression):
         return list(conn.execute(sql, (expression, after, limit)))
 
@@ -355,8 +357,9 @@ def _frequencies(conn: apsw.Connection, parsed: fts.Query) -> tuple[int, list[in
 
 def _vocabulary(conn: apsw.Connection, letter: str) -> list[tuple[str, int]]:
     """The index's words beginning with `letter`, and how many facts hold each."""
-    return list(conn.execute("SELECT term, doc FROM facts_vocab WHERE term >= ? AND term < ?",
-                             (letter, letter + "\U0010ffff")))
+    return list(
+        conn.execute("SELECT term, doc FROM facts_vocab WHERE term >= ? AND term < ?", (letter, letter + "\U0010ffff"))
+    )
 
 
 def _idf(size: int, docs: int) -> float:

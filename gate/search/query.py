@@ -29,6 +29,8 @@ MAX_TERMS = 12
 # A query is a few keywords: only this much of what the agent typed is read, so that a pasted
 # megabyte costs a search no more than a sentence.
 MAX_INPUT = 2000
+
+
 def quote(word: str) -> str:
     """A string FTS5 reads as plain text whatever it holds."""
     return '"' + word.replace('"', '""') + '"'
@@ -63,7 +65,6 @@ class Term:
         exact = [(quote(form), True) for form in self.forms]
         stem = [] if self.prefix is None else [(quote(self.prefix) + "*", False)]
         return [*exact, *stem, *((quote(word), False) for word in self.near)]
-
 
     def structure(self) -> list[Phrase]:
         """The phrases of `phrases`, in the same order, as Phrase."""
@@ -110,7 +111,9 @@ class Query:
         (owners, exact), as tsquery text."""
         return self._render(Term.tsphrases, " | ", " & " if every else " | ", True, exact_only, every)
 
-    def _render(self, phrases_of, either: str, join: str, group: bool, exact_only: bool, every: bool) -> Expression | None:
+    def _render(
+        self, phrases_of, either: str, join: str, group: bool, exact_only: bool, every: bool
+    ) -> Expression | None:
         """One expression: each term's phrases joined by `either` (in brackets when `group` and
         there are several), the terms by `join`."""
         groups: list[str] = []
@@ -118,8 +121,11 @@ class Query:
         exact: list[bool] = []
         shapes: list[Phrase] = []
         for index, term in enumerate(self.terms):
-            found = [(text, same, shape) for (text, same), shape in zip(phrases_of(term), term.structure())
-                     if same or not exact_only]
+            found = [
+                (text, same, shape)
+                for (text, same), shape in zip(phrases_of(term), term.structure())
+                if same or not exact_only
+            ]
             joined = either.join(text for text, _, _ in found)
             groups.append(f"({joined})" if group and len(found) > 1 else joined)
             owners += [index] * len(found)
@@ -131,8 +137,9 @@ class Query:
 
     def widened(self, near: dict[int, tuple[str, ...]]) -> Query:
         """The same query, the terms at these indexes given these near words."""
-        return Query(tuple(replace(term, near=near[index]) if index in near else term
-                           for index, term in enumerate(self.terms)))
+        return Query(
+            tuple(replace(term, near=near[index]) if index in near else term for index, term in enumerate(self.terms))
+        )
 
     def without(self, drop: set[int]) -> Query:
         """The same query minus the terms at these indexes."""

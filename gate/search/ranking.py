@@ -67,8 +67,15 @@ class Ranked:
 Near = Callable[[Vectors], "Neighbourhood | None"]
 
 
-def rank(index, queries: Sequence[str], vectors: Sequence[Vectors | None] = (), near: Near | None = None, *,
-         max_distance: float | None = None, limit: int = fulltext.RESULTS) -> Ranked:
+def rank(
+    index,
+    queries: Sequence[str],
+    vectors: Sequence[Vectors | None] = (),
+    near: Near | None = None,
+    *,
+    max_distance: float | None = None,
+    limit: int = fulltext.RESULTS,
+) -> Ranked:
     """The facts for `queries` (the agent's terms first, then the owner's words if any), best
     first. `vectors[i]` is query i's vector (None: words only for it), `near` finds a vector's
     neighbourhood in this memory (gate.search.vectors.neighbourhood, or a team's). `index` is

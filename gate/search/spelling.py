@@ -76,8 +76,12 @@ def near(word: str, other: str) -> bool:
         return True
     shared = _shared_beginning(a, b)
     shorter, longer = sorted((len(a), len(b)))
-    return (shared >= STEM_MIN and shared >= SHARED_SHARE * longer
-            and longer - shared <= ENDING_LONGER and shorter - shared <= ENDING_SHORTER)
+    return (
+        shared >= STEM_MIN
+        and shared >= SHARED_SHARE * longer
+        and longer - shared <= ENDING_LONGER
+        and shorter - shared <= ENDING_SHORTER
+    )
 
 
 def _shared_beginning(a: str, b: str) -> int:
@@ -97,7 +101,7 @@ def _one_edit(a: str, b: str) -> bool:
     end = 0
     while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
         end += 1
-    rest_a, rest_b = a[start:len(a) - end], b[start:len(b) - end]
+    rest_a, rest_b = a[start : len(a) - end], b[start : len(b) - end]
     if len(rest_a) + len(rest_b) <= 2 and max(len(rest_a), len(rest_b)) <= 1:
         return True  # one changed, added or left out
     return len(rest_a) == len(rest_b) == 2 and rest_a == rest_b[::-1]

@@ -33,17 +33,25 @@ class TeamIndex:
         for every word of the query), not from the facts."""
         row = self.conn.execute("SELECT last_fact FROM projects WHERE id = %s", (self.project,)).fetchone()
         size = max(row[0] if row else 0, 1)
-        forms = sorted({form for term in parsed.terms if not term.cjk for form in (*term.forms, *term.near) if " " not in form})
+        forms = sorted(
+            {form for term in parsed.terms if not term.cjk for form in (*term.forms, *term.near) if " " not in form}
+        )
         prefixes = sorted({term.prefix for term in parsed.terms if term.prefix is not None})
         held: dict[str, int] = {}
         if forms:
-            held = dict(self.conn.execute(
-                "SELECT lexeme, docs FROM lexemes WHERE project = %s AND lexeme = ANY(%s)", (self.project, forms)))
+            held = dict(
+                self.conn.execute(
+                    "SELECT lexeme, docs FROM lexemes WHERE project = %s AND lexeme = ANY(%s)", (self.project, forms)
+                )
+            )
         stems: dict[str, int] = {}
         for prefix in prefixes:
-            stems[prefix] = int(self.conn.execute(
-                "SELECT coalesce(sum(docs), 0) FROM lexemes WHERE project = %s AND lexeme LIKE %s",
-                (self.project, teamwords.like_prefix(prefix))).fetchone()[0])
+            stems[prefix] = int(
+                self.conn.execute(
+                    "SELECT coalesce(sum(docs), 0) FROM lexemes WHERE project = %s AND lexeme LIKE %s",
+                    (self.project, teamwords.like_prefix(prefix)),
+                ).fetchone()[0]
+            )
         counts, exact = [], []
         for term in parsed.terms:
             docs, phrase = 0, False
@@ -63,8 +71,10 @@ class TeamIndex:
 
     def vocabulary(self, letter: str) -> list[tuple[str, int]]:
         """The project's words beginning with `letter`, and how many facts hold each."""
-        return self.conn.execute("SELECT lexeme, docs FROM lexemes WHERE project = %s AND lexeme LIKE %s",
-                                 (self.project, teamwords.like_prefix(letter))).fetchall()
+        return self.conn.execute(
+            "SELECT lexeme, docs FROM lexemes WHERE project = %s AND lexeme LIKE %s",
+            (self.project, teamwords.like_prefix(letter)),
+        ).fetchall()
 
     def expression(self, parsed: fts.Query, *, every: bool = False, exact_only: bool = False) -> fts.Expression | None:
         return parsed.tsquery(every=every, exact_only=exact_only)

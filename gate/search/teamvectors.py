@@ -50,7 +50,8 @@ def available(team) -> bool:
 def space(team) -> vectors.Space | None:
     """The project's vector space (center None: search is exact), or None while it has none."""
     row = team.conn.execute(
-        "SELECT model, dimension, center FROM vector_spaces WHERE project = %s", (team.project,)).fetchone()
+        "SELECT model, dimension, center FROM vector_spaces WHERE project = %s", (team.project,)
+    ).fetchone()
     if not row:
         return None
     return vectors.Space(row[0], row[1], vectors.unpack(bytes(row[2])) if row[2] is not None else None)
@@ -66,7 +67,9 @@ def hamming_pool(team, vector: Sequence[float], center: Sequence[float], size: i
     against `center` (ties by id): (id, distance), nearest first."""
     return team.conn.execute(
         "SELECT id, bit_count(bits # %s::varbit) AS hamming FROM facts_vec WHERE project = %s"
-        " ORDER BY hamming, id LIMIT %s", (bit_string(vector, center), team.project, size)).fetchall()
+        " ORDER BY hamming, id LIMIT %s",
+        (bit_string(vector, center), team.project, size),
+    ).fetchall()
 
 
 def recenter(team) -> int:
@@ -75,15 +78,21 @@ def recenter(team) -> int:
     project outgrows exact search; returns the rows."""
     conn, project = team.conn, team.project
     conn.execute("SET LOCAL statement_timeout = 0")  # reading every vector: seconds past 10k facts
-    rows = [(fact, vectors.as_float32(values)) for fact, values in conn.execute(
-        "SELECT id, embedding::real[] FROM facts_vec WHERE project = %s ORDER BY id", (project,))]
+    rows = [
+        (fact, vectors.as_float32(values))
+        for fact, values in conn.execute(
+            "SELECT id, embedding::real[] FROM facts_vec WHERE project = %s ORDER BY id", (project,)
+        )
+    ]
     if not rows:
         return 0
     center = vectors.mean(vector for _, vector in rows)
     conn.execute("UPDATE vector_spaces SET center = %s WHERE project = %s", (vectors.pack(center), project))
     with conn.cursor() as cursor:
-        cursor.executemany("UPDATE facts_vec SET bits = %s::varbit WHERE project = %s AND id = %s",
-                           [(bit_string(vector, center), project, fact) for fact, vector in rows])
+        cursor.executemany(
+            "UPDATE facts_vec SET bits = %s::varbit WHERE project = %s AND id = %s",
+            [(bit_string(vector, center), project, fact) for fact, vector in rows],
+        )
     return len(rows)
 
 
@@ -96,15 +105,17 @@ def stored(team) -> int:
     return team.conn.execute("SELECT count(*) FROM facts_vec WHERE project = %s", (team.project,)).fetchone()[0]
 
 
-def waiting(team, *, limit: int = vectors.WAITING_BATCH, chars: int = vectors.WAITING_CHARS,
-            after: int | None = None) -> list[tuple[int, str]]:
+def waiting(
+    team, *, limit: int = vectors.WAITING_BATCH, chars: int = vectors.WAITING_CHARS, after: int | None = None
+) -> list[tuple[int, str]]:
     """vectors.waiting over the project: (id, text to embed), the newest first, or with
     `after` the oldest above that id."""
     order, bound = ("DESC", "") if after is None else ("", " AND w.id > %s")
     params = (team.project,) + (() if after is None else (after,)) + (limit,)
     rows = team.conn.execute(
         "SELECT f.id, f.topic, f.text FROM facts_to_embed w JOIN facts f ON f.project = w.project AND f.id = w.id"
-        f" WHERE w.project = %s{bound} ORDER BY w.id {order} LIMIT %s", params,
+        f" WHERE w.project = %s{bound} ORDER BY w.id {order} LIMIT %s",
+        params,
     ).fetchall()
     found: list[tuple[int, str]] = []
     total = 0
@@ -119,7 +130,8 @@ def waiting(team, *, limit: int = vectors.WAITING_BATCH, chars: int = vectors.WA
 
 def _owed(team, ids: Sequence[int]) -> set[int]:
     rows = team.conn.execute(
-        "SELECT id FROM facts_to_embed WHERE project = %s AND id = ANY(%s)", (team.project, list(ids)))
+        "SELECT id FROM facts_to_embed WHERE project = %s AND id = ANY(%s)", (team.project, list(ids))
+    )
     return {row[0] for row in rows}
 
 
@@ -143,8 +155,12 @@ def sync(team, ids: Iterable[int], prepared: vectors.Prepared | None) -> int:
     if not wanted or not available(team):
         return 0
     conn, project = team.conn, team.project
-    current = {row[0]: vectors.fact_text(row[1], row[2]) for row in conn.execute(
-        "SELECT id, topic, text FROM facts WHERE project = %s AND id = ANY(%s)", (project, wanted))}
+    current = {
+        row[0]: vectors.fact_text(row[1], row[2])
+        for row in conn.execute(
+            "SELECT id, topic, text FROM facts WHERE project = %s AND id = ANY(%s)", (project, wanted)
+        )
+    }
     owed = _owed(team, wanted)
     stale = [fact for fact in wanted if fact in owed]  # a fact gone took its vector with it
     conn.execute("DELETE FROM facts_vec WHERE project = %s AND id = ANY(%s)", (project, stale))
@@ -162,10 +178,13 @@ def sync(team, ids: Iterable[int], prepared: vectors.Prepared | None) -> int:
             rows.append((project, fact, literal(vector), bits))
     if rows:
         with conn.cursor() as cursor:
-            cursor.executemany("INSERT INTO facts_vec (project, id, embedding, bits) VALUES (%s, %s, %s::vector, %s::varbit)",
-                               rows)
-        conn.execute("DELETE FROM facts_to_embed WHERE project = %s AND id = ANY(%s)",
-                     (project, [fact for _, fact, _, _ in rows]))
+            cursor.executemany(
+                "INSERT INTO facts_vec (project, id, embedding, bits) VALUES (%s, %s, %s::vector, %s::varbit)", rows
+            )
+        conn.execute(
+            "DELETE FROM facts_to_embed WHERE project = %s AND id = ANY(%s)",
+            (project, [fact for _, fact, _, _ in rows]),
+        )
         if found.center is None and vectors.EXACT_LIMIT < stored(team) <= RECENTER_IN_A_WRITE:
             recenter(team)
     return len(rows)
@@ -211,8 +230,11 @@ def forget(team) -> None:
     conn, project = team.conn, team.project
     conn.execute("DELETE FROM facts_vec WHERE project = %s", (project,))
     conn.execute("DELETE FROM vector_spaces WHERE project = %s", (project,))
-    conn.execute("INSERT INTO facts_to_embed (project, id) SELECT project, id FROM facts WHERE project = %s"
-                 " ON CONFLICT DO NOTHING", (project,))
+    conn.execute(
+        "INSERT INTO facts_to_embed (project, id) SELECT project, id FROM facts WHERE project = %s"
+        " ON CONFLICT DO NOTHING",
+        (project,),
+    )
 
 
 def reference(team, found: vectors.Space) -> list[tuple[float, ...]]:
@@ -234,8 +256,10 @@ def store_reference(team, answer: Vectors) -> bool:
         vectors.check(found, answer)
     except VectorError:
         return False
-    team.conn.execute("UPDATE vector_spaces SET reference = %s WHERE project = %s",
-                      (vectors.pack_reference(answer.rows), team.project))
+    team.conn.execute(
+        "UPDATE vector_spaces SET reference = %s WHERE project = %s",
+        (vectors.pack_reference(answer.rows), team.project),
+    )
     return True
 
 
@@ -256,7 +280,8 @@ def neighbourhood(team, query: Vectors, *, limit: int) -> vectors.Neighbourhood 
         nearest = conn.execute(
             "SELECT v.id, v.embedding <=> %s::vector AS distance FROM facts_vec v WHERE v.project = %s"
             " AND NOT EXISTS (SELECT 1 FROM facts_to_embed w WHERE w.project = v.project AND w.id = v.id)"
-            " ORDER BY distance, v.id LIMIT %s", (vector, project, limit),
+            " ORDER BY distance, v.id LIMIT %s",
+            (vector, project, limit),
         ).fetchall()
     else:
         # The best candidates by Hamming distance, ranked exactly; a vector not trusted is left
@@ -265,17 +290,26 @@ def neighbourhood(team, query: Vectors, *, limit: int) -> vectors.Neighbourhood 
         ranked = conn.execute(
             "SELECT v.id, v.embedding <=> %s::vector AS distance, EXISTS (SELECT 1 FROM facts_to_embed w"
             "  WHERE w.project = v.project AND w.id = v.id) FROM facts_vec v WHERE v.project = %s AND v.id = ANY(%s)"
-            " ORDER BY distance, v.id", (vector, project, pool),
+            " ORDER BY distance, v.id",
+            (vector, project, pool),
         ).fetchall()
         nearest = [(fact, distance) for fact, distance, waits in ranked if not waits][:limit]
     if count <= vectors.EXACT_LIMIT:  # every stored vector, trusted or not, as locally
-        sample = [row[0] for row in conn.execute(
-            "SELECT embedding <=> %s::vector FROM facts_vec WHERE project = %s", (vector, project))]
+        sample = [
+            row[0]
+            for row in conn.execute(
+                "SELECT embedding <=> %s::vector FROM facts_vec WHERE project = %s", (vector, project)
+            )
+        ]
     else:
         top = conn.execute("SELECT last_fact FROM projects WHERE id = %s", (project,)).fetchone()[0]
-        sample = [row[0] for row in conn.execute(
-            "SELECT embedding <=> %s::vector FROM facts_vec WHERE project = %s AND id = ANY(%s)",
-            (vector, project, vectors.sample_ids(top)))]
+        sample = [
+            row[0]
+            for row in conn.execute(
+                "SELECT embedding <=> %s::vector FROM facts_vec WHERE project = %s AND id = ANY(%s)",
+                (vector, project, vectors.sample_ids(top)),
+            )
+        ]
     measured = vectors.spread_of(query.rows[0], sample, reference(team, found))
     if measured is None:
         return None
@@ -285,9 +319,15 @@ def neighbourhood(team, query: Vectors, *, limit: int) -> vectors.Neighbourhood 
 # -- catching up and rebuilding ---------------------------------------------------------------
 
 
-def catch_up(team, endpoint: Endpoint, *, hold: Callable[[], ContextManager[object]],
-             batch: int = backfill.CATCH_UP_BATCH, timeout: float = backfill.CATCH_UP_TIMEOUT,
-             until: float | None = None) -> int:
+def catch_up(
+    team,
+    endpoint: Endpoint,
+    *,
+    hold: Callable[[], ContextManager[object]],
+    batch: int = backfill.CATCH_UP_BATCH,
+    timeout: float = backfill.CATCH_UP_TIMEOUT,
+    until: float | None = None,
+) -> int:
     """gate.search.backfill.catch_up over the project: embed the facts still waiting, a few a request, each
     batch stored in a team transaction of its own under `hold()`, never across a request; then
     the REFERENCE vectors if the project lacks them (not for a search, which passes `until`).
@@ -339,8 +379,14 @@ def _reference_vectors(endpoint: Endpoint, batch: int, timeout: float) -> Vector
     return Vectors(model, rows)
 
 
-def rebuild(team, endpoint: Endpoint, *, progress: Callable[[int, int], None] | None = None,
-            batch: int = backfill.REINDEX_BATCH, timeout: float = backfill.REINDEX_TIMEOUT) -> backfill.Rebuilt:
+def rebuild(
+    team,
+    endpoint: Endpoint,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    batch: int = backfill.REINDEX_BATCH,
+    timeout: float = backfill.REINDEX_TIMEOUT,
+) -> backfill.Rebuilt:
     """gate.search.backfill.rebuild over the project (`memory-gate reindex` on a team): the first batch is
     asked for before the project's vectors are dropped, so an endpoint that does not answer
     leaves them as they were (VectorError); then every fact embedded again, a batch a request
@@ -350,8 +396,12 @@ def rebuild(team, endpoint: Endpoint, *, progress: Callable[[int, int], None] | 
         if not available(team):
             raise VectorError(NO_PGVECTOR)
         total = team.conn.execute("SELECT count(*) FROM facts WHERE project = %s", (team.project,)).fetchone()[0]
-        first = [(row[0], vectors.fact_text(row[1], row[2])) for row in team.conn.execute(
-            "SELECT id, topic, text FROM facts WHERE project = %s ORDER BY id LIMIT %s", (team.project, batch))]
+        first = [
+            (row[0], vectors.fact_text(row[1], row[2]))
+            for row in team.conn.execute(
+                "SELECT id, topic, text FROM facts WHERE project = %s ORDER BY id LIMIT %s", (team.project, batch)
+            )
+        ]
     answer = endpoint.embed([text for _, text in first] or ["memory-gate"], role=DOCUMENT, timeout=timeout)
     with team.transaction():
         team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
@@ -411,6 +461,10 @@ def status(team) -> dict:
     report: dict = {"facts_without_vector": missing(team)}
     if found is not None:
         search = "exact (pgvector)" if found.center is None else f"bit prefilter, {vectors.POOL} rescored (pgvector)"
-        report["stored"] = {"model": found.model, "dimension": found.dimension, "vectors": stored(team),
-                            "search": search}
+        report["stored"] = {
+            "model": found.model,
+            "dimension": found.dimension,
+            "vectors": stored(team),
+            "search": search,
+        }
     return report

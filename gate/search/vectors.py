@@ -86,22 +86,25 @@ def check(found: Space, vectors: Vectors) -> None:
         )
     if vectors.model != found.model:
         raise VectorError(
-            f"the endpoint's model is {vectors.model}, memory's vectors are {found.model}'s:"
-            " run `memory-gate reindex`"
+            f"the endpoint's model is {vectors.model}, memory's vectors are {found.model}'s: run `memory-gate reindex`"
         )
 
 
-def waiting(conn: apsw.Connection, *, limit: int = WAITING_BATCH, chars: int = WAITING_CHARS,
-            after: int | None = None) -> list[tuple[int, str]]:
+def waiting(
+    conn: apsw.Connection, *, limit: int = WAITING_BATCH, chars: int = WAITING_CHARS, after: int | None = None
+) -> list[tuple[int, str]]:
     """(id, text to embed) of facts waiting for a vector: the newest first, as many as fit in
     `limit` facts and about `chars` characters; or with `after`, the oldest above that id."""
     if after is None:
-        sql = ("SELECT f.id, f.topic, f.text FROM facts_to_embed w JOIN facts f ON f.id = w.id"
-               " ORDER BY w.id DESC LIMIT ?")
+        sql = (
+            "SELECT f.id, f.topic, f.text FROM facts_to_embed w JOIN facts f ON f.id = w.id ORDER BY w.id DESC LIMIT ?"
+        )
         rows = conn.execute(sql, (limit,))
     else:
-        sql = ("SELECT f.id, f.topic, f.text FROM facts_to_embed w JOIN facts f ON f.id = w.id"
-               " WHERE w.id > ? ORDER BY w.id LIMIT ?")
+        sql = (
+            "SELECT f.id, f.topic, f.text FROM facts_to_embed w JOIN facts f ON f.id = w.id"
+            " WHERE w.id > ? ORDER BY w.id LIMIT ?"
+        )
         rows = conn.execute(sql, (after, limit))
     found: list[tuple[int, str]] = []
     total = 0
@@ -137,8 +140,9 @@ class Prepared:
     waiting: list[int]
 
 
-def prepare(endpoint: Endpoint, texts: Iterable[str], waiting_ids: Sequence[int] = (), *,
-            timeout: float | None = None) -> Prepared | None:
+def prepare(
+    endpoint: Endpoint, texts: Iterable[str], waiting_ids: Sequence[int] = (), *, timeout: float | None = None
+) -> Prepared | None:
     """Embed `texts` in one request; None when there is nothing to embed or the endpoint fails
     (the facts then wait for a later write)."""
     unique = list(dict.fromkeys(texts))
@@ -161,8 +165,10 @@ def sync(conn: apsw.Connection, ids: Iterable[int], prepared: Prepared | None) -
     if not wanted:
         return 0
     marks = ",".join("?" * len(wanted))
-    current = {row[0]: fact_text(row[1], row[2]) for row in conn.execute(
-        f"SELECT id, topic, text FROM facts WHERE id IN ({marks})", wanted)}
+    current = {
+        row[0]: fact_text(row[1], row[2])
+        for row in conn.execute(f"SELECT id, topic, text FROM facts WHERE id IN ({marks})", wanted)
+    }
     owed = _owed(conn, wanted)
     stale = [fact for fact in wanted if fact not in current or fact in owed]
     table = has_table(conn)
@@ -305,17 +311,24 @@ def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neigh
         every = list(conn.execute("SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec", (vector,)))
         rows, sample = every, [distance for _, distance in every]
     else:
-        rows = list(conn.execute(
-            "SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec WHERE bits MATCH vec_bit(?) AND k = ?",
-            (vector, bits(query.rows[0], found.center), max(POOL, limit)),
-        ))
+        rows = list(
+            conn.execute(
+                "SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec WHERE bits MATCH vec_bit(?) AND k = ?",
+                (vector, bits(query.rows[0], found.center), max(POOL, limit)),
+            )
+        )
         # Ids spread evenly over memory's whole range: the same sample for every query, found
         # by one rowid lookup each. vec0 answers `rowid IN (...)` with a scan of the whole index
         # (58-164 ms at 100k facts, against 8-31 ms for the lookups).
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
         ids = sample_ids(row[0] if row else 0)
-        sample = [row[0] for row in conn.executemany(
-            "SELECT vec_distance_cosine(embedding, ?) FROM facts_vec WHERE rowid = ?", [(vector, fact) for fact in ids])]
+        sample = [
+            row[0]
+            for row in conn.executemany(
+                "SELECT vec_distance_cosine(embedding, ?) FROM facts_vec WHERE rowid = ?",
+                [(vector, fact) for fact in ids],
+            )
+        ]
     measured = spread_of(query.rows[0], sample, reference(conn, found))
     if measured is None:
         return None
@@ -331,8 +344,9 @@ def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neigh
     return Neighbourhood([(fact, distance) for distance, fact in ranked if fact in trusted][:limit], mean, spread)
 
 
-def spread_of(query: Sequence[float], sample: Iterable[float | None],
-              known: Sequence[Sequence[float]]) -> tuple[float, float] | None:
+def spread_of(
+    query: Sequence[float], sample: Iterable[float | None], known: Sequence[Sequence[float]]
+) -> tuple[float, float] | None:
     """The mean and standard deviation of the query's distances to memory's `sample` and to
     the REFERENCE vectors `known`; None with neither. Both engines judge "near" by it."""
     distances = [distance for distance in sample if distance is not None]

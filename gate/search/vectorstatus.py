@@ -39,13 +39,14 @@ def status(conn: apsw.Connection, endpoint: Endpoint | None, why_not: str | None
     if found is not None:
         count = conn.execute("SELECT count(*) FROM facts_vec").get
         report["stored"] = {
-            "model": found.model, "dimension": found.dimension, "vectors": count,
+            "model": found.model,
+            "dimension": found.dimension,
+            "vectors": count,
             "search": "exact" if found.center is None else f"bit prefilter, {vectors.POOL} rescored",
         }
     report["facts_without_vector"] = vectors.missing(conn)
     try:
-        probe = endpoint.patient().embed(
-            ["memory-gate doctor"], role=DOCUMENT, timeout=PROBE_TIMEOUT)
+        probe = endpoint.patient().embed(["memory-gate doctor"], role=DOCUMENT, timeout=PROBE_TIMEOUT)
     except VectorError as error:
         report["answers"] = str(error)
         problems.append(f"{error}: start it or fix MEMORY_GATE_EMBED_URL; meanwhile search runs on words only")

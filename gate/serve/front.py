@@ -91,7 +91,12 @@ def answer(line: bytes, answers: dict) -> bytes | Call | None:
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
     request_id, method, params = message.get("id"), message.get("method"), message.get("params")
-    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)) or not isinstance(method, str) or not isinstance(params, dict):
+    if (
+        isinstance(request_id, bool)
+        or not isinstance(request_id, (int, str))
+        or not isinstance(method, str)
+        or not isinstance(params, dict)
+    ):
         return None
     meta = params.get("_meta")
     if not isinstance(meta, dict) or meta.get(PROTOCOL_KEY) != answers.get("protocol"):
@@ -183,7 +188,9 @@ def served(call: Call, memory, tools, server_meta: dict | None) -> bytes:
         result = {"content": [{"text": text, "type": "text"}], "isError": True, "resultType": "complete"}
     else:
         result = {
-            "content": [{"text": answer.text, "type": "text"}], "isError": False, "resultType": "complete",
+            "content": [{"text": answer.text, "type": "text"}],
+            "isError": False,
+            "resultType": "complete",
             "structuredContent": answer.structured(),
         }
     if server_meta is not None:
@@ -254,7 +261,7 @@ class _Loader(threading.Thread):
 
 def _write_all(fd: int, data: bytes) -> None:
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def serve(settings: config.Settings) -> int:
@@ -321,8 +328,10 @@ def serve(settings: config.Settings) -> int:
                         except Exception as error:  # a bug here: the SDK's server serves the call
                             # (with Claude Code's tool_use_id, a write already applied is replayed,
                             # not applied twice)
-                            print(f"memory-gate: the front left a call to the SDK ({type(error).__name__}: {error})",
-                                  file=sys.stderr)
+                            print(
+                                f"memory-gate: the front left a call to the SDK ({type(error).__name__}: {error})",
+                                file=sys.stderr,
+                            )
                             reply = None
                 if reply is None:
                     waiting += line

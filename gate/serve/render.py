@@ -70,12 +70,15 @@ def owner_words_shown(words: str) -> str:
     return f"{head} [... {len(words) - len(head)} more characters: the owner's whole message is the prompt]"
 
 
-def search_data(results: Sequence[Result], owner_words: str | None, notes: Sequence[str] = (),
-                next_step: str | None = None) -> dict:
+def search_data(
+    results: Sequence[Result], owner_words: str | None, notes: Sequence[str] = (), next_step: str | None = None
+) -> dict:
     """The structured search answer, the contract first (`next_step` instead, where given). Facts
     shown before carry only their id."""
-    data: dict = {"must_answer": [result.fact.id for result in results],
-                  "next": next_step or (CONTRACT if results else NOTHING)}
+    data: dict = {
+        "must_answer": [result.fact.id for result in results],
+        "next": next_step or (CONTRACT if results else NOTHING),
+    }
     if notes:
         data["notes"] = list(notes)
     facts = []
@@ -117,7 +120,10 @@ def write_data(
 
 
 def search_text(
-    terms: str, results: Sequence[Result], owner_words: str | None, notes: Sequence[str] = (),
+    terms: str,
+    results: Sequence[Result],
+    owner_words: str | None,
+    notes: Sequence[str] = (),
     next_step: str | None = None,
 ) -> str:
     """The text answer, the contract first (as in the structured form)."""

@@ -116,7 +116,9 @@ def _caller(memory: Memory, ctx: Context) -> tools.Caller:
     meta = ctx.request_context.meta or {}
     tool_use_id = meta.get(TOOL_USE_ID)
     return tools.Caller(
-        memory.session, tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None, memory.process,
+        memory.session,
+        tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None,
+        memory.process,
         memory.handoff,
     )
 
@@ -148,9 +150,7 @@ def build(settings: config.Settings, memory: Memory | None = None) -> tuple[MCPS
             answer = tools.search_call(memory, terms, _caller(memory, ctx))
         except tools.CallFailed as failed:
             raise ToolError(str(failed)) from failed
-        return CallToolResult(
-            content=[TextContent(text=answer.text)], structured_content=answer.structured()
-        )
+        return CallToolResult(content=[TextContent(text=answer.text)], structured_content=answer.structured())
 
     @app.tool(
         name="memory_write",
@@ -165,9 +165,7 @@ def build(settings: config.Settings, memory: Memory | None = None) -> tuple[MCPS
             answer = tools.write_call(memory, ops, kept, _caller(memory, ctx))
         except tools.CallFailed as failed:
             raise ToolError(str(failed)) from failed
-        return CallToolResult(
-            content=[TextContent(text=answer.text)], structured_content=answer.structured()
-        )
+        return CallToolResult(content=[TextContent(text=answer.text)], structured_content=answer.structured())
 
     return app, memory
 
@@ -265,7 +263,10 @@ DISCOVERY_METHODS = ("server/discover", "tools/list", "prompts/list", "resources
 DISCOVERY_META = {
     "io.modelcontextprotocol/protocolVersion": DISCOVERY_PROTOCOL,
     "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
-    "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}},
+    "io.modelcontextprotocol/clientCapabilities": {
+        "roots": {"listChanged": True},
+        "elicitation": {"form": {}, "url": {}},
+    },
 }
 
 

@@ -181,8 +181,13 @@ def memory_search(
             ledger.record_search(conn, turn, [(fact.id, fact.rev) for fact in ordered], context)
             answer = SearchAnswer(terms, results, turn.prompt, notes)
             searches.record_search(
-                conn, turn.id, facts=len(results), full=sum(result.full for result in results),
-                chars=searches.answer_chars(answer.structured()), at=clock.now(), terms=recorded_terms,
+                conn,
+                turn.id,
+                facts=len(results),
+                full=sum(result.full for result in results),
+                chars=searches.answer_chars(answer.structured()),
+                at=clock.now(),
+                terms=recorded_terms,
                 meaning=lookup.meaning_state(endpoint, query, notes),
             )
     except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError) as error:
@@ -221,8 +226,14 @@ def memory_write(
     """Apply the write for the caller's turn, or raise write.Refused naming every problem. With a
     `team`, to the team's facts, each change recorded there with its member."""
     outcome = write.apply(
-        conn, ops, kept, attribute=caller.attribute, log=log, tool_use_id=caller.tool_use_id,
-        endpoint=endpoint, facts=team,
+        conn,
+        ops,
+        kept,
+        attribute=caller.attribute,
+        log=log,
+        tool_use_id=caller.tool_use_id,
+        endpoint=endpoint,
+        facts=team,
     )
     return WriteAnswer(outcome)
 
@@ -247,18 +258,24 @@ def excuse(conn: apsw.Connection, caller: Caller, why: str) -> ledger.Turn:
 def unreachable_search(conn: apsw.Connection, terms: str, caller: Caller, why: str) -> SearchAnswer:
     """memory_search's answer when the team's memory cannot be reached: nothing, said in one line."""
     turn = excuse(conn, caller, why)
-    note = (f"{why}. Nothing was searched: answer the owner without memory this turn and do not call "
-            "memory_write for it; the owner is told memory was not kept")
+    note = (
+        f"{why}. Nothing was searched: answer the owner without memory this turn and do not call "
+        "memory_write for it; the owner is told memory was not kept"
+    )
     return SearchAnswer(terms, [], turn.prompt, [note], next_step=render.UNREACHED)
 
 
 def unreachable_write(why: str, held: bool = False) -> str:
     if held:  # reachable, only busy for seconds: the turn still owes its write
-        return (f"memory_write: nothing was written, because {why}. Call memory_write again with the same "
-                "ops and kept in a few seconds.")
-    return (f"memory_write: nothing was written, because {why}. Do not try again this turn: answer the "
-            "owner, saying memory was not updated, and memory-gate lets the answer out with a warning. "
-            "The owner can check the connection with `memory-gate team status`.")
+        return (
+            f"memory_write: nothing was written, because {why}. Call memory_write again with the same "
+            "ops and kept in a few seconds."
+        )
+    return (
+        f"memory_write: nothing was written, because {why}. Do not try again this turn: answer the "
+        "owner, saying memory was not updated, and memory-gate lets the answer out with a warning. "
+        "The owner can check the connection with `memory-gate team status`."
+    )
 
 
 # How long, in all, the server keeps trying to embed facts a write could not (seconds).
@@ -328,7 +345,9 @@ class Memory:
             return
         if self._conn is None:
             return
-        if not store.vectors_loaded(self._conn) or not (vectors.missing(self._conn) or vectors.needs_reference(self._conn)):
+        if not store.vectors_loaded(self._conn) or not (
+            vectors.missing(self._conn) or vectors.needs_reference(self._conn)
+        ):
             return
         conn = self._conn
         # Its own endpoint: a long deadline, and no quiet spell that would silence searches.
@@ -376,7 +395,8 @@ class Memory:
         def owed() -> bool:
             with held(), facts.transaction():
                 return teamvectors.available(facts) and bool(
-                    teamvectors.missing(facts) or teamvectors.needs_reference(facts))
+                    teamvectors.missing(facts) or teamvectors.needs_reference(facts)
+                )
 
         def run() -> None:
             pause = 0.5
@@ -470,12 +490,15 @@ def write_call(memory: Memory, ops: Any, kept: Any, caller: Caller) -> WriteAnsw
             conn = memory.connection(create=True)
             assert conn is not None, "create=True makes it"
             if member is None:
-                answer = memory_write(conn, _decode(ops), _decode(kept), caller, log=memory.log, endpoint=memory.endpoint)
+                answer = memory_write(
+                    conn, _decode(ops), _decode(kept), caller, log=memory.log, endpoint=memory.endpoint
+                )
             else:
                 try:
                     facts = member.facts(caller.session, caller.tool_use_id)
-                    answer = memory_write(conn, _decode(ops), _decode(kept), caller, log=None,
-                                          endpoint=memory.endpoint, team=facts)
+                    answer = memory_write(
+                        conn, _decode(ops), _decode(kept), caller, log=None, endpoint=memory.endpoint, team=facts
+                    )
                 except postgres.Unreachable as error:
                     held = isinstance(error, postgres.Held)
                     if not held:  # a lock wait leaves the connection sound

@@ -96,25 +96,37 @@ def read_line(line: str) -> Inbound:
             return Inbound(message)
     head_ids, depth = _head(line)
     if depth > MAX_DEPTH:
-        return _refused(head_ids, types.INVALID_REQUEST, (
-            f"this message nests {depth} levels deep; memory-gate reads at most {MAX_DEPTH}. The "
-            "tools take flat arguments: terms is a string, ops a list of flat objects, kept a list of ids"
-        ))
+        return _refused(
+            head_ids,
+            types.INVALID_REQUEST,
+            (
+                f"this message nests {depth} levels deep; memory-gate reads at most {MAX_DEPTH}. The "
+                "tools take flat arguments: terms is a string, ops a list of flat objects, kept a list of ids"
+            ),
+        )
     try:
         data = json.loads(line)
     except ValueError as error:
-        return _refused(head_ids, types.PARSE_ERROR, (
-            f"this line is not JSON ({getattr(error, 'msg', error)} at column {getattr(error, 'colno', '?')}): "
-            "send each JSON-RPC message as one line of JSON"
-        ))
+        return _refused(
+            head_ids,
+            types.PARSE_ERROR,
+            (
+                f"this line is not JSON ({getattr(error, 'msg', error)} at column {getattr(error, 'colno', '?')}): "
+                "send each JSON-RPC message as one line of JSON"
+            ),
+        )
     data, replaced = _without_surrogates(data)
     if isinstance(data, list):
         return _batch(data)
     if not isinstance(data, dict):
-        return _refused(None, types.INVALID_REQUEST, (
-            f"a JSON-RPC message is an object, not {_kind(data)}: e.g. "
-            f'{{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {_EXAMPLE}}}'
-        ))
+        return _refused(
+            None,
+            types.INVALID_REQUEST,
+            (
+                f"a JSON-RPC message is an object, not {_kind(data)}: e.g. "
+                f'{{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {_EXAMPLE}}}'
+            ),
+        )
     if replaced:
         try:
             message = types.jsonrpc_message_adapter.validate_python(data, by_name=False)
@@ -122,7 +134,9 @@ def read_line(line: str) -> Inbound:
             pass
         else:
             if not isinstance(message, types.JSONRPCNotification) or not _names_an_id(data):
-                return Inbound(message, note=f"replaced {replaced} lone surrogate(s) with U+FFFD in message {_id(data)!r}")
+                return Inbound(
+                    message, note=f"replaced {replaced} lone surrogate(s) with U+FFFD in message {_id(data)!r}"
+                )
     code, problem = _what_is_wrong(data)
     if ("method" in data and "id" not in data) or ("method" not in data and ("result" in data or "error" in data)):
         # A notification or a response: JSON-RPC answers neither, so stderr is told.
@@ -136,10 +150,14 @@ def too_long(head: bytes, size: int) -> Inbound:
     """The answer to a line past MAX_LINE, of which only its first bytes were kept: to the ids
     they name."""
     ids, _ = _head(head.decode("utf-8", errors="replace"))
-    return _refused(ids, types.INVALID_REQUEST, (
-        f"this line ran to {size:,} bytes; memory-gate reads lines of at most {MAX_LINE >> 20} MiB and "
-        f"let the rest go. A fact is at most a few hundred characters: send fewer ops a write"
-    ))
+    return _refused(
+        ids,
+        types.INVALID_REQUEST,
+        (
+            f"this line ran to {size:,} bytes; memory-gate reads lines of at most {MAX_LINE >> 20} MiB and "
+            f"let the rest go. A fact is at most a few hundred characters: send fewer ops a write"
+        ),
+    )
 
 
 def tool_call_problem(params: dict[str, Any] | None) -> str | None:
@@ -152,8 +170,7 @@ def tool_call_problem(params: dict[str, Any] | None) -> str | None:
     arguments = params.get("arguments")
     if arguments is not None and not isinstance(arguments, dict):
         return (
-            f"the arguments of {name} must be an object naming each argument (got {_kind(arguments)}), "
-            f"e.g. {_EXAMPLE}"
+            f"the arguments of {name} must be an object naming each argument (got {_kind(arguments)}), e.g. {_EXAMPLE}"
         )
     return None
 
@@ -180,16 +197,23 @@ def _names_an_id(data: Any) -> bool:
 
 
 def _kind(value: Any) -> str:
-    return {list: "an array", dict: "an object", str: "a string", bool: "a boolean", type(None): "null",
-            float: "a decimal number"}.get(
-        type(value), "a number"
-    )
+    return {
+        list: "an array",
+        dict: "an object",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+        float: "a decimal number",
+    }.get(type(value), "a number")
 
 
 def _batch(items: list) -> Inbound:
     problem = "batches are not supported: send each request as its own line"
     ids = [_id(item) for item in items if isinstance(item, dict) and "method" in item and _id(item) is not None]
-    return Inbound(replies=_refused(ids, types.INVALID_REQUEST, problem).replies, note=f"answered a batch of {len(items)}: {problem}")
+    return Inbound(
+        replies=_refused(ids, types.INVALID_REQUEST, problem).replies,
+        note=f"answered a batch of {len(items)}: {problem}",
+    )
 
 
 def _what_is_wrong(data: dict) -> tuple[int, str]:
@@ -268,7 +292,9 @@ def _head(line: str) -> tuple[list[Any], int]:
                 key = json.loads(token)
             except ValueError:
                 key = ""
-    return [found for found in ids if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool))], deepest
+    return [
+        found for found in ids if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool))
+    ], deepest
 
 
 def _without_surrogates(value: Any) -> tuple[Any, int]:
@@ -302,8 +328,15 @@ class Wire:
     in the process (a library's stray print) can read the session's input or corrupt its output.
     """
 
-    def __init__(self, *, grace: float = GRACE, log: Callable[[str], None] | None = None, pending: bytes = b"",
-                 overdue: Callable[[], None] | None = None, abandon: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        *,
+        grace: float = GRACE,
+        log: Callable[[str], None] | None = None,
+        pending: bytes = b"",
+        overdue: Callable[[], None] | None = None,
+        abandon: Callable[[], None] | None = None,
+    ):
         self.grace = grace
         # Called when calls are still in flight after the grace: they must give up now.
         self.overdue = overdue or (lambda: None)
@@ -390,10 +423,23 @@ class Wire:
                 # write can no longer begin (overdue), so nothing it asked is written.
                 self.log(f"stopped with {len(self._pending)} call(s) unfinished: answered that nothing was written")
                 for request_id in sorted(self._pending, key=str):
-                    await self._answer(Inbound(replies=[types.JSONRPCError(
-                        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.INTERNAL_ERROR, message=(
-                            "memory-gate stopped before this call finished: nothing was written; call again once it runs"
-                        )))]), replies)
+                    await self._answer(
+                        Inbound(
+                            replies=[
+                                types.JSONRPCError(
+                                    jsonrpc="2.0",
+                                    id=request_id,
+                                    error=types.ErrorData(
+                                        code=types.INTERNAL_ERROR,
+                                        message=(
+                                            "memory-gate stopped before this call finished: nothing was written; call again once it runs"
+                                        ),
+                                    ),
+                                )
+                            ]
+                        ),
+                        replies,
+                    )
                 with anyio.move_on_after(SETTLE):
                     while self._pending:  # written out
                         await self._settled.wait()
@@ -488,8 +534,11 @@ class Wire:
                     request_id = getattr(message, "id", None)
                     self.log(f"could not encode an answer to {request_id!r}: {error}")
                     text = types.JSONRPCError(
-                        jsonrpc="2.0", id=request_id,
-                        error=types.ErrorData(code=types.INTERNAL_ERROR, message=f"memory-gate could not encode its answer: {error}"),
+                        jsonrpc="2.0",
+                        id=request_id,
+                        error=types.ErrorData(
+                            code=types.INTERNAL_ERROR, message=f"memory-gate could not encode its answer: {error}"
+                        ),
                     ).model_dump_json(by_alias=True, exclude_unset=True)
                 data = memoryview((text + "\n").encode("utf-8", errors="replace"))
                 while data:

@@ -50,8 +50,7 @@ class Guard:
             raise Refused(f"this page answers on {self.origin} only")
         if not query_token or not hmac.compare_digest(query_token, self.token):
             raise Refused(
-                "this page needs the token in the URL that `memory-gate view` printed; "
-                "run it again for a new one"
+                "this page needs the token in the URL that `memory-gate view` printed; run it again for a new one"
             )
 
     def check_change(self, headers, form_csrf: str | None) -> None:

@@ -48,16 +48,27 @@ READ_ONLY = "this page is read-only: run `memory-gate view --edit` to edit, dele
 class View:
     """Everything the pages need: the memory, the guard, and whether changes are allowed."""
 
-    def __init__(self, memory: opening.Opened, guard: Guard, *, editable: bool,
-                 endpoint: embeddings.Endpoint | None, meaning: str = "words only"):
+    def __init__(
+        self,
+        memory: opening.Opened,
+        guard: Guard,
+        *,
+        editable: bool,
+        endpoint: embeddings.Endpoint | None,
+        meaning: str = "words only",
+    ):
         self.memory, self.guard, self.editable, self.endpoint = memory, guard, editable, endpoint
         self.meaning = meaning  # what search's meaning comes from (gate.search.sources.named), or why none
         self.path = memory.path
         self.lock = threading.Lock()
         member = memory.member
-        self.where = str(self.path) if member is None else (
-            f"the team's memory {member.team.shown}, project {member.team.project}, as {member.member}; "
-            f"your own turns in {self.path}"
+        self.where = (
+            str(self.path)
+            if member is None
+            else (
+                f"the team's memory {member.team.shown}, project {member.team.project}, as {member.member}; "
+                f"your own turns in {self.path}"
+            )
         )
 
     def _current(self) -> opening.Opened:
@@ -92,8 +103,9 @@ class View:
             "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; "
             f"script-src 'nonce-{nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
         )
-        html = frame(self.guard, title=title, body=body, here=here, editable=self.editable, nonce=nonce,
-                     database=self.where)
+        html = frame(
+            self.guard, title=title, body=body, here=here, editable=self.editable, nonce=nonce, database=self.where
+        )
         return HTMLResponse(html, status, headers=headers)
 
 
@@ -119,14 +131,18 @@ def build(view: View) -> Guarded:
         kind = query.get("kind", "")
         since = query.get("since", "").strip()
         filters = reading.Filters(
-            topic=query.get("topic", "").strip()[:100], kind=kind if kind in ("state", "event", "decision", "trap") else "",
-            since=since if _is_day(since) else "", stale=_int(query.get("stale")),
+            topic=query.get("topic", "").strip()[:100],
+            kind=kind if kind in ("state", "event", "decision", "trap") else "",
+            since=since if _is_day(since) else "",
+            stale=_int(query.get("stale")),
         )
         page = await view.run(reading.facts_page, filters, _int(query.get("page"), 1))
         body = pages.facts(guard, page, filters)
         if since and not filters.since:  # said, not ignored: the list below is not narrowed by it
-            body = (f'<p class="notice error" role="alert">changed since “{e(since[:40])}” is not a day: '
-                    "write YYYY-MM-DD (the date field does); the list below is not narrowed by it.</p>") + body
+            body = (
+                f'<p class="notice error" role="alert">changed since “{e(since[:40])}” is not a day: '
+                "write YYYY-MM-DD (the date field does); the list below is not narrowed by it.</p>"
+            ) + body
             return view.page(request, title="Facts", body=body, here="/", status=400)
         return view.page(request, title="Facts", body=body, here="/")
 
@@ -135,8 +151,14 @@ def build(view: View) -> Guarded:
         found = await view.run(reading.find, terms, view.endpoint) if terms.strip() else None
         return view.page(request, title="Search", body=pages.search(guard, found, view.meaning), here="/search")
 
-    async def fact(request: Request, *, message: str | None = None, error: str | None = None,
-                   draft: dict | None = None, status: int = 200) -> Response:
+    async def fact(
+        request: Request,
+        *,
+        message: str | None = None,
+        error: str | None = None,
+        draft: dict | None = None,
+        status: int = 200,
+    ) -> Response:
         fact_id = request.path_params["fact"]
         if not checking.is_id(fact_id):
             return PlainTextResponse(f"no fact {fact_id}: ids are whole numbers below 2**63", 404)
@@ -167,7 +189,9 @@ def build(view: View) -> Guarded:
             elif action == "delete":
                 done = await view.run(editing.delete, fact_id, rev=rev)
             elif action == "undo":
-                done = await view.run(editing.revert, str(form.get("entry", "")), fact_id=fact_id, endpoint=view.endpoint)
+                done = await view.run(
+                    editing.revert, str(form.get("entry", "")), fact_id=fact_id, endpoint=view.endpoint
+                )
             else:
                 return PlainTextResponse(f"no such change: {action}", 404)
         except editing.Refused as refused:
@@ -326,9 +350,16 @@ def serve(settings: config.Settings, *, port: int, editable: bool, open_browser:
     print(f"  {view.where}; {mode}. Ctrl-C stops it.", flush=True)
     if open_browser:
         _open(url)
-    server = _Server(uvicorn.Config(build(view), log_level="critical", lifespan="off", access_log=False,
-                                    # uvicorn takes a fraction of a second too (asyncio.wait_for), though typed int.
-                                    timeout_graceful_shutdown=SHUTDOWN_GRACE))  # type: ignore[arg-type]
+    server = _Server(
+        uvicorn.Config(
+            build(view),
+            log_level="critical",
+            lifespan="off",
+            access_log=False,
+            # uvicorn takes a fraction of a second too (asyncio.wait_for), though typed int.
+            timeout_graceful_shutdown=SHUTDOWN_GRACE,
+        )
+    )  # type: ignore[arg-type]
     try:
         server.run(sockets=[listener])
     finally:

@@ -32,8 +32,9 @@ class Refused(Exception):
     """The change was not made; the message says what to change."""
 
 
-def edit(memory: Opened, fact_id: int, fields: dict[str, str], *, rev: int,
-         endpoint: embeddings.Endpoint | None = None) -> str:
+def edit(
+    memory: Opened, fact_id: int, fields: dict[str, str], *, rev: int, endpoint: embeddings.Endpoint | None = None
+) -> str:
     """Give the fact these topic, kind, text and date; return what was done, for the page."""
     checked, problems = checking.check_fields(fields)
     if problems:
@@ -65,11 +66,15 @@ def delete(memory: Opened, fact_id: int, *, rev: int) -> str:
         before = _current(changes, fact_id, rev)
         changes.delete(fact_id, before)
         _finish(changes, turn, words, None)
-    return (f"fact {fact_id} deleted (logged in {memory.record.where} as {changes.write_id[:8]}:{fact_id}; "
-            "undo brings it back)")
+    return (
+        f"fact {fact_id} deleted (logged in {memory.record.where} as {changes.write_id[:8]}:{fact_id}; "
+        "undo brings it back)"
+    )
 
 
-def revert(memory: Opened, entry: str, *, fact_id: int | None = None, endpoint: embeddings.Endpoint | None = None) -> str:
+def revert(
+    memory: Opened, entry: str, *, fact_id: int | None = None, endpoint: embeddings.Endpoint | None = None
+) -> str:
     """Undo the change `entry` names (gate.memory.undo: only a fact's latest change), which
     must be a change to `fact_id`, the fact whose page asked."""
     team = memory.team
@@ -78,10 +83,19 @@ def revert(memory: Opened, entry: str, *, fact_id: int | None = None, endpoint: 
     except ValueError as error:
         raise Refused(str(error)) from error
     if fact_id is not None and named != fact_id:
-        raise Refused(f"{entry} is a change to fact {named}, not fact {fact_id}: nothing was changed; undo it from fact {named}'s page")
+        raise Refused(
+            f"{entry} is a change to fact {named}, not fact {fact_id}: nothing was changed; undo it from fact {named}'s page"
+        )
     try:
-        done = undo.undo(memory.ledger(), audit.log_path(memory.path), entry, command=f"memory-gate view: undo {entry}",
-                         endpoint=endpoint if team is None else None, session=VIEWER_SESSION, team=team)
+        done = undo.undo(
+            memory.ledger(),
+            audit.log_path(memory.path),
+            entry,
+            command=f"memory-gate view: undo {entry}",
+            endpoint=endpoint if team is None else None,
+            session=VIEWER_SESSION,
+            team=team,
+        )
     except (undo.CannotUndo, ValueError) as error:
         raise Refused(str(error)) from error
     return f"undid {done.reverted.name} (logged in {memory.record.where} as {done.entry})"
@@ -92,7 +106,7 @@ def _writing(memory: Opened):
     """The ledger's write transaction (the turn is the member's own, in their local file) and,
     on a team, the team's inside it: the team's commits first, as memory_write's does."""
     conn = memory.ledger()
-    with store.writing(conn), (memory.team.transaction() if memory.team is not None else contextlib.nullcontext()):
+    with store.writing(conn), memory.team.transaction() if memory.team is not None else contextlib.nullcontext():
         yield conn
 
 
@@ -123,5 +137,6 @@ def _current(changes: changeset.ChangeSet, fact_id: int, rev: int) -> dict[str, 
 
 def _finish(changes: changeset.ChangeSet, turn, words: str, ahead) -> None:
     answer = json.dumps({"write": changes.write_id, "done": [], "kept": [], "notes": [words]})
-    changes.finish(turn, digest=hashlib.sha256(f"{changes.write_id}{words}".encode()).hexdigest(),
-                   answer=answer, ahead=ahead)
+    changes.finish(
+        turn, digest=hashlib.sha256(f"{changes.write_id}{words}".encode()).hexdigest(), answer=answer, ahead=ahead
+    )

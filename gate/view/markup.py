@@ -40,12 +40,12 @@ def hidden(guard: Guard) -> str:
 
 def frame(guard: Guard, *, title: str, body: str, here: str, editable: bool, nonce: str, database: str) -> str:
     links = "".join(
-        f'<a href="{e(guard.url(path))}"{" aria-current=page" if path == here else ""}>{name}</a>'
-        for path, name in NAV
+        f'<a href="{e(guard.url(path))}"{" aria-current=page" if path == here else ""}>{name}</a>' for path, name in NAV
     )
     mode = (
-        '<span class="mode edit">editing on</span>' if editable else
-        '<span class="mode" title="run `memory-gate view --edit` to edit, delete and undo">read-only: '
+        '<span class="mode edit">editing on</span>'
+        if editable
+        else '<span class="mode" title="run `memory-gate view --edit` to edit, delete and undo">read-only: '
         "<code>memory-gate view --edit</code> to edit</span>"
     )
     return f"""<!doctype html>
@@ -54,7 +54,7 @@ def frame(guard: Guard, *, title: str, body: str, here: str, editable: bool, non
 <meta name="referrer" content="same-origin">
 <title>{e(title)} · memory-gate</title>
 <style>{STYLE}</style></head>
-<body data-events="{e(guard.url('/events'))}">
+<body data-events="{e(guard.url("/events"))}">
 <header><strong>memory-gate</strong> <nav>{links}</nav> {mode}
 <span id="live" class="live">connecting…</span>
 <div class="db" title="the database this page shows">{e(database)}</div></header>

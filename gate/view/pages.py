@@ -63,7 +63,9 @@ def facts(guard: Guard, page: Page, filters: Filters) -> str:
     noun = "fact" if page.total == 1 else "facts"
     summary = f'<p class="figures" id="count">{page.total} {noun}{" that match" if filters.active() else ""}, the most recently changed first.</p>'
     if not page.facts:
-        listing = '<p class="empty">No facts' + (" match these filters." if filters.active() else " in memory yet.") + "</p>"
+        listing = (
+            '<p class="empty">No facts' + (" match these filters." if filters.active() else " in memory yet.") + "</p>"
+        )
     else:
         listing = _fact_rows(guard, page.facts)
     return f"<h1>Facts</h1>{form}{summary}{listing}{_pager(guard, page, filters)}"
@@ -73,8 +75,14 @@ def _pager(guard: Guard, page: Page, filters: Filters) -> str:
     if page.pages <= 1:
         return ""
     args = {"topic": filters.topic, "kind": filters.kind, "since": filters.since, "stale": filters.stale or None}
-    newer = f'<a href="{e(guard.url("/", **args, page=page.number - 1))}" rel="prev">← newer</a>' if page.number > 1 else ""
-    older = f'<a href="{e(guard.url("/", **args, page=page.number + 1))}" rel="next">older →</a>' if page.number < page.pages else ""
+    newer = (
+        f'<a href="{e(guard.url("/", **args, page=page.number - 1))}" rel="prev">← newer</a>' if page.number > 1 else ""
+    )
+    older = (
+        f'<a href="{e(guard.url("/", **args, page=page.number + 1))}" rel="next">older →</a>'
+        if page.number < page.pages
+        else ""
+    )
     return f'<nav class="pager">{newer}<span>page {page.number} of {page.pages}</span>{older}</nav>'
 
 
@@ -93,8 +101,15 @@ def search(guard: Guard, found: Found | None, meaning: str = "words only") -> st
         return f"<h1>Search</h1>{form}"
     # A note may quote the endpoint's own error message, which may quote whatever it was sent.
     notes = "".join(f'<p class="notice">{shown(note)}</p>' for note in found.notes)
-    how = f"words and meaning: {meaning}" if found.by_meaning else (
-        meaning if meaning.startswith("words only") else f"words only ({meaning} did not answer: see the note above)")
+    how = (
+        f"words and meaning: {meaning}"
+        if found.by_meaning
+        else (
+            meaning
+            if meaning.startswith("words only")
+            else f"words only ({meaning} did not answer: see the note above)"
+        )
+    )
     if not found.hits:
         return f'<h1>Search</h1>{form}{notes}<p class="empty">Nothing in memory for “{e(terms)}”: memory_search would return an empty list.</p>'
     why = {}
@@ -112,8 +127,16 @@ def search(guard: Guard, found: Found | None, meaning: str = "words only") -> st
 # -- one fact ---------------------------------------------------------------------------------
 
 
-def fact(guard: Guard, fact_id: int, story: Story, *, editable: bool, message: str | None = None,
-         error: str | None = None, draft: dict | None = None) -> str:
+def fact(
+    guard: Guard,
+    fact_id: int,
+    story: Story,
+    *,
+    editable: bool,
+    message: str | None = None,
+    error: str | None = None,
+    draft: dict | None = None,
+) -> str:
     now = story.fact
     if now is not None:
         head = (
@@ -132,8 +155,10 @@ def fact(guard: Guard, fact_id: int, story: Story, *, editable: bool, message: s
     elif now is not None:
         body += '<p class="figures">Read-only: run <code>memory-gate view --edit</code> to edit, delete or undo.</p>'
     if story.changes and not story.in_step:
-        body += ('<p class="notice error">Memory does not hold this fact as its last logged change left it: '
-                 f"{e(story.where)} lost changes (<code>memory-gate doctor</code> checks it).</p>")
+        body += (
+            '<p class="notice error">Memory does not hold this fact as its last logged change left it: '
+            f"{e(story.where)} lost changes (<code>memory-gate doctor</code> checks it).</p>"
+        )
     body += f"<h2>History</h2>{_history(guard, fact_id, story, editable)}"
     return body
 
@@ -186,7 +211,8 @@ def _version(guard: Guard, change: history.Change, undoable: bool) -> str:
     if change.op == "update":
         fields = "".join(
             f"<div>{e(key)}: {shown(before.get(key))} → {shown(after.get(key))}</div>"
-            for key in ("topic", "kind", "date") if before.get(key) != after.get(key)
+            for key in ("topic", "kind", "date")
+            if before.get(key) != after.get(key)
         )
         text = (
             f'<div class="diff"><div class="before" data-label="before">{shown(before.get("text"))}</div>'
@@ -196,14 +222,18 @@ def _version(guard: Guard, change: history.Change, undoable: bool) -> str:
     elif change.op == "delete":
         detail = f'<div class="diff"><div class="before" data-label="deleted">{shown(before.get("text"))}</div><div></div></div>'
     else:
-        detail = (f'<div class="why">{e(after.get("kind"))} · {shown(after.get("topic"))} · {e(after.get("date"))}</div>'
-                  f'<div class="diff"><div></div><div class="after" data-label="inserted">{shown(after.get("text"))}</div></div>')
+        detail = (
+            f'<div class="why">{e(after.get("kind"))} · {shown(after.get("topic"))} · {e(after.get("date"))}</div>'
+            f'<div class="diff"><div></div><div class="after" data-label="inserted">{shown(after.get("text"))}</div></div>'
+        )
     undo = ""
     if undoable:
         url = e(guard.url(f"/facts/{entry['id']}/undo"))
-        undo = (f'<form class="inline undo" method="post" action="{url}">{hidden(guard)}'
-                f'<input type="hidden" name="entry" value="{e(change.name)}">'
-                f'<button type="submit">Undo this change</button></form>')
+        undo = (
+            f'<form class="inline undo" method="post" action="{url}">{hidden(guard)}'
+            f'<input type="hidden" name="entry" value="{e(change.name)}">'
+            f'<button type="submit">Undo this change</button></form>'
+        )
     return f'<div class="version {e(change.op)}">{meta}{words}{detail}{undo}</div>'
 
 
@@ -211,18 +241,29 @@ def _version(guard: Guard, change: history.Change, undoable: bool) -> str:
 
 
 # On a team's memory the facts are the team's and the turns each member's own (their local ledger).
-YOUR_TURNS = ('<p class="figures" id="own-turns">On the team’s memory, your own turns only: each member’s '
-              "turns stay in their local ledger; the facts are the team’s.</p>")
+YOUR_TURNS = (
+    '<p class="figures" id="own-turns">On the team’s memory, your own turns only: each member’s '
+    "turns stay in their local ledger; the facts are the team’s.</p>"
+)
 
 
-def turns(guard: Guard, found: list[TurnView], older: int | None, newer: int | None = None, *,
-          team: bool = False, first_page: bool = True) -> str:
+def turns(
+    guard: Guard,
+    found: list[TurnView],
+    older: int | None,
+    newer: int | None = None,
+    *,
+    team: bool = False,
+    first_page: bool = True,
+) -> str:
     mine = YOUR_TURNS if team else ""
     if not found:
         return f'<h1>Turns</h1>{mine}<p class="empty">No turn has reached memory yet.</p>'
-    out = [f'<h1>Turns</h1>{mine}<p class="figures">What the gate did for each turn, the newest first: the owner’s words, '
-           "what the agent searched, every fact it read and how it answered for it, the holds, and whether "
-           "the answer complied or was released.</p>"]
+    out = [
+        f'<h1>Turns</h1>{mine}<p class="figures">What the gate did for each turn, the newest first: the owner’s words, '
+        "what the agent searched, every fact it read and how it answered for it, the holds, and whether "
+        "the answer complied or was released.</p>"
+    ]
     for turn in found:
         verdict_class = "complied" if turn.outcome == "met" else "released" if turn.outcome == "released" else ""
         head = (
@@ -231,27 +272,40 @@ def turns(guard: Guard, found: list[TurnView], older: int | None, newer: int | N
             f'<span class="tag {verdict_class}">{e(turn.verdict)}</span>'
             f"<span>held {turn.holds}×</span></div>"
         )
-        words = f'<div class="words">“{shown(turn.words)}”</div>' if turn.words else '<div class="words empty">(no owner’s words: not opened by a hook)</div>'
+        words = (
+            f'<div class="words">“{shown(turn.words)}”</div>'
+            if turn.words
+            else '<div class="words empty">(no owner’s words: not opened by a hook)</div>'
+        )
         searched = "".join(
-            f"<li>searched “{shown(terms)}” → {plural(count, 'fact')}</li>" if terms is not None else f"<li>searched (terms not recorded) → {plural(count, 'fact')}</li>"
+            f"<li>searched “{shown(terms)}” → {plural(count, 'fact')}</li>"
+            if terms is not None
+            else f"<li>searched (terms not recorded) → {plural(count, 'fact')}</li>"
             for terms, count in turn.searches
         )
         if turn.searched and not turn.searches:
             searched = f"<li>searched {turn.searched}×</li>"
         reads = "".join(
-            f'<li>read {_fact_link(guard, read.fact)} {shown(read.topic) if read.topic else "<em>(no longer in memory)</em>"}'
+            f"<li>read {_fact_link(guard, read.fact)} {shown(read.topic) if read.topic else '<em>(no longer in memory)</em>'}"
             f' <span class="tag {e(read.answer.replace(" ", ""))}">{e(read.answer)}</span></li>'
             for read in turn.reads
         )
         changed = "".join(
-            f'<li>{e(done.get("op"))} {_fact_link(guard, done["id"])}</li>' for done in turn.changes if done.get("op") == "insert"
+            f"<li>{e(done.get('op'))} {_fact_link(guard, done['id'])}</li>"
+            for done in turn.changes
+            if done.get("op") == "insert"
         )
         wrote = f"<li>wrote {turn.wrote}×</li>" if turn.wrote else "<li>did not write</li>"
-        out.append(f'<div class="turn" data-turn="{turn.id}">{head}{words}<ul>{searched or "<li>did not search</li>"}{reads}{changed}{wrote}</ul></div>')
+        out.append(
+            f'<div class="turn" data-turn="{turn.id}">{head}{words}<ul>{searched or "<li>did not search</li>"}{reads}{changed}{wrote}</ul></div>'
+        )
     back = ""
     if not first_page:
-        back = (f'<a href="{e(guard.url("/turns", before=newer))}" rel="prev">← newer turns</a>' if newer
-                else f'<a href="{e(guard.url("/turns"))}" rel="prev">← newer turns</a>')
+        back = (
+            f'<a href="{e(guard.url("/turns", before=newer))}" rel="prev">← newer turns</a>'
+            if newer
+            else f'<a href="{e(guard.url("/turns"))}" rel="prev">← newer turns</a>'
+        )
     on = f'<a href="{e(guard.url("/turns", before=older))}" rel="next">older turns →</a>' if older else ""
     if back or on:
         out.append(f'<nav class="pager">{back}{on}</nav>')
@@ -266,22 +320,29 @@ def stats(report: dict, days: list, cost: list[tuple[str, float]], *, team: bool
     share = f" ({turns_['complied_share']}%)" if turns_["complied_share"] is not None else ""
     outcome_chart = charts.stacked_days(
         [day.day for day in days],
-        [("complied at once", "once", [day.at_once for day in days]),
-         ("complied after a hold", "held", [day.after_hold for day in days]),
-         ("released unmet", "released", [day.released for day in days])],
+        [
+            ("complied at once", "once", [day.at_once for day in days]),
+            ("complied after a hold", "held", [day.after_hold for day in days]),
+            ("released unmet", "released", [day.released for day in days]),
+        ],
         title="Gated turns per day",
     )
     kinds = charts.bars([(kind, facts[kind]) for kind in KINDS], title="Facts by kind")
-    cost_chart = charts.bars([(day, chars) for day, chars in cost[-10:]], title="Characters a search puts into the context, per day", unit=" ch")
+    cost_chart = charts.bars(
+        [(day, chars) for day, chars in cost[-10:]],
+        title="Characters a search puts into the context, per day",
+        unit=" ch",
+    )
     cost_line = (
         f"A search costs the context {searches['chars_per_search']:g} characters on average, about "
         f"{searches['tokens_per_search']} tokens ({plural(searches['recorded'], 'search')} measured)."
-        if searches["recorded"] else "No search measured yet."
+        if searches["recorded"]
+        else "No search measured yet."
     )
     return f"""<h1>Stats</h1>{YOUR_TURNS if team else ""}<div class="grid2">
 <section><h2>Turns: complied or released</h2>{outcome_chart}
-<p class="figures">{plural(turns_['gated'], 'turn')} gated; complied {turns_['complied']}{share}: {turns_['complied_at_once']} at once,
-{turns_['complied_after_hold']} after a hold; released unmet {turns_['released_unmet']}.</p></section>
-<section><h2>Facts by kind</h2>{kinds}<p class="figures">{facts['total']} facts{" in the team’s memory" if team else ""}.</p></section>
+<p class="figures">{plural(turns_["gated"], "turn")} gated; complied {turns_["complied"]}{share}: {turns_["complied_at_once"]} at once,
+{turns_["complied_after_hold"]} after a hold; released unmet {turns_["released_unmet"]}.</p></section>
+<section><h2>Facts by kind</h2>{kinds}<p class="figures">{facts["total"]} facts{" in the team’s memory" if team else ""}.</p></section>
 <section><h2>What a search costs the context</h2>{cost_chart}<p class="figures">{cost_line}</p></section>
 </div>"""

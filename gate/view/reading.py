@@ -40,7 +40,9 @@ class Filters:
 
     def arguments(self) -> dict:
         return {
-            "topic_words": self.topic or None, "kind": self.kind or None, "since": self.since or None,
+            "topic_words": self.topic or None,
+            "kind": self.kind or None,
+            "since": self.since or None,
             "unconfirmed_before": listing.cutoff(self.stale) if self.stale else None,
         }
 
@@ -150,8 +152,14 @@ def find(memory: Opened, terms: str, endpoint: embeddings.Endpoint | None) -> Fo
     hits = []
     for found in ranking.facts:
         word = by_words.get(found.id) if found.id in returned else None
-        hits.append(Hit(found, fulltext.TIERS[word.tier] if word else None, word.coverage if word else 0.0,
-                        found.id not in returned))
+        hits.append(
+            Hit(
+                found,
+                fulltext.TIERS[word.tier] if word else None,
+                word.coverage if word else 0.0,
+                found.id not in returned,
+            )
+        )
     return Found(terms, hits, ranking.notes, ranking.query is not None)
 
 
@@ -198,17 +206,24 @@ def turns_page(memory: Opened, before: int | None = None, limit: int = TURNS_PER
     conn = memory.conn
     if conn is None:
         return []
-    rows = list(conn.execute(
-        "SELECT id, session, prompt_id, prompt, started, searched, wrote, holds, outcome FROM turns"
-        f" WHERE session NOT IN ({','.join('?' * len(changeset.HAND_SESSIONS))}) AND id < ?"
-        " ORDER BY id DESC LIMIT ?",
-        (*changeset.HAND_SESSIONS, before or 1 << 62, limit),
-    ))
+    rows = list(
+        conn.execute(
+            "SELECT id, session, prompt_id, prompt, started, searched, wrote, holds, outcome FROM turns"
+            f" WHERE session NOT IN ({','.join('?' * len(changeset.HAND_SESSIONS))}) AND id < ?"
+            " ORDER BY id DESC LIMIT ?",
+            (*changeset.HAND_SESSIONS, before or 1 << 62, limit),
+        )
+    )
     turns = [_turn(conn, row) for row in rows]
     # The topic of each fact read, as memory holds it now (the team's, on a team).
     held = load(memory, sorted({read.fact for turn in turns for read in turn.reads}))
-    return [replace(turn, reads=[replace(read, topic=held[read.fact].topic if read.fact in held else None)
-                                 for read in turn.reads]) for turn in turns]
+    return [
+        replace(
+            turn,
+            reads=[replace(read, topic=held[read.fact].topic if read.fact in held else None) for read in turn.reads],
+        )
+        for turn in turns
+    ]
 
 
 def newer_turns(memory: Opened, first: int, limit: int = TURNS_PER_PAGE) -> int | None:
@@ -251,8 +266,18 @@ def _turn(conn: apsw.Connection, row: tuple) -> TurnView:
         )
     ]
     return TurnView(
-        id=turn_id, session=row[1], prompt_id=row[2], words=row[3], started=row[4], searches=searches,
-        searched=row[5], reads=reads, changes=changes, wrote=row[6], holds=row[7], outcome=row[8],
+        id=turn_id,
+        session=row[1],
+        prompt_id=row[2],
+        words=row[3],
+        started=row[4],
+        searches=searches,
+        searched=row[5],
+        reads=reads,
+        changes=changes,
+        wrote=row[6],
+        holds=row[7],
+        outcome=row[8],
     )
 
 
