@@ -357,9 +357,9 @@ def serve(settings: config.Settings, *, port: int, editable: bool, open_browser:
             lifespan="off",
             access_log=False,
             # uvicorn takes a fraction of a second too (asyncio.wait_for), though typed int.
-            timeout_graceful_shutdown=SHUTDOWN_GRACE,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE,  # type: ignore[arg-type]
         )
-    )  # type: ignore[arg-type]
+    )
     try:
         server.run(sockets=[listener])
     finally:
