@@ -16,7 +16,7 @@ from claude_harness import Sandbox, needs_claude
 from fake_anthropic import last_user_text, reply, tool_use
 
 from gate import config
-from gate.claude import install, scopes
+from gate.claude import entries, install, scopes
 from gate.claude.install import InstallError, add_server, add_to_settings, remove_from_settings, remove_server
 from gate.claude.settingsfile import FileError, pointer, render, unpointer
 from gate.cli import main as cli
@@ -450,12 +450,12 @@ def test_the_executable_is_the_running_one_as_an_absolute_path(tmp_path, monkeyp
     script.write_text("#!/bin/sh\n")
     script.chmod(0o755)
     monkeypatch.chdir(tmp_path)
-    assert install.executable("bin/memory-gate", "/usr/bin/python3") == str(script)
-    assert install.executable("/x/gate/__main__.py", str(tmp_path / "bin" / "python")) == str(script)
+    assert entries.executable("bin/memory-gate", "/usr/bin/python3") == str(script)
+    assert entries.executable("/x/gate/__main__.py", str(tmp_path / "bin" / "python")) == str(script)
 
 
 def test_the_default_executable_is_this_venvs():
-    assert install.executable("pytest", sys.executable) == str(Path(sys.executable).parent / "memory-gate")
+    assert entries.executable("pytest", sys.executable) == str(Path(sys.executable).parent / "memory-gate")
 
 
 def test_claude_code_folders_follow_claude_config_dir(tmp_path, monkeypatch):

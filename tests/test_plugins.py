@@ -13,7 +13,7 @@ import pytest
 from claude_harness import Sandbox, needs_claude
 from conftest import REPO
 
-from gate.claude import install
+from gate.claude import entries
 
 LAUNCHER = '"${CLAUDE_PLUGIN_ROOT}/bin/memory-gate"'
 PLUGINS = ("memory-gate", "injected-context")
@@ -25,14 +25,14 @@ def plugin_file(plugin: str, *path: str):
 
 def test_the_plugins_hooks_are_hooks_json_under_the_plugins_names():
     plugin = plugin_file("memory-gate", "hooks", "hooks.json").read_text()
-    as_settings = plugin.replace(LAUNCHER.replace('"', '\\"'), "memory-gate").replace("mcp__plugin_memory-gate_memory__", install.TOOLS)
-    assert json.loads(as_settings)["hooks"] == install.settings_hooks()
+    as_settings = plugin.replace(LAUNCHER.replace('"', '\\"'), "memory-gate").replace("mcp__plugin_memory-gate_memory__", entries.TOOLS)
+    assert json.loads(as_settings)["hooks"] == entries.settings_hooks()
 
 
 def test_install_writes_hooks_json_with_the_executables_path():
-    groups = install.hook_groups("/opt/mg/bin/memory-gate")
-    assert set(groups) == set(install.settings_hooks())
-    for event, (group,) in install.settings_hooks().items():
+    groups = entries.hook_groups("/opt/mg/bin/memory-gate")
+    assert set(groups) == set(entries.settings_hooks())
+    for event, (group,) in entries.settings_hooks().items():
         commands = [hook["command"] for hook in groups[event]["hooks"]]
         assert commands == [hook["command"].replace("memory-gate", "/opt/mg/bin/memory-gate", 1) for hook in group["hooks"]]
 

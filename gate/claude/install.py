@@ -22,9 +22,10 @@ The invariant: install makes memory-gate's entries in those files exactly the cu
 changes nothing else (every other key, in its order); uninstall takes memory-gate's entries out,
 and the lists, objects, files and folders install created once they are empty. memory-gate's
 entries are recognised by what they run (`memory-gate hook ...`, `memory-gate serve`, the two
-rule strings), whatever path the command has. What install added (entries, lists, objects,
-files, folders) is kept in a small record in memory-gate's home, since the files cannot say it:
-an entry that was there before install stays through uninstall.
+rule strings), whatever path the command has (gate.claude.entries makes and recognises them).
+What install added (entries, lists, objects, files, folders) is kept in a small record in
+memory-gate's home, since the files cannot say it: an entry that was there before install stays
+through uninstall.
 
 The merge functions are pure (old JSON in; new JSON and the list of changes out); around them,
 thin file code reads, refuses what is not a JSON object, backs up and writes atomically.
@@ -32,17 +33,16 @@ thin file code reads, refuses what is not a JSON object, backs up and writes ato
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from gate.claude import automemory
+from gate.claude.entries import RULES, SERVER, hook_groups, is_our_hook, is_our_server, server_entry
 from gate.claude.scopes import (
     PLUGIN,
     InstallError,
@@ -65,93 +65,7 @@ from gate.claude.settingsfile import (
     unpointer,
 )
 
-SERVER = "memory-gate"
-TOOLS = f"mcp__{SERVER}__"
-RULES = (f"{TOOLS}memory_search", f"{TOOLS}memory_write")
 RECORD_NAME = "memory-gate-install.json"
-EXECUTABLE_NAMES = ("memory-gate", "memory-gate.exe")
-# The settings hooks, written once: the top-level hooks/hooks.json of a checkout, shipped inside
-# the package in a wheel. Install writes them with the executable's path in place of the bare name.
-HOOKS_FILE = "hooks.json"
-
-
-# -- what goes in -----------------------------------------------------------------------------
-
-
-def executable(argv0: str, python: str) -> str:
-    """The absolute path of the memory-gate that is running, to write into the settings.
-
-    Why a path and not the bare name: Claude Code runs hooks and starts MCP servers with the PATH
-    of the shell it was started from, and a virtualenv's bin is rarely on it; a path works from
-    any shell and pins hooks and server to the version that installed them. Rerunning install
-    from elsewhere updates the path in place. Symlinks are kept (pipx's ~/.local/bin link
-    survives upgrades; its target does not)."""
-    if os.path.basename(argv0) in EXECUTABLE_NAMES and os.path.isfile(argv0):
-        return os.path.abspath(argv0)
-    for name in EXECUTABLE_NAMES:  # `python -m gate install`: the script beside the interpreter
-        beside = os.path.join(os.path.dirname(os.path.abspath(python)), name)
-        if os.path.isfile(beside) and os.access(beside, os.X_OK):
-            return beside
-    return shutil.which("memory-gate") or "memory-gate"
-
-
-def hooks_path() -> Path:
-    """hooks/hooks.json at the repository root in a checkout, gate/claude/hooks.json in a wheel."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / HOOKS_FILE, here.parent.parent / "hooks" / HOOKS_FILE):
-        if candidate.is_file():
-            return candidate
-    raise InstallError(f"hooks/{HOOKS_FILE} is missing beside {here}: reinstall memory-gate")
-
-
-def settings_hooks() -> dict[str, list]:
-    """The `hooks` object of hooks/hooks.json: each event's matcher groups, running `memory-gate`
-    by name."""
-    return json.loads(hooks_path().read_text(encoding="utf-8"))["hooks"]
-
-
-def hook_groups(exe: str) -> dict[str, dict]:
-    """Each event's matcher group, as it goes into `hooks.<event>`: hooks/hooks.json's, with
-    the executable's path (quoted for the shell) in place of `memory-gate`."""
-    groups = {}
-    for event, (group,) in settings_hooks().items():
-        hooks = []
-        for hook in group["hooks"]:
-            name, _, rest = hook["command"].partition(" ")
-            if name != SERVER:
-                raise InstallError(
-                    f"{hooks_path()}: the {event} hook runs {name!r}, not memory-gate: reinstall memory-gate"
-                )
-            hooks.append({**hook, "command": f"{shlex.quote(exe)} {rest}"})
-        groups[event] = {**group, "hooks": hooks}
-    return groups
-
-
-def server_entry(exe: str) -> dict:
-    """The MCP server entry, shaped as `claude mcp add memory-gate -- EXE serve` writes it, with
-    `alwaysLoad`: without it Claude Code 2.1.332 keeps the memory tools behind tool search and
-    tells the model so in its first request (tests/test_e2e_host.py)."""
-    return {"type": "stdio", "command": exe, "args": ["serve"], "env": {}, "alwaysLoad": True}
-
-
-def is_our_hook(hook: Any) -> bool:
-    """A hook running `memory-gate hook ...`, from any path."""
-    command = hook.get("command") if isinstance(hook, dict) else None
-    if not isinstance(command, str):
-        return False
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    return len(words) >= 2 and os.path.basename(words[0]) in EXECUTABLE_NAMES and words[1] == "hook"
-
-
-def is_our_server(entry: Any) -> TypeGuard[dict]:
-    """A server entry running `memory-gate serve`, from any path."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
-        return False
-    args = entry.get("args")
-    return os.path.basename(entry["command"]) in EXECUTABLE_NAMES and isinstance(args, list) and args[:1] == ["serve"]
 
 
 # -- pure merges ------------------------------------------------------------------------------

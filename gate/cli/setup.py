@@ -71,7 +71,7 @@ def _print_report(report: dict, indent: str = "") -> None:
 
 
 def _install_run(args: argparse.Namespace, verb: str) -> int:
-    from gate.claude import install, scopes, settingsfile
+    from gate.claude import entries, install, scopes, settingsfile
 
     record = Path(config.load().home) / install.RECORD_NAME
     try:
@@ -80,7 +80,7 @@ def _install_run(args: argparse.Namespace, verb: str) -> int:
         else:
             scope = scopes.user_scope(config.claude_dir(), config.claude_state_file())
         if verb == "install":
-            exe = args.exe or install.executable(sys.argv[0], sys.executable)
+            exe = args.exe or entries.executable(sys.argv[0], sys.executable)
             plugin_in = scopes.plugin_settings(config.claude_dir(), scope.root)
             report = install.install(
                 scope, exe, record=record, dry_run=args.dry_run, plugin_in=plugin_in, plugin=args.plugin

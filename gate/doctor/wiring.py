@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 from gate import config
-from gate.claude import install, scopes, settingsfile
+from gate.claude import entries, install, scopes, settingsfile
 from gate.doctor.checks import NOTE, PROBLEM, WARNING, Finding
 
 # The Claude Code the tests run against (package.json pins it); mods need 2.1.287 or later.
@@ -145,16 +145,16 @@ def settings_install(project: str) -> dict:
         for event, groups in hooks.items() if isinstance(hooks, dict) else []:
             for group in groups if isinstance(groups, list) else []:
                 for hook in (group.get("hooks") or []) if isinstance(group, dict) else []:
-                    if install.is_our_hook(hook):
+                    if entries.is_our_hook(hook):
                         counts[event] = counts.get(event, 0) + 1
                         found.setdefault(scope, {}).setdefault("commands", set()).add(shlex.split(hook["command"])[0])
-        server = servers.get(install.SERVER) if isinstance(servers, dict) else None
-        if counts or install.is_our_server(server):
+        server = servers.get(entries.SERVER) if isinstance(servers, dict) else None
+        if counts or entries.is_our_server(server):
             entry = found.setdefault(scope, {})
             entry.update(
                 file=str(settings_file),
                 hooks=counts,
-                server=server.get("command") if install.is_our_server(server) else None,
+                server=server.get("command") if entries.is_our_server(server) else None,
             )
             entry["commands"] = sorted(entry.get("commands", []))
     return found
@@ -276,7 +276,7 @@ def check(settings: config.Settings, claude: str | None = None) -> tuple[dict, l
                     mend="Run `memory-gate install` again: it keeps one of each",
                 )
             )
-        missing = [event for event in install.settings_hooks() if event not in entry["hooks"]]
+        missing = [event for event in entries.settings_hooks() if event not in entry["hooks"]]
         if missing or entry["server"] is None:
             findings.append(
                 Finding(
@@ -401,6 +401,6 @@ def install_clash(project: str) -> list[str]:
     servers = [state.get("mcpServers")]
     if root is not None and isinstance(state.get("projects"), dict):
         servers.append((state["projects"].get(str(root)) or {}).get("mcpServers"))
-    if any(isinstance(found, dict) and install.is_our_server(found.get(install.SERVER)) for found in servers):
+    if any(isinstance(found, dict) and entries.is_our_server(found.get(entries.SERVER)) for found in servers):
         return [install.clash(enabled) + "."]
     return []
