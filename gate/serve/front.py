@@ -321,7 +321,7 @@ def serve(settings: config.Settings) -> int:
                     else:
                         try:
                             if memory is None:
-                                memory = tools.Memory(settings)
+                                memory = tools.connection.Memory(settings)  # imported with tools, by the loader
                             assert answers is not None, "a Call is answered from them"
                             # The SDK puts the same envelope on every result it sends.
                             reply = served(reply, memory, tools, answers["results"]["tools/list"].get("_meta"))

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, WithJsonSchema
 from gate import config, stopping
 from gate.engine import store
 from gate.serve import tools
-from gate.serve.tools import Memory
+from gate.serve.connection import Memory
 from gate.serve.wire import Wire
 
 TOOL_USE_ID = "claudecode/toolUseId"
