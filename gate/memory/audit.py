@@ -10,7 +10,7 @@ write id the database does not know: recognisably never committed. A process kil
 of a line leaves a torn line without its newline; the next append starts on a fresh line and
 readers report the torn one instead of failing.
 
-Each line is chained to the one before it (gate/memory/chain.py), so the log proves itself: doctor
+Each line is chained to the one before it (gate.memory.chain), so the log proves itself: doctor
 names the first line edited, removed or repeated, and undo refuses to put back what a line that
 breaks the chain says. Lines are appended under an exclusive lock on the file, so two writers
 never name the same line before theirs.
@@ -138,7 +138,7 @@ def _numbered(path: Path) -> Iterator[tuple[int, bytes, dict | None, bool]]:
 
 
 def verify(path: Path) -> chain.Chain:
-    """The log read as a chain (gate/memory/chain.py): where it starts, what breaks it."""
+    """The log read as a chain (gate.memory.chain): where it starts, what breaks it."""
     return chain.verify(path, _numbered)
 
 
