@@ -15,7 +15,7 @@ Lines from before the chain (a log written by an older memory-gate) are taken in
 first chained line names the last of them, so they are the chain's start, kept and read like any
 other, though nothing proves them. The chain has no key: it catches edits by hand and by tools that
 do not know it, not someone who rewrites every line after theirs; and lines cut from the end leave
-nothing to name them, which is why `writes` counts each write's lines (gate/memory/audit.py).
+nothing to name them, which is why `writes` counts each write's lines (gate.memory.audit).
 
 Blank lines are no lines at all, here as everywhere write.log is read.
 """

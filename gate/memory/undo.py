@@ -6,7 +6,7 @@ the version it was shown), and an inserted fact is deleted. The undo is itself a
 other: one transaction through gate.memory.changeset, logged in write.log before it commits (who: the
 command line; why: the command as typed; `undoes`: the change it reverts), vectors kept in step.
 
-A line of write.log its chain does not prove (gate/memory/chain.py: edited, moved, copied in) is
+A line of write.log its chain does not prove (gate.memory.chain: edited, moved, copied in) is
 not trusted to say what the fact was: that undo is refused.
 
 Only the latest change to a fact can be undone: undoing an older one would silently throw away
