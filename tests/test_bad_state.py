@@ -21,7 +21,7 @@ import pytest
 from conftest import child_env
 
 from gate.cli import main as cli
-from gate.engine import store
+from gate.engine import files, store
 from gate.memory import audit
 from gate.serve import tools
 
@@ -78,15 +78,15 @@ def locked(db: Path, monkeypatch):
 
 
 def read_only(db: Path, monkeypatch):
-    files = [db, audit.log_path(db)]
-    immutable(files)
-    return lambda: mutable(files)
+    paths = [db, audit.log_path(db)]
+    immutable(paths)
+    return lambda: mutable(paths)
 
 
 def read_only_log(db: Path, monkeypatch):
-    files = [audit.log_path(db)]
-    immutable(files)
-    return lambda: mutable(files)
+    paths = [audit.log_path(db)]
+    immutable(paths)
+    return lambda: mutable(paths)
 
 
 def corrupt_header(db: Path, monkeypatch):
@@ -110,7 +110,7 @@ def word_index(db: Path, monkeypatch):
 
 
 def foreign(db: Path, monkeypatch):
-    for name in (db, *(Path(f"{db}{suffix}") for suffix in store.COMPANIONS)):
+    for name in (db, *(Path(f"{db}{suffix}") for suffix in files.COMPANIONS)):
         name.unlink(missing_ok=True)
     conn = apsw.Connection(str(db))
     conn.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT); INSERT INTO moz_places (url) VALUES ('https://example.org')")
@@ -125,7 +125,7 @@ def foreign_versioned(db: Path, monkeypatch):
 
 
 def empty(db: Path, monkeypatch):
-    for name in (db, *(Path(f"{db}{suffix}") for suffix in store.COMPANIONS)):
+    for name in (db, *(Path(f"{db}{suffix}") for suffix in files.COMPANIONS)):
         name.unlink(missing_ok=True)
     db.write_bytes(b"")
 

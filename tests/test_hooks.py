@@ -299,7 +299,7 @@ def test_module_source_tells_the_standard_library_from_what_is_installed():
 HOOK_FILES = [REPO / "hooks" / "hooks.json", REPO / "mods" / "memory-gate" / "hooks" / "hooks.json",
               REPO / "mods" / "injected-context" / "hooks" / "hooks.json"]
 HOOK_PATH = {"gate", "gate.cli", "gate.cli.entry", "gate.config", "gate.claude", "gate.claude.hookio", "gate.jsonlite",
-             "gate.engine", "gate.engine.store", "_json"}
+             "gate.engine", "gate.engine.store", "gate.engine.files", "_json"}
 # What each hook needs for its work in the test's situation below (a turn opened, nothing searched):
 # gate.credentials only where a prompt is stored, gate.claude.maxturns only where an answer may be held.
 GATE = HOOK_PATH | {"gate.claude.hooks", "gate.memory", "gate.memory.ledger", "gate.clock"}

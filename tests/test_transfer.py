@@ -5,7 +5,7 @@ import tracemalloc
 import pytest
 
 from gate.engine import store
-from gate.memory import audit, changeset, history, ledger, listing, transfer, undo
+from gate.memory import audit, changeset, factlines, history, ledger, listing, transfer, undo
 from gate.search import embeddings, fulltext as search, vectors
 
 
@@ -16,7 +16,7 @@ def exported(conn) -> str:
 
 
 def facts(conn):
-    return list(conn.execute(f"SELECT {', '.join(transfer.COLUMNS)} FROM facts ORDER BY id"))
+    return list(conn.execute(f"SELECT {', '.join(factlines.COLUMNS)} FROM facts ORDER BY id"))
 
 
 def do_import(conn, text, log=None, **options):
@@ -102,7 +102,7 @@ def test_a_duplicate_is_the_same_topic_kind_and_text_whatever_its_id(writer):
 def test_an_id_held_by_another_fact_refuses_the_file_unless_new_ids(writer):
     writer.insert("deploy", "Deploys go through staging.")
     text = json.dumps({"id": 1, "topic": "cache", "kind": "state", "text": "Redis."}) + "\n"
-    refused = pytest.raises(transfer.Refused, do_import, writer.conn, text).value
+    refused = pytest.raises(factlines.Refused, do_import, writer.conn, text).value
     assert "line 1: id 1 is another fact's here ([1] deploy)" in str(refused) and "--new-ids" in str(refused)
     assert len(facts(writer.conn)) == 1
     result = do_import(writer.conn, text, new_ids=True)
@@ -132,7 +132,7 @@ def test_an_id_held_by_another_fact_refuses_the_file_unless_new_ids(writer):
 def test_a_bad_line_refuses_the_whole_file_with_its_number(writer, line, expected):
     good = json.dumps({"topic": "fine", "kind": "state", "text": "A good fact."})
     bad = line if isinstance(line, str) else json.dumps(line)
-    message = str(pytest.raises(transfer.Refused, do_import, writer.conn, f"{good}\n\n{bad}\n").value)
+    message = str(pytest.raises(factlines.Refused, do_import, writer.conn, f"{good}\n\n{bad}\n").value)
     assert message.startswith("import refused, nothing was changed.")
     assert f"line 3: {expected}" in message
     assert facts(writer.conn) == []
@@ -141,21 +141,21 @@ def test_a_bad_line_refuses_the_whole_file_with_its_number(writer, line, expecte
 def test_a_credential_refuses_the_file_and_is_never_repeated(file_conn, db_path):
     token = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
     text = json.dumps({"topic": "bot", "kind": "state", "text": f"the bot token is {token}"}) + "\n"
-    message = str(pytest.raises(transfer.Refused, do_import, file_conn, text, log=audit.log_path(db_path)).value)
+    message = str(pytest.raises(factlines.Refused, do_import, file_conn, text, log=audit.log_path(db_path)).value)
     assert "line 1: text holds what looks like a GitHub token" in message and token not in message
     assert facts(file_conn) == [] and not audit.log_path(db_path).exists()
 
 
 def test_every_problem_is_named_up_to_a_limit(writer):
     text = "".join(json.dumps({"topic": "t", "kind": "bad", "text": "x"}) + "\n" for _ in range(30))
-    refused = pytest.raises(transfer.Refused, do_import, writer.conn, text).value
+    refused = pytest.raises(factlines.Refused, do_import, writer.conn, text).value
     assert len(refused.problems) == transfer.LISTED and refused.more == 10
     assert "line 20:" in str(refused) and "and 10 more" in str(refused)
 
 
 def test_repeated_ids_in_one_file_are_named(writer):
     text = "".join(json.dumps({"id": 7, "topic": "t", "kind": "state", "text": f"x{i}"}) + "\n" for i in range(3))
-    assert "lines 1, 2, 3 all give id 7" in str(pytest.raises(transfer.Refused, do_import, writer.conn, text).value)
+    assert "lines 1, 2, 3 all give id 7" in str(pytest.raises(factlines.Refused, do_import, writer.conn, text).value)
 
 
 def test_lines_written_by_hand_need_topic_kind_and_text_only(writer):
@@ -253,8 +253,8 @@ def test_listing_a_large_memory_streams(big):
 
 
 def test_the_largest_id_import_takes_leaves_memory_ids_for_later_facts(writer):
-    do_import(writer.conn, json.dumps({"id": transfer.MAX_ID, "topic": "t", "kind": "state", "text": "The last id."}) + "\n")
-    assert writer.insert("later", "A fact written after the import.") > transfer.MAX_ID
+    do_import(writer.conn, json.dumps({"id": factlines.MAX_ID, "topic": "t", "kind": "state", "text": "The last id."}) + "\n")
+    assert writer.insert("later", "A fact written after the import.") > factlines.MAX_ID
 
 
 class Endless:
@@ -271,9 +271,9 @@ class Endless:
 
 def test_a_line_without_end_is_refused_where_it_starts_holding_one_line_at_most():
     source = Endless()
-    refused = pytest.raises(transfer.Refused, list, transfer.lines_of(source)).value
+    refused = pytest.raises(factlines.Refused, list, factlines.lines_of(source)).value
     assert refused.problems == [
-        f"line 1: more than {transfer.MAX_LINE} characters, import's limit for one line (a fact's text is at most 600): "
+        f"line 1: more than {factlines.MAX_LINE} characters, import's limit for one line (a fact's text is at most 600): "
         "give one fact per line, as export writes them."
     ]
-    assert source.read <= transfer.MAX_LINE + 3
+    assert source.read <= factlines.MAX_LINE + 3

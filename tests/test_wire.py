@@ -16,7 +16,7 @@ from wire_process import RawServer
 
 from gate import config
 from gate.engine import store
-from gate.serve import wire
+from gate.serve import inbound, wire
 
 
 @pytest.fixture
@@ -140,22 +140,22 @@ def test_a_cancellation_by_the_ids_string_form_settles_the_request():
 
 @pytest.mark.parametrize("line", [r'"\ud83d"', "42", "null", '{"id": 1, "method": "ping", "params": [1]}'])
 def test_lines_that_are_no_request_are_read_without_a_crash(line):
-    found = wire.read_line(line)
+    found = inbound.read_line(line)
     assert found.message is None and (found.replies or found.note)
 
 
 def test_invalid_utf8_on_the_wire_is_read_as_u_fffd_and_said_on_stderr():
     line = call_line(1, "memory_search", '{"terms":"deploy \xff\xfe staging"}').encode("latin-1")
-    found = wire.read_bytes(line)
+    found = inbound.read_bytes(line)
     assert found.message.params["arguments"] == {"terms": "deploy \ufffd\ufffd staging"}
     assert "2 invalid UTF-8 byte sequence(s) as U+FFFD" in found.note
     # A U+FFFD sent as such is no bad byte.
-    assert wire.read_bytes(call_line(2, "memory_search", '{"terms":"\u00fc \ufffd"}').encode()).note is None
+    assert inbound.read_bytes(call_line(2, "memory_search", '{"terms":"\u00fc \ufffd"}').encode()).note is None
 
 
 def test_a_line_the_sdk_reads_is_left_as_it_is():
     line = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_search","arguments":{"terms":"x"}}}'
-    assert wire.read_line(line).message.params["arguments"] == {"terms": "x"}
+    assert inbound.read_line(line).message.params["arguments"] == {"terms": "x"}
 
 
 # -- signals ----------------------------------------------------------------------------------

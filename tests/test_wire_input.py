@@ -13,7 +13,8 @@ import pytest
 from conftest import child_env
 from wire_process import RawServer
 
-from gate.serve import wire
+from gate import serve
+from gate.serve import inbound
 
 NULL = None
 # (the line, the ids its answers carry: a request's own id, NULL for an error that can name none;
@@ -151,11 +152,11 @@ def test_a_line_past_the_limit_is_answered_and_let_go_as_it_comes(server):
             b'"arguments":{"terms":"' + b"x" * size + b'"}}}')
     got = drawn(server, line, "barrier-big")
     assert got == ["big"]
-    assert peak_memory(server.process.pid) - before < 2 * wire.MAX_LINE  # not the 64 MiB it sent
+    assert peak_memory(server.process.pid) - before < 2 * serve.MAX_LINE  # not the 64 MiB it sent
     assert "Traceback" not in server.stderr
 
 
 def test_a_line_past_the_limit_is_refused_naming_the_limit_and_its_id():
-    found = wire.too_long(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"memory_', 9_000_000)
+    found = inbound.too_long(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"memory_', 9_000_000)
     [reply] = found.replies
     assert reply.id == 7 and "ran to 9,000,000 bytes" in reply.error.message and "at most 8 MiB" in reply.error.message

@@ -14,7 +14,7 @@ from pathlib import Path
 from gate import config
 from gate.cli import terminal
 from gate.engine import store
-from gate.memory import audit, history, opening, stats, transfer
+from gate.memory import audit, factlines, history, opening, stats, transfer
 from gate.memory.opening import UserError
 from gate.search import backfill, embeddings, fulltext, sources
 
@@ -154,7 +154,7 @@ def _import(args: argparse.Namespace, settings: config.Settings, conn, path: Pat
                 progress=show,
                 team=team,
             )
-    except transfer.Refused as error:
+    except factlines.Refused as error:
         # Its problems one a line (each one line already), and for --json the same as JSON.
         if args.json:
             print(terminal.json_text({"refused": True, "imported": 0, "problems": error.problems, "more": error.more}))
@@ -192,7 +192,7 @@ class _lines:
         number = 0
         try:
             # number is read by the except below: the line that did not decode follows the last one read.
-            for number, line in enumerate(transfer.lines_of(self.handle), start=1):  # noqa: B007
+            for number, line in enumerate(factlines.lines_of(self.handle), start=1):  # noqa: B007
                 yield line
         except UnicodeDecodeError as error:
             raise UserError(

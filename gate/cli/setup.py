@@ -111,7 +111,7 @@ def cmd_import_auto_memory(args: argparse.Namespace) -> int:
     from gate.claude import automemory
     from gate.cli import terminal
     from gate.engine import store
-    from gate.memory import audit, transfer
+    from gate.memory import audit, factlines, transfer
 
     settings = opening.settings(args)
     folder = Path(config.claude_dir()) / "projects" / config.project_key(settings.project_dir) / "memory"
@@ -133,7 +133,7 @@ def cmd_import_auto_memory(args: argparse.Namespace) -> int:
         result = transfer.import_facts(
             conn, lines, log=audit.log_path(path), command=terminal.command_line(args.argv), dry_run=args.dry_run
         )
-    except transfer.Refused as error:
+    except factlines.Refused as error:
         raise UserError(str(error)) from error
     finally:
         conn.close()

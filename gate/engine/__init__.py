@@ -1,7 +1,8 @@
 """The database itself: opening it, its schema (schema.sql), how its index cuts words, a fact as a row.
 
 Everything above reaches SQLite through here: `store` opens a memory, applies schema.sql's
-numbered sections and takes write transactions; `health` checks that a memory is sound;
+numbered sections and takes write transactions; `files` keeps its files on disk private and
+finds a planted one before memory writes into it; `health` checks that a memory is sound;
 `tokens` cuts and folds words exactly as the FTS5 index does. This is the seam a second storage engine plugs into: `postgres` opens a team's
 memory on PostgreSQL and applies schema-postgres.sql, `teamwords` stores a fact's words as the
 SQLite index holds them and ranks them by FTS5's own bm25, `teamroles` says what a member's role

@@ -10,10 +10,11 @@ wait for each other's short write transactions instead of failing.
 """
 
 import os
-import stat
 import time
 
 import apsw
+
+from gate.engine import files
 
 # This module is on the hooks' per-turn path: cheap imports only (no pathlib, dataclasses, or
 # re until a schema upgrade needs it).
@@ -145,9 +146,9 @@ def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int | None
         if not os.path.exists(path):
             if not create:
                 raise StoreError(f"no memory database at {path}")
-            _create_private(path)
+            files.create_private(path)
         refuse_planted(path)
-        keep_private(path)
+        files.keep_private(path)
         # The check above leaves a moment in which a link could appear: SQLite then refuses it.
         flags |= apsw.SQLITE_OPEN_NOFOLLOW
     conn = None
@@ -233,46 +234,6 @@ def _matched_phrases(api: apsw.FTS5ExtensionApi) -> bytes:
     return bytes(found)
 
 
-def keep_private(path: str) -> None:
-    """Make the default memory folder (`projects/<key>/memory/`, which holds memory.db and
-    write.log) 0700 again when someone made it wider: Claude Code creates that folder 0755 for its
-    own auto memory. Only that layout: a database the owner put elsewhere (MEMORY_GATE_DB) lives in
-    a folder that is not memory-gate's to change. Never fails the open."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if (os.path.basename(path), os.path.basename(folder)) != ("memory.db", "memory") or os.path.basename(
-        os.path.dirname(os.path.dirname(folder))
-    ) != "projects":
-        return
-    try:
-        found = os.stat(folder, follow_symlinks=False)
-        if found.st_uid == os.getuid() and stat.S_ISDIR(found.st_mode) and found.st_mode & 0o077:
-            os.chmod(folder, 0o700)
-    except OSError:
-        pass
-
-
-def _create_private(path: str) -> None:
-    missing = []
-    folder = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(folder):
-        missing.append(folder)
-        folder = os.path.dirname(folder)
-    for folder in reversed(missing):
-        try:
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            pass
-    try:
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
-    except FileExistsError:
-        pass  # made meanwhile by another session, or planted: refuse_planted tells which
-
-
-# Every file SQLite or memory-gate writes beside a database (SQLite makes the first three itself).
-COMPANIONS = ("-wal", "-shm", "-journal")
-LOG_NAME = "write.log"
-
-
 def refuse_planted(path: str) -> None:
     """Raise StoreError when a file memory-gate would write for the database at `path` is a
     symbolic link (memory-gate makes none: one there was put by someone, maybe another user in a
@@ -280,52 +241,17 @@ def refuse_planted(path: str) -> None:
     or do not own for us, belongs to another user (who could read what memory writes into it)."""
     folder = os.path.dirname(os.path.abspath(path))
     try:
-        shared = shared_folder(os.stat(folder))
+        shared = files.shared_folder(os.stat(folder))
     except OSError:
         return  # SQLite's open says what is wrong with the folder
-    for name in (path, *(path + suffix for suffix in COMPANIONS), os.path.join(folder, LOG_NAME)):
+    for name in (path, *(path + suffix for suffix in files.COMPANIONS), os.path.join(folder, files.LOG_NAME)):
         try:
             found = os.lstat(name)
         except OSError:
             continue
-        problem = planted(name, found, shared)
+        problem = files.planted(name, found, shared)
         if problem:
             raise StoreError(problem)
-
-
-def shared_folder(folder: os.stat_result) -> bool:
-    """Someone other than this user can create or replace files in the folder."""
-    return bool(folder.st_mode & 0o022) or folder.st_uid != os.geteuid()
-
-
-def planted(name: str, found: os.stat_result, shared: bool) -> str | None:
-    """What is wrong with the file memory-gate is about to write, with the mend; None if nothing."""
-    import stat
-
-    if stat.S_ISLNK(found.st_mode):
-        try:
-            target = os.readlink(name)
-        except OSError:
-            target = "?"
-        return (
-            f"{name} is a symbolic link (to {target}): memory-gate writes its files itself and "
-            "never through a link, which someone could have planted to make memory overwrite "
-            "another file. Remove the link (if you made it, point MEMORY_GATE_DB at the real "
-            "file instead)"
-        )
-    if not stat.S_ISREG(found.st_mode):
-        return (
-            f"{name} is not a regular file (a folder, device, pipe or socket): memory is a file of "
-            "its own, and SQLite would put its journal beside this one. Point MEMORY_GATE_DB (or "
-            "--db) at a database file, e.g. ./memory.db"
-        )
-    if shared and found.st_uid != os.geteuid():
-        return (
-            f"{name} belongs to another user (uid {found.st_uid}), in a folder others can write: "
-            "memory-gate would be writing into a file they can read or replace. Keep memory in a "
-            "folder of your own (MEMORY_GATE_DB), or remove the file if it is not yours"
-        )
-    return None
 
 
 class writing:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import apsw
 
-from gate.engine import store
+from gate.engine import files, store
 from gate.memory import chain
 
 try:
@@ -36,7 +36,7 @@ try:
 except ImportError:  # not POSIX: the database's write lock alone orders the appends
     fcntl = None  # type: ignore[assignment]  # checked before each use
 
-LOG_NAME = store.LOG_NAME
+LOG_NAME = files.LOG_NAME
 
 
 def log_path(database: Path) -> Path:
@@ -47,7 +47,7 @@ def append(path: Path, entries: list[dict]) -> None:
     """Append entries durably: on disk when this returns.
 
     Never through a symbolic link, nor into another user's file in a shared folder (see
-    store.refuse_planted): the log holds every fact's text."""
+    gate.engine.files): the log holds every fact's text."""
     if not entries:
         return
     try:
@@ -62,8 +62,8 @@ def append(path: Path, entries: list[dict]) -> None:
         ) from error
     try:
         found = os.fstat(fd)
-        problem = store.planted(
-            os.fspath(path), found, store.shared_folder(os.stat(os.path.dirname(os.path.abspath(path))))
+        problem = files.planted(
+            os.fspath(path), found, files.shared_folder(os.stat(os.path.dirname(os.path.abspath(path))))
         )
         if problem:
             raise store.StoreError(problem)
@@ -89,7 +89,7 @@ def append(path: Path, entries: list[dict]) -> None:
 
 def _link_refused(path: Path) -> str | None:
     try:
-        return store.planted(os.fspath(path), os.lstat(path), False)
+        return files.planted(os.fspath(path), os.lstat(path), False)
     except OSError:
         return None
 

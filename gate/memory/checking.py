@@ -1,5 +1,5 @@
 """The checks every fact passes, whoever writes it: memory_write (gate.memory.write), `memory-gate
-import` (gate.memory.transfer), an undo, an edit on the memory page, auto memory taken in. A
+import` (gate.memory.factlines), an undo, an edit on the memory page, auto memory taken in. A
 fact's topic, kind, text and date, each trimmed, or the problem with it and its mend; and the
 short rendering of a bad value a refusal quotes, credentials redacted. Apart from memory_write
 because all of these paths share it, and none of them needs the write's parsing or applying.

@@ -5,12 +5,12 @@ Exporting a memory and importing the file into an empty one gives the same facts
 bookkeeping included. Export reads one snapshot and changes nothing, so it writes nothing to
 write.log (the log records changes to memory; the command says what it wrote and where).
 
-Import is all or nothing. Every line is checked first, as memory_write checks a fact (the same
-checks: gate.memory.write's check_field), and one bad line refuses the whole file, with the line
-numbers, before anything is applied. The lines go into a temporary table, not a list, so a file
-of any size is read once and held on disk. Then, in one transaction, the facts go in through
-gate.memory.changeset: each logged in write.log before the commit, by the command line's own session
-with the command as its words, so `memory-gate undo` can take any of them out again.
+Import is all or nothing. Every line is checked first (gate.memory.factlines: as memory_write
+checks a fact), and one bad line refuses the whole file, with the line numbers, before anything
+is applied. The lines go into a temporary table, not a list, so a file of any size is read once
+and held on disk. Then, in one transaction, the facts go in through gate.memory.changeset: each
+logged in write.log before the commit, by the command line's own session with the command as its
+words, so `memory-gate undo` can take any of them out again.
 
 Importing into a memory that already holds facts:
 
@@ -33,36 +33,28 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date as Date
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import apsw
 
-from gate import clock, credentials
+from gate import credentials
 from gate.engine import postgres, store
-from gate.memory import changeset, checking
+from gate.memory import changeset
+from gate.memory.factlines import COLUMNS, Refused, check_line
 from gate.search import embeddings, vectors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gate.engine.teamfacts import TeamFacts
 
-COLUMNS = ("id", "topic", "kind", "text", "date", "created", "updated", "confirmed", "rev")
-# A line longer than this holds no fact memory_write would take (600 characters of text, escaped).
-MAX_LINE = 20_000
-# The largest id or rev import takes: far past any project's memory, and far enough below
-# SQLite's last integer (2**63 - 1) that a fact always has a next id and a next rev (an imported
-# 2**63 - 1 left AUTOINCREMENT none: every later write failed).
-MAX_ID = 2**31 - 1
 # Problems named one by one; past this many, the rest are counted.
 LISTED = 20
 # `progress(done, total)` is called every this many facts and at the end (gate.cli.terminal draws it).
 PROGRESS_EVERY = 500
-_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 Progress = Callable[[int, int], None]
 
 
@@ -94,114 +86,6 @@ def _write_rows(rows: Iterable[tuple], total: int, out: TextIO, progress: Progre
         if progress and (done % PROGRESS_EVERY == 0 or done == total):
             progress(done, total)
     return done
-
-
-# -- import: checking ---------------------------------------------------------------------------
-
-
-class Refused(Exception):
-    """The file was not imported, nothing applied; `problems` name lines and mends."""
-
-    def __init__(self, problems: list[str], more: int = 0):
-        # Problems quote the file's keys and values: redacted, as memory_write's refusals are.
-        # One line each, whatever the file held (a key may hold a line break).
-        self.problems = [credentials.redact(problem).replace("\r", "\\r").replace("\n", "\\n") for problem in problems]
-        self.more = more
-        lines = ["import refused, nothing was changed. Fix the file and run it again:"]
-        lines += [f"- {problem}" for problem in self.problems]
-        if more:
-            lines.append(f"- and {more} more problem(s) like these")
-        super().__init__("\n".join(lines))
-
-
-def check_line(raw: str, today: str) -> tuple[dict[str, Any] | None, list[str]]:
-    """One line of the file: the fact it holds (absent columns None, date filled in), or its
-    problems, each with its mend."""
-    if len(raw) > MAX_LINE:
-        return None, [
-            f"{len(raw)} characters, more than any fact: one fact per line, its text at most {checking.MAX_TEXT} characters."
-        ]
-    try:
-        data = json.loads(raw)
-    except ValueError as error:
-        return None, [f"not JSON ({error}): each line holds one fact as a JSON object."]
-    if not isinstance(data, dict):
-        return None, [
-            f"{checking.brief(data)} is not a fact: give an object such as "
-            '{"topic": "deploy", "kind": "state", "text": "..."}.'
-        ]
-    problems = []
-    unknown = [key for key in data if key not in COLUMNS]
-    if unknown:
-        problems.append(
-            "remove " + ", ".join(f'"{key}"' for key in unknown) + f": a fact line holds {', '.join(COLUMNS)}."
-        )
-    fact: dict[str, Any] = dict.fromkeys(COLUMNS)
-    if data.get("id") is not None:
-        if not checking.is_id(data["id"]):
-            problems.append(
-                f"id is {checking.brief(data['id'])}: give a positive integer, or leave id out for a new one."
-            )
-        elif data["id"] > MAX_ID:
-            problems.append(
-                f"id {data['id']} is past {MAX_ID}, the largest id import takes (memory would run out "
-                "of ids for its next facts): leave id out, or import with --new-ids."
-            )
-        else:
-            fact["id"] = data["id"]
-    for key in ("topic", "kind", "text", "date"):
-        if data.get(key) is None:
-            if key != "date":
-                problems.append(f"{key} is missing{checking.hint(key)}.")
-            continue
-        value, problem = checking.check_field(key, data[key])
-        if problem:
-            problems.append(problem)
-        fact[key] = value
-    fact["date"] = fact["date"] or today
-    for key in ("created", "updated", "confirmed"):
-        value = data.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, str) or not _is_time(value):
-            problems.append(
-                f"{key} is {checking.brief(value)}: write a UTC time as YYYY-MM-DDTHH:MM:SSZ, or leave it out."
-            )
-        else:
-            fact[key] = value
-    if data.get("rev") is not None:
-        if checking.is_id(data["rev"]) and data["rev"] <= MAX_ID:
-            fact["rev"] = data["rev"]
-        else:
-            problems.append(
-                f"rev is {checking.brief(data['rev'])}: give a positive integer up to {MAX_ID}, or leave it out."
-            )
-    return (None if problems else fact), problems
-
-
-def _is_time(value: str) -> bool:
-    return (
-        bool(_TIME.fullmatch(value)) and clock.is_stamp(value) and checking.FIRST_DAY <= value[:10] <= checking.LAST_DAY
-    )
-
-
-def lines_of(handle: TextIO) -> Iterator[str]:
-    """The lines of `handle`, holding at most about MAX_LINE characters at a time: a line past
-    MAX_LINE (a file without line breaks, /dev/zero) is refused where it starts, never read whole."""
-    number = 0
-    while True:
-        line = handle.readline(MAX_LINE + 3)  # the line, its \r\n, and one more to see it is too long
-        if not line:
-            return
-        number += 1
-        if len(line.rstrip("\r\n")) > MAX_LINE:
-            raise Refused(
-                [
-                    f"line {number}: more than {MAX_LINE} characters, import's limit for one line (a fact's text "
-                    f"is at most {checking.MAX_TEXT}): give one fact per line, as export writes them."
-                ]
-            )
-        yield line
 
 
 # -- import: applying ------------------------------------------------------------------------

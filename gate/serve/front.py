@@ -40,6 +40,7 @@ import sys
 import threading
 
 from gate import config, jsonlite, stopping
+from gate.serve import MAX_LINE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,9 +49,6 @@ if TYPE_CHECKING:
 ANSWERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "discovery.json")
 PROTOCOL_KEY = "io.modelcontextprotocol/protocolVersion"
 CHUNK = 1 << 16
-# The longest line memory-gate serve reads (gate.serve.wire lets a longer one go as it arrives): a
-# write of a thousand full facts fits many times over.
-MAX_LINE = 8 << 20
 # The SDK is imported once the session has been quiet this long (or at once, when a line needs
 # it): its import takes a CPU for one to three seconds, and a turn on a 2-core machine runs
 # Claude Code, its hooks and this server at once. In `claude -p` with a fast model the gaps of a
@@ -104,7 +102,7 @@ def answer(line: bytes, answers: dict) -> bytes | Call | None:
     if method == LISTEN:
         return _acknowledged(request_id, params)
     if method == "tools/call":
-        # A lone surrogate (from an escape) is the wire's to mend (gate.serve.wire) before a tool sees it.
+        # A lone surrogate (from an escape) is the wire's to mend (gate.serve.inbound) before a tool sees it.
         return None if _lone_surrogate(params) else _call(request_id, params)
     if set(params) != {"_meta"}:
         return None
@@ -117,7 +115,7 @@ def answer(line: bytes, answers: dict) -> bytes | Call | None:
 # The arguments each tool takes: a call with any other is the SDK's to answer (its validation).
 ARGUMENTS = {"memory_search": {"terms"}, "memory_write": {"ops", "kept"}}
 # The tools take flat arguments (a list of flat objects at most): anything nested deeper is left to
-# the SDK's server, whose wire refuses what nests too deep (gate.serve.wire MAX_DEPTH) in its words.
+# the SDK's server, whose wire refuses what nests too deep (gate.serve.inbound MAX_DEPTH) in its words.
 FLAT = 8
 TOOL_USE_ID = "claudecode/toolUseId"
 
