@@ -115,6 +115,12 @@ def team_facts(url: str) -> list[str]:
         return [text for (text,) in admin.execute("SELECT text FROM memory_gate.facts ORDER BY id")]
 
 
+def backends(url: str, name: str) -> int:
+    """How many sessions on the server carry this application_name."""
+    with psycopg.connect(url) as admin:
+        return admin.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (name,)).fetchone()[0]
+
+
 def figure(what: str, seconds: float) -> None:
     """A fault's figure, for docs/team-memory.md: `pytest -s tests/test_team_faults.py` shows them."""
     print(f"\n{what}: {seconds * 1000:.1f} ms")
@@ -147,10 +153,15 @@ def test_a_path_going_half_dead_mid_write_fails_within_the_deadline_and_the_writ
             insert(facts, "Refused for its deadline.")
         took = time.monotonic() - started
         proxy.resume()  # the path comes back: what it held reaches the server now
-        time.sleep(0.5)
     finally:
         conn.close()
         proxy.close()
+    # Once the member's session on the server has ended, what it held has been committed or not:
+    # then, and not before, the facts say whether the late write was applied.
+    gone = time.monotonic() + 30
+    while backends(postgres_url, postgres.application_name("ana@laptop")):
+        assert time.monotonic() < gone, "the member's session never ended on the server"
+        time.sleep(0.05)
     figure("a path gone half dead mid-write, a 2 s deadline: refused after", took)
     assert took < 2.0 + 1.0, took
     assert "no answer within 2 s" in refused.value.reason

@@ -130,14 +130,7 @@ class TeamFacts:
             (
                 self.project,
                 fact_id,
-                after["topic"],
-                after["kind"],
-                after["text"],
-                after["date"],
-                kept.get("created", stamp),
-                kept.get("updated", stamp),
-                kept.get("confirmed", stamp),
-                rev,
+                *_stored(after, kept, stamp),
                 self.who.member,
                 teamwords.words(after["topic"], after["text"]),
             ),
@@ -200,14 +193,7 @@ class TeamFacts:
                         (
                             count,
                             fact_id,
-                            after["topic"],
-                            after["kind"],
-                            after["text"],
-                            after["date"],
-                            kept.get("created", stamp),
-                            kept.get("updated", stamp),
-                            kept.get("confirmed", stamp),
-                            kept.get("rev", 1),
+                            *_stored(after, kept, stamp),
                             teamwords.words(after["topic"], after["text"]),
                             json.dumps(after, ensure_ascii=False),
                             json.dumps({**line, "member": member}, ensure_ascii=False),
@@ -346,3 +332,18 @@ class TeamFacts:
         if rows:
             with self.conn.cursor() as cursor:
                 cursor.executemany("UPDATE changes SET line = %s::jsonb WHERE project = %s AND seq = %s", rows)
+
+
+def _stored(after: dict, kept: dict, stamp: str) -> tuple:
+    """A fact's row from topic to rev, as insert and insert_many store it: its fields, and the
+    bookkeeping it keeps (an import's, a restore's) or this change's stamp and revision 1."""
+    return (
+        after["topic"],
+        after["kind"],
+        after["text"],
+        after["date"],
+        kept.get("created", stamp),
+        kept.get("updated", stamp),
+        kept.get("confirmed", stamp),
+        kept.get("rev", 1),
+    )
