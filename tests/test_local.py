@@ -134,3 +134,24 @@ def test_memory_search_the_command_and_the_page_give_the_same_facts_in_the_same_
     assert len(answers["cat sleeping on the printer"]) == 2  # by meaning alone: both copies of the cat
     assert answers["kafka lag"] == []  # nothing on the subject: the same nothing everywhere
     conn.close()
+
+
+def test_the_owners_words_are_embedded_once_a_turn_and_again_for_another_model():
+    from gate.search import lookup
+
+    class Counted(local.Model):
+        """The installed model, counting the texts it is asked to embed."""
+
+        def embed(self, texts, *, role, timeout):
+            self.asked = [*getattr(self, "asked", []), *texts]
+            return super().embed(texts, role=role, timeout=timeout)
+
+    model, notes = Counted(), []
+    owner = "We moved the API off Heroku last week."
+    first = lookup.embed(["hosting", owner], model, notes)
+    second = lookup.embed(["platform", owner], model, notes)
+    assert model.asked == ["hosting", owner, "platform"] and notes == []
+    assert first is not None and second is not None and first.rows[1] == second.rows[1]
+    model.remembered[owner] = ("another-model", model.remembered[owner][1])  # the endpoint changed its model
+    lookup.embed(["deploys", owner], model, notes)
+    assert model.asked[3:] == ["deploys", "deploys", owner] and model.remembered[owner][0] == local.NAME

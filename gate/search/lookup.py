@@ -290,6 +290,11 @@ def embed(queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[
     asked = [queries[0]] + [text for text in queries[1:] if text not in kept]
     try:
         answer = endpoint.embed(asked, role=embeddings.QUERY, timeout=endpoint.search_timeout)
+        # A remembered vector of another model (the endpoint changed its own) is asked for again.
+        stale = [text for text in queries if text not in asked and kept[text][0] != answer.model]
+        if stale:
+            asked += stale
+            answer = endpoint.embed(asked, role=embeddings.QUERY, timeout=endpoint.search_timeout)
     except embeddings.VectorError as error:
         notes.append(f"{WORDS_ONLY}{error}")
         return None
@@ -298,10 +303,4 @@ def embed(queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[
         if len(kept) >= REMEMBERED:
             kept.pop(next(iter(kept)))
         kept[text] = (answer.model, rows[text])
-    # A remembered vector of another model (the endpoint changed its own) is not used.
-    return embeddings.Vectors(
-        answer.model,
-        [rows[text] if text in rows else kept[text][1] for text in queries]
-        if all(text in rows or kept[text][0] == answer.model for text in queries)
-        else list(endpoint.embed(queries, role=embeddings.QUERY, timeout=endpoint.search_timeout).rows),
-    )
+    return embeddings.Vectors(answer.model, [rows[text] if text in rows else kept[text][1] for text in queries])
