@@ -84,9 +84,16 @@ class Proxy:
             held = []
 
     def close(self) -> None:
+        # shutdown() before close(): a close() alone leaves a socket open while a pump thread is
+        # blocked reading it (Linux releases it when that read returns), so the server would never
+        # see the path end and the member's session would live on.
         self.flowing.set()
         self.listener.close()
         for sock in self.sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already ended by its peer
             sock.close()
 
 
