@@ -38,6 +38,8 @@ class Proxy:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.flowing = threading.Event()
+        # Set once bytes arrived while stalled: a call is waiting on the path now.
+        self.holding = threading.Event()
         if not stalled:
             self.flowing.set()
         self.sockets: list[socket.socket] = []
@@ -71,6 +73,8 @@ class Proxy:
             except OSError:
                 data = b""
             held.append(data)
+            if data and not self.flowing.is_set():
+                self.holding.set()
             self.flowing.wait()
             try:
                 for chunk in held:

@@ -219,23 +219,42 @@ class ChangeSet:
         `ahead` the vectors asked for before the transaction (see `embed_ahead`). A change set
         that changed nothing and is not a memory_write (an import of duplicates only) need not
         be finished: it recorded nothing."""
+        if not self.facts.local:
+            revisions = self.finish_team(turn, ahead=ahead, sync=sync)
+            self.record(turn, revisions, digest=digest, answer=answer, tool_use_id=tool_use_id)
+            return
         ids = list(self.changed if sync is None else sync)
-        if self.facts.local:
-            for start in range(0, max(len(ids), 1), SYNC_BATCH):
-                vectors.sync(self.conn, ids[start : start + SYNC_BATCH], ahead)
-        else:  # a team's vectors are pgvector's, in the team's transaction
-            from gate.search import teamvectors
+        for start in range(0, max(len(ids), 1), SYNC_BATCH):
+            vectors.sync(self.conn, ids[start : start + SYNC_BATCH], ahead)
+        self.record(turn, None, digest=digest, answer=answer, tool_use_id=tool_use_id)
+        self._flush()
 
-            teamvectors.sync(self.facts, ids, ahead)
+    def finish_team(
+        self, turn: ledger.Turn, *, ahead: vectors.Prepared | None = None, sync: Iterable[int] | None = None
+    ) -> dict[int, int]:
+        """The team's part of `finish`, in the team's transaction and nothing of the ledger's:
+        the vectors (pgvector's) and the changes' lines. Returns the revision now of each fact
+        the turn read, which `record` then gives the ledger (a memory_write records it in a
+        ledger transaction of its own, after the team's commit: gate.memory.write)."""
+        from gate.search import teamvectors
+
+        teamvectors.sync(self.facts, list(self.changed if sync is None else sync), ahead)
         # local False: a TeamFacts, which has revisions.
-        revisions = None if self.facts.local else self.facts.revisions(ledger.read_ids(self.conn, turn.id))  # type: ignore[attr-defined]
+        revisions = self.facts.revisions(ledger.read_ids(self.conn, turn.id))  # type: ignore[attr-defined]
+        self._flush()
+        return revisions
+
+    def record(
+        self, turn: ledger.Turn, revisions: dict[int, int] | None, *, digest: str, answer: str, tool_use_id: str | None
+    ) -> None:
+        """The ledger's part of `finish`: the turn's reads answered, at `revisions` where the facts
+        are a team's, and the `writes` row; in the ledger's transaction."""
         seq = ledger.record_write(self.conn, turn, revisions)
         self.conn.execute(
             "INSERT INTO writes (id, session, turn, seq, tool_use_id, digest, changes, answer, at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (self.write_id, turn.session, turn.id, seq, tool_use_id, digest, self.logged, answer, clock.now()),
         )
-        self._flush()
 
 
 def embed_ahead(

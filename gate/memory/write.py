@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date as Date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -33,6 +33,9 @@ from gate.memory import changeset, ledger, pending
 from gate.memory.checking import brief
 from gate.memory.parsing import Op, digest, parse
 from gate.search import embeddings, vectors
+
+if TYPE_CHECKING:
+    from gate.engine.teamfacts import TeamFacts
 
 
 class Refused(Exception):
@@ -92,7 +95,9 @@ def apply(
     `log` is write.log; None only for in-memory databases. With an `endpoint`, new and changed
     facts get their vectors when it answers in time, else they wait for a later write. `facts`:
     where the facts are (gate.engine.teamfacts's TeamFacts for a team's memory); the turn's
-    ledger is `conn`'s either way, and the team's transaction commits inside the ledger's.
+    ledger is `conn`'s either way. A local write is one transaction; a team's is two, the team's
+    and then the ledger's, and the ledger's lock is never held while the team is asked
+    (`_apply_team`).
     """
     facts = facts if facts is not None else LocalFacts(conn)
     parsed, kept_ids, problems = parse(ops, kept)
@@ -101,15 +106,11 @@ def apply(
     if endpoint is not None and not problems:
         ahead = _embed_ahead(conn, endpoint, parsed) if facts.local else _embed_ahead_team(facts, endpoint, parsed)
     write_id = uuid.uuid4().hex
-    noted = not facts.local and not problems
-    if noted:
-        # Noted before it goes to the team, in case the ledger's commit fails after the team's.
-        with store.writing(conn):
-            pending.note(conn, write_id, attribute(conn), tool_use_id=tool_use_id, digest=key, kept=kept_ids)
-    try:
-        return _apply_noted(
+    if not facts.local:
+        team: TeamFacts = facts  # type: ignore[assignment]  # local False: a TeamFacts
+        return _apply_team(
             conn,
-            facts,
+            team,
             parsed,
             kept_ids,
             problems,
@@ -117,44 +118,14 @@ def apply(
             ahead,
             write_id,
             attribute=attribute,
-            log=log,
             tool_use_id=tool_use_id,
             today=today,
         )
-    except Refused:
-        if noted:
-            with store.writing(conn):  # nothing of it reached the team
-                pending.done(conn, write_id)
-        raise
-
-
-def _apply_noted(
-    conn: apsw.Connection,
-    facts: changeset.Facts,
-    parsed: list[Op],
-    kept_ids: list[int],
-    problems: list[str],
-    key: str,
-    ahead: vectors.Prepared | None,
-    write_id: str,
-    *,
-    attribute: Callable[[apsw.Connection], ledger.Turn],
-    log: Path | None,
-    tool_use_id: str | None,
-    today: str | None,
-) -> Outcome:
     with store.writing(conn), facts.transaction():
         turn = attribute(conn)
-        if not facts.local:
-            # A write of the session's that the team committed and this ledger missed: taken in
-            # first, so that the same write sent again is a replay, not a second copy.
-            pending.settle(conn, facts, turn.session, writing=write_id)  # type: ignore[arg-type]  # local False: a TeamFacts
-            turn = ledger.get_turn(conn, turn.id) or turn
         owes_search = turn.opened_by_hook and turn.searched == 0
         replay = _replay(conn, turn, key, tool_use_id)
         if replay is not None:
-            if not facts.local:
-                pending.done(conn, write_id)
             replay.owes_search = owes_search
             return replay
         found, changed = _check_against_memory(conn, facts, turn, parsed, kept_ids)
@@ -169,9 +140,7 @@ def _apply_noted(
             refused = Refused(problems)
         else:
             refused = None
-            changes = changeset.ChangeSet(
-                conn, changeset.author(turn), log if facts.local else None, facts, write_id=write_id
-            )
+            changes = changeset.ChangeSet(conn, changeset.author(turn), log, facts, write_id=write_id)
             outcome = _apply(changes, parsed, kept_ids, today or Date.today().isoformat())
             # An update that changed nothing is in `done` too: its fact may still be owed a vector.
             changes.finish(
@@ -184,11 +153,102 @@ def _apply_noted(
             )
             if turn.opened_by_hook and not owes_search:
                 ledger.met_by_write(conn, turn.id)  # the answer "nothing owed" (gate.serve.render)
-            if not facts.local:
-                pending.done(conn, write_id)
     if refused is not None:
         raise refused
     outcome.owes_search = owes_search
+    return outcome
+
+
+def _apply_team(
+    conn: apsw.Connection,
+    team: TeamFacts,
+    parsed: list[Op],
+    kept_ids: list[int],
+    problems: list[str],
+    key: str,
+    ahead: vectors.Prepared | None,
+    write_id: str,
+    *,
+    attribute: Callable[[apsw.Connection], ledger.Turn],
+    tool_use_id: str | None,
+    today: str | None,
+) -> Outcome:
+    """A write to a team's memory, in phases, none holding the ledger's lock while the network
+    answers (so the member's hooks and other sessions never find the ledger busy for it):
+
+    1. a short ledger transaction names the turn and notes the write (gate.memory.pending);
+    2. the session's writes left noted are settled, and a write already applied is answered
+       as a replay, the ledger read with no lock held;
+    3. the team's transaction checks the write against the facts under the project's lock,
+       applies it and records its lines, and commits;
+    4. a short ledger transaction records it for the turn (`_into_ledger`) and takes the note away.
+
+    Killed between 3 and 4, the note stays, and the session's next write takes it in (2)."""
+    with store.writing(conn):
+        turn = attribute(conn)
+        if not problems:
+            # Noted before it goes to the team, in case the ledger's commit fails after the team's.
+            pending.note(conn, write_id, turn, tool_use_id=tool_use_id, digest=key, kept=kept_ids)
+    changed: dict[int, int] = {}
+    try:
+        # A write of the session's that the team committed and this ledger missed: taken in
+        # first, so that the same write sent again is a replay, not a second copy.
+        pending.settle(conn, team, turn.session, writing=write_id)
+        turn = ledger.get_turn(conn, turn.id) or turn
+        owes_search = turn.opened_by_hook and turn.searched == 0
+        replay = _replay(conn, turn, key, tool_use_id)
+        if replay is not None:
+            with store.writing(conn):
+                pending.done(conn, write_id)
+            replay.owes_search = owes_search
+            return replay
+        with team.transaction():
+            found, changed = _check_against_memory(conn, team, turn, parsed, kept_ids)
+            problems += found
+            if not problems:
+                changes = changeset.ChangeSet(conn, changeset.author(turn), None, team, write_id=write_id)
+                outcome = _apply(changes, parsed, kept_ids, today or Date.today().isoformat())
+                # An update that changed nothing is in `done` too: its fact may still be owed a vector.
+                revisions = changes.finish_team(turn, ahead=ahead, sync=[item["id"] for item in outcome.done])
+        if problems:
+            raise Refused(problems)
+    except Refused:
+        with store.writing(conn):  # nothing of it reached the team
+            # The refusal shows each fact changed since it was read as it is now: the turn has
+            # seen that revision, and its next write may answer for it (see `apply`).
+            ledger.saw(conn, turn.id, changed)
+            pending.done(conn, write_id)
+        raise
+    outcome = _into_ledger(conn, changes, turn, outcome, revisions, key=key, tool_use_id=tool_use_id)
+    outcome.owes_search = owes_search
+    return outcome
+
+
+def _into_ledger(
+    conn: apsw.Connection,
+    changes: changeset.ChangeSet,
+    turn: ledger.Turn,
+    outcome: Outcome,
+    revisions: dict[int, int],
+    *,
+    key: str,
+    tool_use_id: str | None,
+) -> Outcome:
+    """The ledger's transaction of a team write the team has committed: the turn's reads answered,
+    the `writes` row, the note taken away. A write another call settled meanwhile (its note
+    taken in from the team's record) is the ledger's already, and is not recorded again: it
+    keeps this call's answer, which a replay then gives."""
+    with store.writing(conn):
+        turn = ledger.get_turn(conn, turn.id) or turn
+        answer = json.dumps(outcome.to_json())
+        if pending.recorded(conn, changes.write_id):
+            # Its answer rebuilt from the record lacks what left no line: this call's is whole.
+            conn.execute("UPDATE writes SET answer = ? WHERE id = ?", (answer, changes.write_id))
+        else:
+            changes.record(turn, revisions, digest=key, answer=answer, tool_use_id=tool_use_id)
+            if turn.opened_by_hook and turn.searched > 0:
+                ledger.met_by_write(conn, turn.id)  # the answer "nothing owed" (gate.serve.render)
+        pending.done(conn, changes.write_id)
     return outcome
 
 
