@@ -262,6 +262,18 @@ def database_for(home: str | os.PathLike, folder: str | os.PathLike) -> str:
     return os.path.join(os.fspath(home), "projects", project_key(folder), "memory", "memory.db")
 
 
+def team_setting(database: str) -> str:
+    """The setting `team connect` writes beside the project's local database (gate.memory.team)."""
+    return os.path.splitext(database)[0] + ".team.json"
+
+
+def facts_here(settings: Settings, database: str) -> bool:
+    """Whether the project's facts live in its local file (`database`), or in a team's memory on
+    PostgreSQL, the file then holding only the turn ledger. A look at the settings and one file's
+    presence: the hooks ask it, and never reach the network."""
+    return not settings.team_url and not os.path.exists(team_setting(database))
+
+
 def find_database(settings: Settings) -> str:
     """The database this session uses: `MEMORY_GATE_DB` when set; else the nearest existing one
     for the working folder or a folder above it; else where the project root's will be created."""

@@ -133,6 +133,29 @@ def test_stop_names_unanswered_facts(home, project):
     assert out["decision"] == "block" and "Fact 1 read this turn is not answered for" in out["reason"]
 
 
+def test_stop_counts_a_team_read_owed_though_the_ledger_holds_no_facts(home, project):
+    """A team member's file holds the turn ledger, not the facts: a read no write answered for is
+    owed there though no fact of that id is in the file (a local memory would call it gone)."""
+    prompt(home, project)
+    conn = store.connect(database(home, project))
+    with store.writing(conn):
+        [turn_id] = conn.execute("SELECT id FROM turns WHERE prompt_id = 'p1'").fetchone()
+        conn.execute("UPDATE turns SET searched = 1, wrote = 1 WHERE id = ?", (turn_id,))
+        conn.execute("INSERT INTO reads (turn, fact, rev) VALUES (?, 42, 1)", (turn_id,))
+    conn.close()
+    assert stop(home, project)[1] is None  # a local memory: fact 42 is gone, nothing owed
+    Path(config.team_setting(str(database(home, project)))).write_text("{}")
+    prompt(home, project, prompt_id="p2")
+    conn = store.connect(database(home, project))
+    with store.writing(conn):
+        [turn_id] = conn.execute("SELECT id FROM turns WHERE prompt_id = 'p2'").fetchone()
+        conn.execute("UPDATE turns SET searched = 1, wrote = 1 WHERE id = ?", (turn_id,))
+        conn.execute("INSERT INTO reads (turn, fact, rev) VALUES (?, 42, 1)", (turn_id,))
+    conn.close()
+    _, out, _ = stop(home, project, prompt_id="p2")
+    assert out["decision"] == "block" and "Fact 42 read this turn is not answered for" in out["reason"]
+
+
 def test_stop_lets_a_met_turn_through(home, project):
     prompt(home, project)
     _search_and_write(home, project)

@@ -230,3 +230,23 @@ def test_a_noted_write_the_team_never_committed_is_forgotten(members):
     assert ana.ledger.execute("SELECT id FROM team_writes").fetchall() == []
     assert [row[0] for row in ana.ledger.execute("SELECT id FROM writes")] != ["never-sent"]
     assert ana.ledger.execute("SELECT count(*) FROM writes WHERE id = 'never-sent'").fetchone() == (0,)
+
+
+def test_a_fact_a_team_search_returned_must_be_answered_for(members):
+    """The gate's rule holds on a team as on a file: a write that leaves a fact the turn's search
+    returned unanswered (not kept, updated or deleted) is refused, and the Stop hook's ledger
+    counts it owed."""
+    from gate.memory import write
+
+    ana, _ = members
+    ana.turn("remember how deploys work")
+    ana.search("deploy")
+    insert = {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}
+    [fact] = ana.write([insert]).outcome.new_ids
+    ana.turn("add that releases are tagged")
+    assert fact in [result.fact.id for result in ana.search("deploy staging").results]
+    turn = ledger.latest_turn(ana.ledger, ana.session).id
+    assert ledger.unanswered(ana.ledger, turn, facts_here=False) == [fact]  # as the Stop hook counts it
+    with pytest.raises(write.Refused) as refused:
+        ana.write([{"op": "insert", "topic": "release", "kind": "state", "text": "Releases are tagged vX.Y.Z."}])
+    assert f"fact {fact} read this turn is not answered for" in str(refused.value.problems)

@@ -72,6 +72,14 @@ def _open(payload: dict, *, create: bool):
     return store.connect(path, busy_ms=BUSY_MS)
 
 
+def _gate(conn, payload: dict, session: str, prompt_id: str) -> ledger.Gate | None:
+    """The turn's gate in the ledger, its reads owed as the project's facts say: in this file, or
+    in a team's memory (then every read no write answered for is owed)."""
+    settings = config.load(cwd=payload.get("cwd") or None)
+    here = config.facts_here(settings, config.find_database(settings))
+    return ledger.gate(conn, session, prompt_id, facts_here=here)
+
+
 def _text(payload: dict, key: str) -> str:
     value = payload.get(key)
     if not isinstance(value, str) or not value:
@@ -195,7 +203,7 @@ def _rule(payload: dict, prefix: str, held_enough, budget, seen: Seen | None = N
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
     conn = _open(payload, create=False)
     with store.writing(conn):
-        state = ledger.gate(conn, session, prompt_id)
+        state = _gate(conn, payload, session, prompt_id)
         if seen is not None:
             if seen.released:
                 return "pass", None
@@ -283,7 +291,7 @@ def status(payload: dict, prefix: str) -> dict:
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
     seen = _seen(payload)
     conn = _open(payload, create=False)
-    state = ledger.gate(conn, session, prompt_id)
+    state = _gate(conn, payload, session, prompt_id)
     if state is not None and seen is not None:
         state = ledger.Gate(state.turn, seen.searched, seen.wrote, seen.unanswered)
     if state is None or state.met:

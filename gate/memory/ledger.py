@@ -212,12 +212,13 @@ def read_revisions(conn: apsw.Connection, turn_id: int) -> dict[int, int | None]
     return dict(conn.execute("SELECT fact, rev FROM reads WHERE turn = ?", (turn_id,)))
 
 
-def unanswered(conn: apsw.Connection, turn_id: int) -> list[int]:
-    """Facts read this turn, still in memory, that no accepted write has answered for."""
-    rows = conn.execute(
-        "SELECT fact FROM reads WHERE turn = ? AND answered = 0 AND fact IN (SELECT id FROM facts) ORDER BY fact",
-        (turn_id,),
-    )
+def unanswered(conn: apsw.Connection, turn_id: int, *, facts_here: bool = True) -> list[int]:
+    """Facts read this turn, still in memory, that no accepted write has answered for. Where the
+    facts are not in this file (`facts_here` false: a team's memory, this file its member's
+    ledger), every read no write answered for: whether one is still in memory is the team's to
+    say (gate.memory.write asks it), and a write answers for them all."""
+    still = " AND fact IN (SELECT id FROM facts)" if facts_here else ""
+    rows = conn.execute(f"SELECT fact FROM reads WHERE turn = ? AND answered = 0{still} ORDER BY fact", (turn_id,))
     return [row[0] for row in rows]
 
 
@@ -275,12 +276,13 @@ class Gate:
         return self.searched and self.wrote and not self.unanswered
 
 
-def gate(conn: apsw.Connection, session: str, prompt_id: str) -> Gate | None:
-    """The gate of the turn of this prompt, or None when no hook opened such a turn."""
+def gate(conn: apsw.Connection, session: str, prompt_id: str, *, facts_here: bool = True) -> Gate | None:
+    """The gate of the turn of this prompt, or None when no hook opened such a turn (`facts_here`:
+    as `unanswered` takes it)."""
     turn = _turn(conn, "session = ? AND prompt_id = ?", (session, prompt_id))
     if turn is None:
         return None
-    return Gate(turn, turn.searched > 0, turn.wrote > 0, unanswered(conn, turn.id))
+    return Gate(turn, turn.searched > 0, turn.wrote > 0, unanswered(conn, turn.id, facts_here=facts_here))
 
 
 def hold(conn: apsw.Connection, turn_id: int) -> int:

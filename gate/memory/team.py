@@ -43,9 +43,7 @@ class Team:
         return postgres.shown(self.url)
 
 
-def setting_path(database: str) -> str:
-    """The setting `team connect` writes, beside the project's local database."""
-    return os.path.splitext(database)[0] + ".team.json"
+setting_path = config.team_setting
 
 
 def find(settings: config.Settings) -> Team | None:

@@ -368,7 +368,11 @@ def _check_against_memory(
                 "this turn can be kept: take it out of kept, or search for it first."
             )
     answered = set(kept) | {op.id for op in ops if op.id is not None}
-    missing = [fact for fact in ledger.unanswered(conn, turn.id) if fact not in answered]
+    # What the turn read and no write answered for, that memory still holds (the facts' store
+    # says, a team's as a file's).
+    owed = [fact for fact in ledger.unanswered(conn, turn.id, facts_here=False) if fact not in answered]
+    still = facts.existing(owed) if owed else set()
+    missing = [fact for fact in owed if fact in still]
     if missing:
         listed = ", ".join(str(fact) for fact in missing)
         noun = "fact" if len(missing) == 1 else "facts"
