@@ -421,4 +421,10 @@ def samples(part: str) -> tuple[list[Sample], list[Sample]]:
         for group, make in benign_makers:
             _, env, _, label, _ = rng.choice(providers)
             benign.append(Sample(group, "", make(rng, env, label)))
+    if part == "tuning":
+        import _credential_tuning
+
+        more_secrets, more_benign = _credential_tuning.more()
+        secrets += more_secrets
+        benign += more_benign
     return secrets, list(dict.fromkeys(benign))
