@@ -75,6 +75,19 @@ _CONTEXTS = [
     ("prose-en", lambda env, key, label, value: f"Paste {value} into the {label} field of the dashboard."),
     ("prose-pt", lambda env, key, label, value: f"Coloquei {value} como {label} no servidor de testes."),
     ("dotenv", lambda env, key, label, value: f"{env} = {value}"),
+    (
+        "cloud-cli",
+        lambda env, key, label, value: (
+            f"az login --service-principal -u http://acme-ci -p {value} --tenant contoso.onmicrosoft.com"
+        ),
+    ),
+    ("cloud-cli", lambda env, key, label, value: f"netlify deploy --prod --auth {value}"),
+    ("cloud-cli", lambda env, key, label, value: f"oc login --token={value} --server=https://api.ocp.example.com:6443"),
+    ("cloud-cli", lambda env, key, label, value: f"npm config set //registry.example.com/:_authToken {value}"),
+    ("cloud-cli", lambda env, key, label, value: f"echo {value} | gh auth login --with-token"),
+    ("cloud-cli", lambda env, key, label, value: f"doctl auth init -t {value}"),
+    ("ci", lambda env, key, label, value: f"pipeline {{\n  environment {{\n    {env} = '{value}'\n  }}\n}}"),
+    ("ci", lambda env, key, label, value: f"env:\n  global:\n    - {env}={value}"),
     ("php", lambda env, key, label, value: f"define('{env}', '{value}');"),
     ("ruby", lambda env, key, label, value: f"ENV['{env}'] ||= '{value}'"),
     ("go", lambda env, key, label, value: f'os.Setenv("{env}", "{value}")'),

@@ -45,6 +45,11 @@ POSITIVE = [
     ("jdbc:oracle:thin:scott/Qx7mRtz9pL@//db.corp:1521/ORCL", "a connection string with a password"),
     ("senha rnjdrbkmvpdzc", "a password in prose"),
     ("password for prod: mjdawbaeaif", "a password in prose"),
+    ("az login --service-principal -u http://ci -p Zk3vQ9xLm2Tz7RbW1yNc8Hd4", "a password or key on a command line"),
+    ("netlify deploy --prod --auth Zk3vQ9xLm2Tz7RbW1yNc8Hd4", "a password or key on a command line"),
+    ("echo Zk3vQ9xLm2Tz7RbW1yNc8Hd4 | gh auth login --with-token", "a password or key on a command line"),
+    ("npm config set //registry.example.com/:_authToken Zk3vQ9xLm2Tz7RbW1yNc8Hd4", "a password or key assignment"),
+    ("a nova senha é SabiáGoldBay", "a password in prose"),
     ("postgres://app:Sup3rS3cret@db.internal:5432/orders", "a connection string with a password"),
     ("redis://:p4ssw0rd99@cache:6379/0", "a connection string with a password"),
     # The shapes issues 11 and 12 found missed (made up, shaped as issued).
@@ -148,6 +153,10 @@ NEGATIVE = [
     "password strength: weak, the meter asks for a symbol",
     "senha forte obrigatória no próximo login",
     "the token endpoint is https://auth.example.com/oauth/token",
+    "docker run -p 8080:80 -t acme/api:1.2.3",
+    "echo $GH_TOKEN | gh auth login --with-token",
+    "npm config set registry https://registry.example.com/",
+    "ssh -p 2222 -t deploy@10.0.0.5 htop",
 ]
 
 

@@ -190,7 +190,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     (
         "a connection string with a password",
         ("jdbc:oracle",),
-        r"(?i)jdbc:oracle:[a-z]+:[\w$#.]+/(?P<value>[^\s@/]+)@",
+        r"(?i)jdbc:oracle:[a-z]+:[\w$#.]+/(?P<value>[^\s/]+?)@(?://|[\w.-]+:)",
         _password_literal,
     ),
     # A .pgpass line: host:port:database:user:password.
@@ -251,7 +251,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     (
         "a password or key on a command line",
         ("--",),
-        r"(?<![\w-])--(?P<flag>[\w-]*?(?:token|key|secret|password|passwd|pass|pwd|senha))[ \t]+(?P<q>[\"']?)"
+        r"(?<![\w-])--(?P<flag>[\w-]*?(?:token|key|secret|password|passwd|pass|pwd|senha|auth))[ \t]+(?P<q>[\"']?)"
         r"(?P<value>[^\s\"']+)(?P=q)",
         lambda v, match: (
             random_looking(v)
@@ -260,6 +260,29 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
                 v, password=match.group("flag").lower().endswith(("password", "passwd", "pass", "pwd", "senha"))
             )
         ),
+    ),
+    # A short flag then a machine-made value: `az login -p <secret>`, `doctl auth init -t <token>`.
+    (
+        "a password or key on a command line",
+        (" -p ", " -t ", " -a ", " -k "),
+        r" -[ptakPTAK] +(?P<q>[\"']?)(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)(?P=q)",
+        _random_key,
+    ),
+    # A secret piped into a login: `echo <token> | gh auth login --with-token`.
+    (
+        "a password or key on a command line",
+        ("echo",),
+        r"\becho[ \t]+(?:-n[ \t]+)?(?P<q>[\"']?)(?P<value>[^\s\"'|]+)(?P=q)[ \t]*\|[^\n|]*"
+        r"(?:--with-token|--password-stdin|\blogin\b)",
+        _password_literal,
+    ),
+    # `npm config set //registry/:_authToken <token>`, `yarn config set npmAuthToken <token>`.
+    (
+        "a password or key assignment",
+        ("config set",),
+        r"(?i)\bconfig[ \t]+set[ \t]+(?:\S*?(?:token|password|secret|key|auth)\S*)[ \t]+(?P<q>[\"']?)"
+        r"(?P<value>[^\s\"']+)(?P=q)",
+        lambda v: literal(v, quoted=True) and not v.startswith("-"),
     ),
     (
         "a password or key assignment",

@@ -145,11 +145,14 @@ _CODE_WORDS = frozenset(
 )
 
 
+_ACCENTED = "áàâãéêíóôõúüçÁÀÂÃÉÊÍÓÔÕÚÜÇ"
+
+
 def letters_password(value: str) -> bool:
     """A letters-only value that reads as a password rather than a word or a name: joined
     capitalised words (`HarborStoneMoon`), or lowercase letters no language would write
     (`fsgskmiotze`: few vowels, or a long run of consonants)."""
-    if len(value) < 8 or not value.isalpha() or not value.isascii():
+    if len(value) < 8 or not value.isalpha() or not all(ch.isascii() or ch in _ACCENTED for ch in value):
         return False
     words = _words(value)
     if not _CODE_WORDS.isdisjoint(words) or value.lower() in _WORDS:
