@@ -13,13 +13,15 @@ claude-mem-lite benchmark (developer prose full of "token", "password reset", "A
 rotation"). The tables of tests/test_secrets.py are shown apart: they were written with the
 detector, so they are no evidence, only a check.
 
-Then the generated set (bench/_credential_samples.py): a tuning part and a contaminated one (once
-held out, but its misses were read while tuning), each of 331 credentials of 45 providers and 5
-password shapes and about 310 look-alikes, and the fresh held-out part (bench/_credential_fresh.py:
-929 credentials of 76 providers, 31 of them only there, 5 password shapes and 3 kinds of pair,
-and 317 look-alikes, in contexts neither other part holds). Of the fresh part only the counts are
-printed, never which samples were missed or refused, so that running the bench does not spend it
-(`--spend-fresh` prints them, and from then on it is no longer held out). A credential is
+Then the generated set (bench/_credential_samples.py): the tuning part (331 credentials of 45
+providers and 5 password shapes and 310 look-alikes, plus bench/_credential_tuning.py's 226 and
+140), a contaminated part (331 and 311: once held out, but its misses were read while tuning),
+and the fresh held-out part (bench/_credential_fresh.py: 929 credentials of 76 providers, 31 of
+them only there, 5 password shapes and 3 kinds of pair, and 317 look-alikes, in contexts neither
+other part holds). Of the fresh part only the counts are printed, never which samples were missed
+or refused, so that running the bench does not spend it (`--spend-fresh` prints them, and from
+then on it is no longer held out; its look-alikes were printed once, see docs/reliability.md).
+A credential is
 caught only when it is caught on every path where text lands: a fact's text (insert, update,
 import and the page's edit all check it with gate.memory.checking.check_field), its topic when the
 sample fits on one (one line, 100 characters), and the owner's prompt (redacted: no 8 characters

@@ -33,22 +33,17 @@ def test_the_generated_set_is_as_large_as_asked(figures):
 
 
 def test_look_alikes_are_refused_at_most_half_a_percent(figures):
+    # The fresh part's look-alikes were refused 10 of 317 (one shape) before they were looked at,
+    # then mended: they are no longer held out, its credentials still are.
     part, found = figures
-    if part == "fresh" and found["refused_rate"] > TARGET_REFUSED:
-        # Before the detector was changed: 10 of 317 refused.
-        assert len(found["refused"]) <= 10, _named(part, found, "refused")
-        pytest.xfail(f"fresh held-out part: {len(found['refused'])} of {found['benign']} look-alikes refused")
     assert found["refused_rate"] <= TARGET_REFUSED, (part, _named(part, found, "refused"))
 
 
 def test_credentials_are_caught_on_every_path(figures):
     part, found = figures
-    if part == "contaminated" and found["caught"] < TARGET_CAUGHT:
-        assert found["caught"] >= 0.96, _named(part, found, "missed")
-        pytest.xfail(f"contaminated part caught {100 * found['caught']:.1f} %, short of {100 * TARGET_CAUGHT:.0f} %")
     if part == "fresh" and found["caught"] < TARGET_CAUGHT:
-        # Measured only, never tuned on: 87.9 % with the detector as it was before the fresh part
-        # existed (0b7bd1c).
-        assert found["caught"] >= 0.879, _named(part, found, "missed")
+        # Measured only, never tuned on: 817 of 929 (87.9 %) with the detector as it was when the
+        # fresh part was written (0b7bd1c), 868 of 929 (93.4 %) after the tuning part's widening.
+        assert found["caught"] >= 0.934, _named(part, found, "missed")
         pytest.xfail(f"fresh held-out part caught {100 * found['caught']:.1f} %, short of {100 * TARGET_CAUGHT:.0f} %")
     assert found["caught"] >= TARGET_CAUGHT, (part, _named(part, found, "missed"))

@@ -157,6 +157,7 @@ NEGATIVE = [
     "echo $GH_TOKEN | gh auth login --with-token",
     "npm config set registry https://registry.example.com/",
     "ssh -p 2222 -t deploy@10.0.0.5 htop",
+    "Idempotency-Key: 0f8a41c2-9d7e-4b4e-9c1e-2f3a4b5c6d7e",
 ]
 
 

@@ -297,7 +297,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
 # the stricter random_looking check below, unless it says public.
 _STRONG = (
     r"password|passwd|passphrase|pass|pwd|senha|secret|token|api[_-]?key|apikey|access[_-]?key|"
-    r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig"
+    r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig|[_-]pat"
 )
 _VALUE = (
     r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]*)(?P=q)"
@@ -319,7 +319,7 @@ _PROSE_VALUE = r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^
 _ASSIGNMENTS = [
     (
         "a password or key assignment",
-        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "sig", "appid"),
+        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "sig", "appid", "_pat", "-pat"),
         rf"(?<![\w.-])(?P<name>[\w.-]+){_ASSIGN}{_VALUE}",
         "name",
     ),
@@ -346,8 +346,8 @@ _ASSIGNMENTS = [
     (
         "a key or token in prose",
         ("secret", "token", "key", "credential", "chave", "segredo"),
-        r"(?i)\b(?:secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin)\s+(?:key|token)|token|(?<!public )key|"
-        r"credentials?|chave|segredo)\b"
+        r"(?i)\b(?P<name>secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin)\s+(?:key|token)|token|"
+        r"(?<!public )key|credentials?|chave|segredo)\b"
         + _OF
         + r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
         + _PROSE_VALUE,
@@ -427,8 +427,12 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
         if _pattern(_NAMES["strong"]).search(name):
             return literal(value, quoted=quoted, password=bool(_pattern(_NAMES["password"]).search(name)))
         low = name.lower()
-        return bool(_pattern(_NAMES["weak"]).search(name)) and "public" not in low and random_looking(value)
+        # (a weak name takes no id or hash: `Idempotency-Key: <uuid>`, `cache_key = <sha>`)
+        weak = bool(_pattern(_NAMES["weak"]).search(name)) and "public" not in low
+        return weak and random_looking(value) and not _digest(value)
     value = value.rstrip(".)") if not quoted else value
+    if how == "weak" and name is not None and name.lower() in ("key", "chave") and _digest(value):
+        return False  # a bare "key" before an id or a hash: `Idempotency-Key: <uuid>`
     if how == "password":
         return _password(value, quoted=quoted)
     if how == "password-bare":  # no "is" to say a value follows: letters alone are a word,
