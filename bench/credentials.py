@@ -13,8 +13,15 @@ claude-mem-lite benchmark (developer prose full of "token", "password reset", "A
 rotation"). The tables of tests/test_secrets.py are shown apart: they were written with the
 detector, so they are no evidence, only a check.
 
-Then the generated set (bench/_credential_samples.py, a tuning and a held-out part, each of
-about 330 credentials of 45 providers and 5 password shapes and 300 look-alikes): a credential is
+Then the generated set (bench/_credential_samples.py): the tuning part (331 credentials of 45
+providers and 5 password shapes and 310 look-alikes, plus bench/_credential_tuning.py's 226 and
+140), a contaminated part (331 and 311: once held out, but its misses were read while tuning),
+and the fresh held-out part (bench/_credential_fresh.py: 929 credentials of 76 providers, 31 of
+them only there, 5 password shapes and 3 kinds of pair, and 317 look-alikes, in contexts neither
+other part holds). Of the fresh part only the counts are printed, never which samples were missed
+or refused, so that running the bench does not spend it (`--spend-fresh` prints them, and from
+then on it is no longer held out; its look-alikes were printed once, see docs/reliability.md).
+A credential is
 caught only when it is caught on every path where text lands: a fact's text (insert, update,
 import and the page's edit all check it with gate.memory.checking.check_field), its topic when the
 sample fits on one (one line, 100 characters), and the owner's prompt (redacted: no 8 characters
@@ -51,10 +58,20 @@ DATA = ROOT / "bench" / "data" / "credentials.json"
 SEED = ROOT.parent / "shared" / "data" / "claude-mem-lite" / "seed-data.json"
 HALVES = ("tuning", "held-out")
 ADVERSARIAL = {
-    "curl -u": "curl -u ", "curl continuation": "curl x x \\\n", "sshpass -p": "sshpass -p ",
-    "docker login -p": "docker login -p ", "mysql -p": "mysql -p ", "aws secret": "aws secret ",
-    "key=": "key=", "base64": "QUJDRGVm", "password is": "password is ", "kind: Secret": "kind: Secret\n  a: QUJD\n",
-    "https://a:b@": "https://a:b@", "eyJ.": "eyJ.", "Authorization: ": "Authorization: ", "word": "word ",
+    "curl -u": "curl -u ",
+    "curl continuation": "curl x x \\\n",
+    "sshpass -p": "sshpass -p ",
+    "docker login -p": "docker login -p ",
+    "mysql -p": "mysql -p ",
+    "aws secret": "aws secret ",
+    "key=": "key=",
+    "base64": "QUJDRGVm",
+    "password is": "password is ",
+    "kind: Secret": "kind: Secret\n  a: QUJD\n",
+    "https://a:b@": "https://a:b@",
+    "eyJ.": "eyJ.",
+    "Authorization: ": "Authorization: ",
+    "word": "word ",
 }
 
 
@@ -100,8 +117,10 @@ def report(name: str, found, secret: list, benign: list) -> tuple[int, int, tupl
         print(f"  {name}: false refusals {sum(len(v) for v in refused.values())} of {len(benign)}")
         return 0, sum(len(v) for v in refused.values()), (total, caught, missed, count, passed, refused)
     n_refused = sum(len(v) for v in refused.values())
-    print(f"  {name}: caught {len(secret) - n_missed} of {len(secret)}, missed {n_missed}; "
-          f"false refusals {n_refused} of {len(benign)}")
+    print(
+        f"  {name}: caught {len(secret) - n_missed} of {len(secret)}, missed {n_missed}; "
+        f"false refusals {n_refused} of {len(benign)}"
+    )
     return n_missed, n_refused, (total, caught, missed, count, passed, refused)
 
 
@@ -129,7 +148,11 @@ def missed_paths(sample: generated.Sample) -> list[str]:
     missed = []
     if checking.check_field("text", sample.text)[1] is None:
         missed.append("text")
-    if "\n" not in sample.text and len(sample.text) <= checking.MAX_TOPIC and checking.check_field("topic", sample.text)[1] is None:
+    if (
+        "\n" not in sample.text
+        and len(sample.text) <= checking.MAX_TOPIC
+        and checking.check_field("topic", sample.text)[1] is None
+    ):
         missed.append("topic")
     if leaked(sample.value, credentials.redact(sample.text)):
         missed.append("prompt")
@@ -140,25 +163,38 @@ def generated_figures(part: str) -> dict:
     """Caught and refused on one part of the generated set."""
     secrets, benign = generated.samples(part)
     missed = [(sample, paths) for sample in secrets if (paths := missed_paths(sample))]
-    refused = [sample for sample in benign if credentials.find(sample.text) or credentials.redact(sample.text) != sample.text]
+    refused = [
+        sample for sample in benign if credentials.find(sample.text) or credentials.redact(sample.text) != sample.text
+    ]
     return {
-        "secrets": len(secrets), "providers": len({sample.group for sample in secrets}), "missed": missed,
-        "benign": len(benign), "refused": refused,
-        "caught": 1 - len(missed) / len(secrets), "refused_rate": len(refused) / len(benign),
+        "secrets": len(secrets),
+        "providers": len({sample.group for sample in secrets}),
+        "missed": missed,
+        "benign": len(benign),
+        "refused": refused,
+        "caught": 1 - len(missed) / len(secrets),
+        "refused_rate": len(refused) / len(benign),
     }
 
 
-def report_generated(show: int) -> None:
+def report_generated(show: int, spend_fresh: bool = False) -> None:
     for part in generated.PARTS:
         figures = generated_figures(part)
-        print(f"generated, {part}: caught {figures['secrets'] - len(figures['missed'])} of {figures['secrets']} "
-              f"credentials of {figures['providers']} groups on every path ({100 * figures['caught']:.1f} %); "
-              f"refused {len(figures['refused'])} of {figures['benign']} look-alikes ({100 * figures['refused_rate']:.2f} %)")
+        if part == "fresh" and not spend_fresh:
+            show = 0
+        print(
+            f"generated, {part}: caught {figures['secrets'] - len(figures['missed'])} of {figures['secrets']} "
+            f"credentials of {figures['providers']} groups on every path ({100 * figures['caught']:.1f} %); "
+            f"refused {len(figures['refused'])} of {figures['benign']} look-alikes ({100 * figures['refused_rate']:.2f} %)"
+        )
         by_context = defaultdict(int)
         for sample, _ in figures["missed"]:
             by_context[sample.context] += 1
-        if by_context:
-            print("    missed by context: " + ", ".join(f"{context} {count}" for context, count in sorted(by_context.items())))
+        if by_context and show:
+            print(
+                "    missed by context: "
+                + ", ".join(f"{context} {count}" for context, count in sorted(by_context.items()))
+            )
         for sample, paths in figures["missed"][:show]:
             print(f"        missed on {'/'.join(paths)} ({sample.group}, {sample.context}): {sample.text[:90]!r}")
         for sample in figures["refused"][:show]:
@@ -169,10 +205,13 @@ def report_generated(show: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--show", type=int, default=3, help="examples printed per group (default 3)")
+    parser.add_argument(
+        "--spend-fresh", action="store_true", help="print the fresh part's misses too (it is then no longer held out)"
+    )
     args = parser.parse_args(argv)
     sets = samples()
     failed = False
-    report_generated(args.show)
+    report_generated(args.show, args.spend_fresh)
     for half, kinds in sets.items():
         secret, benign = kinds["secret"], kinds["benign"]
         print(f"{half}: {len(secret)} credentials, {len(benign)} benign texts")
@@ -183,10 +222,14 @@ def main(argv: list[str] | None = None) -> int:
         print()
 
     everything = [text for kinds in sets.values() for kind in kinds.values() for _, text in kind]
-    leaks = [text for kinds in sets.values() for _, text in kinds["secret"] if credentials.find(credentials.redact(text))]
+    leaks = [
+        text for kinds in sets.values() for _, text in kinds["secret"] if credentials.find(credentials.redact(text))
+    ]
     changed = [text for kinds in sets.values() for _, text in kinds["benign"] if credentials.redact(text) != text]
-    print(f"redaction: {len(leaks)} redacted credential samples still hold a credential; "
-          f"{len(changed)} benign texts changed by redaction")
+    print(
+        f"redaction: {len(leaks)} redacted credential samples still hold a credential; "
+        f"{len(changed)} benign texts changed by redaction"
+    )
     for text in leaks[: args.show]:
         print(f"  still found in: {credentials.redact(text)[:110]!r}")
     failed |= bool(leaks or changed)
@@ -201,8 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     redact_cost = (time.perf_counter() - started) / len(everything)
     prose = [text for _, text in sets["untuned prose"]["benign"]]
     quiet = sum(1 for text in prose if not credentials.triggered(text))
-    print(f"cost: find {1e6 * found_cost:.0f} us, redact {1e6 * redact_cost:.0f} us per text "
-          f"(mean length {sum(map(len, everything)) // len(everything)} characters)")
+    print(
+        f"cost: find {1e6 * found_cost:.0f} us, redact {1e6 * redact_cost:.0f} us per text "
+        f"(mean length {sum(map(len, everything)) // len(everything)} characters)"
+    )
     print(f"prefilter: {quiet} of {len(prose)} untuned prose texts hold no trigger (no regex runs for them)")
     # Hostile pastes of 200k characters (a prompt is redacted whole, on the hook path): each
     # shape must cost linear time, whatever repeats.
@@ -213,8 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         credentials.redact(text)
         worst.append((time.perf_counter() - started, name))
     took, name = max(worst)
-    print(f"200,000-character hostile pastes: redact at most {1e3 * took:.0f} ms ({name!r}), "
-          f"median {1e3 * sorted(worst)[len(worst) // 2][0]:.0f} ms over {len(worst)}")
+    print(
+        f"200,000-character hostile pastes: redact at most {1e3 * took:.0f} ms ({name!r}), "
+        f"median {1e3 * sorted(worst)[len(worst) // 2][0]:.0f} ms over {len(worst)}"
+    )
     return 1 if failed else 0
 
 

@@ -23,11 +23,33 @@ POSITIVE = [
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA", "a private key"),
     ("-----BEGIN OPENSSH PRIVATE KEY-----", "a private key"),
     ("-----BEGIN PRIVATE KEY-----", "a private key"),
-    ("auth header eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "a JSON Web Token"),
+    (
+        "auth header eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "a JSON Web Token",
+    ),
     ('password = "hunter2hunter2"', "a password or key assignment"),
     ("DB_PASSWORD=S3cr3t!Pass in .env", "a password or key assignment"),
     ("api_key: 9f8e7d6c5b4a3210", "a password or key assignment"),
     ("run it with --password=Tr0ub4dor&3", "a password or key assignment"),
+    # Shapes of issue 30's tuning part: a name and a value apart, the value before its name or
+    # some words after it, a question and its answer, call arguments, .pgpass and Oracle lines.
+    ('        - name: DB_PASSWORD\n          value: "Qx7!mRtz9pL"', "a password or key assignment"),
+    ('{"name": "STRIPE_KEY", "value": "Zk3vQ9xLm2Tz7RbW1yNc8Hd4"}', "a password or key assignment"),
+    ("define('DB_PASSWORD', 'Qx7!mRtz9pL');", "a password or key assignment"),
+    ("ENV['DEPLOY_TOKEN'] ||= 'Zk3vQ9xLm2Tz7RbW1yNc8Hd4'", "a password or key assignment"),
+    ("paste Zk3vQ9xLm2Tz7RbW1yNc8Hd4 into the billing key field", "a key or token in prose"),
+    ("coloquei Zk3vQ9xLm2Tz7RbW1yNc8Hd4 como token do staging", "a key or token in prose"),
+    ("> what's the deploy token again?\nit's Zk3vQ9xLm2Tz7RbW1yNc8Hd4", "a key or token in prose"),
+    ("using DEPLOY_TOKEN from the command line: Zk3vQ9xLm2Tz7RbW1yNc8Hd4", "a key or token in prose"),
+    ("db.corp:5432:orders:report:Qx7!mRtz9pL", "a connection string with a password"),
+    ("jdbc:oracle:thin:scott/Qx7mRtz9pL@//db.corp:1521/ORCL", "a connection string with a password"),
+    ("senha rnjdrbkmvpdzc", "a password in prose"),
+    ("password for prod: mjdawbaeaif", "a password in prose"),
+    ("az login --service-principal -u http://ci -p Zk3vQ9xLm2Tz7RbW1yNc8Hd4", "a password or key on a command line"),
+    ("netlify deploy --prod --auth Zk3vQ9xLm2Tz7RbW1yNc8Hd4", "a password or key on a command line"),
+    ("echo Zk3vQ9xLm2Tz7RbW1yNc8Hd4 | gh auth login --with-token", "a password or key on a command line"),
+    ("npm config set //registry.example.com/:_authToken Zk3vQ9xLm2Tz7RbW1yNc8Hd4", "a password or key assignment"),
+    ("a nova senha é SabiáGoldBay", "a password in prose"),
     ("postgres://app:Sup3rS3cret@db.internal:5432/orders", "a connection string with a password"),
     ("redis://:p4ssw0rd99@cache:6379/0", "a connection string with a password"),
     # The shapes issues 11 and 12 found missed (made up, shaped as issued).
@@ -37,7 +59,10 @@ POSITIVE = [
     ("https://hooks.slack.com/services/T0FAKE1234/B0FAKE5678/FakeWebhookSecret0123456", "a Slack webhook"),
     ("STRIPE_WEBHOOK_SECRET=whsec_FakeExampleSecret0123456789ab", "a Stripe webhook secret"),
     ("DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=" + "FakeKey0" * 11 + "==;", "an Azure storage key"),
-    ("https://acme.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=FakeSig0123456789abcdefXYZ%3D", "an Azure SAS signature"),
+    (
+        "https://acme.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=FakeSig0123456789abcdefXYZ%3D",
+        "an Azure SAS signature",
+    ),
     ("Authorization: Basic ZmFrZTpGYWtlUGFzczQy", "an Authorization header"),
     ("curl -H 'Authorization: Bearer FakeBearer0123456789abcdef' https://api.acme.dev", "an Authorization header"),
     ("curl -u admin:Fake!Pass42 https://jenkins.acme.dev", "a password on a command line"),
@@ -57,7 +82,10 @@ POSITIVE = [
     ("the API key is " + "deadbeef01234567" * 2, "a key or token in prose"),
     ("SECRET_KEY_BASE=" + "deadbeef01234567" * 8, "a password or key assignment"),
     ("apiVersion: v1\nkind: Secret\ndata:\n  token: RmFrZVRva2VuMDEyMzQ1Njc4OQ==\n", "a Kubernetes secret value"),
-    ("curl -k -X POST https://ci.acme.dev/api \\\n  -d 'x' \\\n  -u deploy:FakeMultiLinePw", "a password on a command line"),
+    (
+        "curl -k -X POST https://ci.acme.dev/api \\\n  -d 'x' \\\n  -u deploy:FakeMultiLinePw",
+        "a password on a command line",
+    ),
     ("curl --header 'Authorization: 5eb4223e-fake-46e5-be67-c7b8f2732305'", "an Authorization header"),
 ]
 
@@ -114,9 +142,22 @@ NEGATIVE = [
     "[redacted: GitHub token] was pasted here",
     "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-user-pass\n  resourceVersion: '12345678'\ndata:\n  password: ''\n",
     "apiVersion: external-secrets.io/v1beta1\nkind: ExternalSecret\nspec:\n  data:\n    - secretKey: api-key\n      remoteRef:\n        key: my-secrets-manager-secret\n",
-    "curl -u \"${_username}:${_password}\" https://api.acme.dev",
-    "curl -X POST --user \"$(cat ./login.txt):$(cat ./password.txt)\"",
+    'curl -u "${_username}:${_password}" https://api.acme.dev',
+    'curl -X POST --user "$(cat ./login.txt):$(cat ./password.txt)"',
     "Authorization: required for every call",
+    "        - name: LOG_LEVEL\n          value: debug",
+    '{"name": "API_KEY_HEADER", "value": "X-Api-Key"}',
+    "define('WP_DEBUG', true);",
+    "request 0f8a41c2-9d7e-4b4e-9c1e-2f3a4b5c6d7e in the key rotation log",
+    "which key? the one in the vault, not this repo",
+    "password strength: weak, the meter asks for a symbol",
+    "senha forte obrigatória no próximo login",
+    "the token endpoint is https://auth.example.com/oauth/token",
+    "docker run -p 8080:80 -t acme/api:1.2.3",
+    "echo $GH_TOKEN | gh auth login --with-token",
+    "npm config set registry https://registry.example.com/",
+    "ssh -p 2222 -t deploy@10.0.0.5 htop",
+    "Idempotency-Key: 0f8a41c2-9d7e-4b4e-9c1e-2f3a4b5c6d7e",
 ]
 
 
@@ -146,16 +187,24 @@ def test_redaction_leaves_ordinary_text_as_it_is(text):
 @pytest.mark.parametrize(
     "text, redacted",
     [
-        ("use GITHUB_TOKEN=ghp_16C7e42F292c6912E7710c838347Ae178B4a for the bot",
-         "use GITHUB_TOKEN=[redacted: GitHub token] for the bot"),
-        ("postgres://app:Sup3rS3cret@db.internal:5432/orders",
-         "postgres://app:[redacted: connection string with a password]@db.internal:5432/orders"),
+        (
+            "use GITHUB_TOKEN=ghp_16C7e42F292c6912E7710c838347Ae178B4a for the bot",
+            "use GITHUB_TOKEN=[redacted: GitHub token] for the bot",
+        ),
+        (
+            "postgres://app:Sup3rS3cret@db.internal:5432/orders",
+            "postgres://app:[redacted: connection string with a password]@db.internal:5432/orders",
+        ),
         ("the password is Hunter2-staging!", "the password is [redacted: password in prose]"),
         ('DB_PASSWORD="Fake#Pass42 word" in .env', 'DB_PASSWORD="[redacted: password or key assignment]" in .env'),
-        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc+/=\n-----END RSA PRIVATE KEY-----\nnext line",
-         "[redacted: private key]\nnext line"),
-        ("AKIAIOSFODNN7EXAMPLE and wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-         "[redacted: AWS access key id] and [redacted: AWS secret access key]"),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc+/=\n-----END RSA PRIVATE KEY-----\nnext line",
+            "[redacted: private key]\nnext line",
+        ),
+        (
+            "AKIAIOSFODNN7EXAMPLE and wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "[redacted: AWS access key id] and [redacted: AWS secret access key]",
+        ),
     ],
 )
 def test_redaction_replaces_the_credential_and_keeps_the_rest(text, redacted):
@@ -183,8 +232,16 @@ def test_an_assignment_inside_another_settings_value_is_caught():
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.one_of(st.sampled_from(sorted(credentials._TRIGGERS)), st.text(max_size=8),
-                          st.sampled_from(["-", "_", ".", " ", "=", ":"])), max_size=12))
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(sorted(credentials._TRIGGERS)),
+            st.text(max_size=8),
+            st.sampled_from(["-", "_", ".", " ", "=", ":"]),
+        ),
+        max_size=12,
+    )
+)
 def test_the_filed_triggers_are_all_the_triggers_the_text_holds(parts):
     # _present looks for a trigger only in a text holding its rarest character: never a trigger
     # fewer than a search for every one of them finds.
@@ -226,22 +283,25 @@ def test_each_shape_once_missed_is_refused_and_redacted(text):
     assert "Tr0ub4dor" not in redacted  # the YAML parent's child was refused, but its name redacted
 
 
-@pytest.mark.parametrize("text", [
-    "password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256",
-    "password: %DB_PASSWORD%",
-    "password: /run/secrets/db_password",
-    "DB_PASSWORD=your-password-here",
-    "GITHUB_TOKEN=ghp_XXXXXXXXXXXX",
-    "postgres://postgres:postgres@localhost:5432/test",
-    "openai:\n  api_key: ${OPENAI_API_KEY}\n  model: gpt-4o",
-    "a senha do banco fica no cofre da equipe",
-    "password for prod: ask the on-call lead",
-    "Okta API calls use the SSWS scheme; the token is in Vault.",
-    "deploy --token-file ~/.config/deploy/token",
-    "| service | where the key lives |\n|---|---|\n| billing | 1Password |",
-    "the password strength meter rejects short ones",
-    "request key 3f1c9a2e-5b7d-4c1e-a9f8-0e7d6c5b4a39 failed",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256",
+        "password: %DB_PASSWORD%",
+        "password: /run/secrets/db_password",
+        "DB_PASSWORD=your-password-here",
+        "GITHUB_TOKEN=ghp_XXXXXXXXXXXX",
+        "postgres://postgres:postgres@localhost:5432/test",
+        "openai:\n  api_key: ${OPENAI_API_KEY}\n  model: gpt-4o",
+        "a senha do banco fica no cofre da equipe",
+        "password for prod: ask the on-call lead",
+        "Okta API calls use the SSWS scheme; the token is in Vault.",
+        "deploy --token-file ~/.config/deploy/token",
+        "| service | where the key lives |\n|---|---|\n| billing | 1Password |",
+        "the password strength meter rejects short ones",
+        "request key 3f1c9a2e-5b7d-4c1e-a9f8-0e7d6c5b4a39 failed",
+    ],
+)
 def test_the_look_alikes_of_those_shapes_stay_allowed(text):
     assert credentials.find(text) is None
     assert credentials.redact(text) == text

@@ -25,6 +25,7 @@ what a value must look like. May import: the standard library only (part of the 
 
 from gate.credentials.shapes import (
     _ASSIGNMENTS,
+    _LATE,
     _SHAPES,
     _check_assignment,
     _digest,
@@ -41,7 +42,7 @@ from gate.credentials.values import (
 
 # The longest value of a setting searched again for an assignment inside it.
 NESTED_MAX = 256
-_TRIGGERS = frozenset(trigger for _, triggers, _, _ in _SHAPES + _ASSIGNMENTS for trigger in triggers)
+_TRIGGERS = frozenset(trigger for _, triggers, _, _ in _SHAPES + _ASSIGNMENTS + _LATE for trigger in triggers)
 # Characters from the most to the least frequent in English prose. A text holding a trigger
 # holds each of its characters, so each trigger is filed under its rarest one (a character not
 # listed counts as rarer than all of them) and searched for only in a text holding that one.
@@ -68,13 +69,9 @@ def _present(low: str) -> set[str]:
     return {trigger for rare, triggers in _FILED if rare in low for trigger in triggers if trigger in low}
 
 
-def _hits(text: str, *, first: bool = False):
-    """(start, end, kind) of every credential in `text`, in the order of the shapes."""
-    low = text.lower()
-    present = _present(low)
-    if not present:
-        return
-    for kind, triggers, source, check in _SHAPES:
+def _shape_hits(text: str, present: set[str], shapes: list[tuple[str, tuple[str, ...], str, object]]):
+    """(start, end, kind) of the matches of `shapes` whose check holds."""
+    for kind, triggers, source, check in shapes:
         if present.isdisjoint(triggers):
             continue
         for match in _pattern(source).finditer(text):
@@ -88,8 +85,18 @@ def _hits(text: str, *, first: bool = False):
                 ok = check is None or check(value)  # type: ignore[operator]
             if ok:
                 yield span[0], span[1], kind
-                if first:
-                    return
+
+
+def _hits(text: str, *, first: bool = False):
+    """(start, end, kind) of every credential in `text`, in the order of the shapes."""
+    low = text.lower()
+    present = _present(low)
+    if not present:
+        return
+    for hit in _shape_hits(text, present, _SHAPES):
+        yield hit
+        if first:
+            return
     for kind, triggers, source, how in _ASSIGNMENTS:
         if present.isdisjoint(triggers):
             continue
@@ -121,6 +128,10 @@ def _hits(text: str, *, first: bool = False):
             yield hit
             if first:
                 return
+    for hit in _shape_hits(text, present, _LATE):
+        yield hit
+        if first:
+            return
 
 
 # A markdown table column whose header holds one of these words holds secrets in its cells.

@@ -13,7 +13,11 @@ from gate.credentials.values import (
     _password_literal,
     _pem_private,
     _placeholder,
+    _random_key,
     _token,
+    _unspeakable,
+    _words,
+    letters_password,
     literal,
     random_looking,
 )
@@ -153,6 +157,11 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
             "atlasv1",
             "pul-",
             "hrku-",
+            "sl.",
+            "oy2",
+            "ico-",
+            "flwseck",
+            "pat",
         ),
         _L + r"(?:lin_(?:api|oauth)_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}|"
         r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}|ATATT3[A-Za-z0-9_=-]{100,}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|"
@@ -160,7 +169,8 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"dckr_pat_[A-Za-z0-9_-]{27,}|dp\.(?:st|sa|ct|pt|scim|audit)\.[A-Za-z0-9_.-]{40,}|"
         r"sntry[su]_[A-Za-z0-9+/=_-]{40,}|xai-[A-Za-z0-9]{70,}|pplx-[A-Za-z0-9]{40,}|EAAA[A-Za-z0-9_-]{60,}|"
         r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}|pul-[a-f0-9]{40}|"
-        r"HRKU-[A-Za-z0-9_-]{40,})",
+        r"HRKU-[A-Za-z0-9_-]{40,}|sl\.[A-Za-z0-9_-]{120,}|oy2[a-z0-9]{43}|ico-[A-Za-z0-9]{32}|"
+        r"FLWSECK(?:_TEST)?-[a-f0-9]{32}-X|pat[A-Za-z0-9]{14}\.[a-f0-9]{64})",
         _token,
     ),
     # A secret of 40 characters of base64 near a word that says AWS or secret, or after a key id.
@@ -176,6 +186,19 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         ("://",),
         r"(?i)\b[a-z][a-z0-9+.-]*://(?P<user>[^\s:/@]*(?:@[^\s:/@]+)?):(?P<value>[/@]?[^\s@/]+)@[^\s/]+",
         lambda v, match: v.lower() != match.group("user").lower() and literal(v, password=True),
+    ),
+    (
+        "a connection string with a password",
+        ("jdbc:oracle",),
+        r"(?i)jdbc:oracle:[a-z]+:[\w$#.]+/(?P<value>[^\s/]+?)@(?://|[\w.-]+:)",
+        _password_literal,
+    ),
+    # A .pgpass line: host:port:database:user:password.
+    (
+        "a connection string with a password",
+        (":5432:", ":*:"),
+        r"(?m)^[\w.*-]+:(?:5432|\*):[\w.*-]+:[\w.*-]+:(?P<value>\S+)$",
+        _password_literal,
     ),
     (
         "an Authorization header",
@@ -228,7 +251,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     (
         "a password or key on a command line",
         ("--",),
-        r"(?<![\w-])--(?P<flag>[\w-]*?(?:token|key|secret|password|passwd|pass|pwd|senha))[ \t]+(?P<q>[\"']?)"
+        r"(?<![\w-])--(?P<flag>[\w-]*?(?:token|key|secret|password|passwd|pass|pwd|senha|auth))[ \t]+(?P<q>[\"']?)"
         r"(?P<value>[^\s\"']+)(?P=q)",
         lambda v, match: (
             random_looking(v)
@@ -237,6 +260,29 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
                 v, password=match.group("flag").lower().endswith(("password", "passwd", "pass", "pwd", "senha"))
             )
         ),
+    ),
+    # A short flag then a machine-made value: `az login -p <secret>`, `doctl auth init -t <token>`.
+    (
+        "a password or key on a command line",
+        (" -p ", " -t ", " -a ", " -k "),
+        r" -[ptakPTAK] +(?P<q>[\"']?)(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)(?P=q)",
+        _random_key,
+    ),
+    # A secret piped into a login: `echo <token> | gh auth login --with-token`.
+    (
+        "a password or key on a command line",
+        ("echo",),
+        r"\becho[ \t]+(?:-n[ \t]+)?(?P<q>[\"']?)(?P<value>[^\s\"'|]+)(?P=q)[ \t]*\|[^\n|]*"
+        r"(?:--with-token|--password-stdin|\blogin\b)",
+        _password_literal,
+    ),
+    # `npm config set //registry/:_authToken <token>`, `yarn config set npmAuthToken <token>`.
+    (
+        "a password or key assignment",
+        ("config set",),
+        r"(?i)\bconfig[ \t]+set[ \t]+(?:\S*?(?:token|password|secret|key|auth)\S*)[ \t]+(?P<q>[\"']?)"
+        r"(?P<value>[^\s\"']+)(?P=q)",
+        lambda v: literal(v, quoted=True) and not v.startswith("-"),
     ),
     (
         "a password or key assignment",
@@ -251,7 +297,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
 # the stricter random_looking check below, unless it says public.
 _STRONG = (
     r"password|passwd|passphrase|pass|pwd|senha|secret|token|api[_-]?key|apikey|access[_-]?key|"
-    r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig"
+    r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig|[_-]pat"
 )
 _VALUE = (
     r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]*)(?P=q)"
@@ -273,7 +319,7 @@ _PROSE_VALUE = r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^
 _ASSIGNMENTS = [
     (
         "a password or key assignment",
-        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "sig", "appid"),
+        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "sig", "appid", "_pat", "-pat"),
         rf"(?<![\w.-])(?P<name>[\w.-]+){_ASSIGN}{_VALUE}",
         "name",
     ),
@@ -300,8 +346,8 @@ _ASSIGNMENTS = [
     (
         "a key or token in prose",
         ("secret", "token", "key", "credential", "chave", "segredo"),
-        r"(?i)\b(?:secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin)\s+(?:key|token)|token|(?<!public )key|"
-        r"credentials?|chave|segredo)\b"
+        r"(?i)\b(?P<name>secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin)\s+(?:key|token)|token|"
+        r"(?<!public )key|credentials?|chave|segredo)\b"
         + _OF
         + r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
         + _PROSE_VALUE,
@@ -320,6 +366,58 @@ _ASSIGNMENTS = [
         r"(?i)\b(?:(?<!public )key|token|secret|chave|segredo)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,})",
         "bare",
     ),
+    # A name and its value as a call's two strings or a subscript's assignment: PHP's
+    # `define('DB_PASSWORD', '...')`, `System.setProperty("x.token", "...")`, `ENV['X'] ||= '...'`.
+    (
+        "a password or key assignment",
+        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "appid"),
+        r"[\"'](?P<name>[\w.-]+)[\"'][ \t]*(?:,|\][ \t]*(?:\|\|=|\?\?=|=))[ \t]*" + _VALUE,
+        "name",
+    ),
+    # A setting given as a name and a value apart: a pod spec's `- name: X` then `value: ...`, a
+    # JSON `{"name": "X", "value": "..."}`, an XML `key="X" value="..."`. The name decides.
+    (
+        "a password or key assignment",
+        ("value",),
+        r"(?i)\b(?:name|key)[\"']?[ \t]*[:=][ \t]*[\"']?(?P<name>[\w.-]+)[\"']?[ \t]*,?[ \t]*(?:\r?\n[ \t]*)?"
+        r"[\"']?value" + _ASSIGN + _VALUE,
+        "name",
+    ),
+    # The value first, then what it is: "use <value> as the Twilio API key", "coloquei <value>
+    # como token do ...".
+    (
+        "a key or token in prose",
+        ("key", "token", "secret", "chave", "senha", "password", "credential", "pat"),
+        r"(?i)(?<![\w+/=.~-])(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)\s+(?:as|como|into|in|no|na|for|para)\s+"
+        r"(?:(?:the|my|our|o|a|os|meu|minha|nosso|nossa)\s+)?(?:[\w&.-]+\s+){0,3}?"
+        r"(?:key|token|secret|password|senha|chave|pat|credentials?)\b",
+        "bare",
+    ),
+]
+
+
+# Shapes read after the assignments (so that `api_key: ...` is named an assignment): a value
+# whose name stands before it on its line, some words away.
+_LATE: list[tuple[str, tuple[str, ...], str, object]] = [
+    # A question naming a key, then the value as its answer: "what's the token again?\nit's ...".
+    # (Matched from the question mark, the name looked for backwards on its line.)
+    (
+        "a key or token in prose",
+        ("key", "token", "secret", "chave", "segredo", "credential", "pat"),
+        r"(?i)\?[ \t]*(?:\n[ \t>]*)?(?:-+>|\u2192|:)?[ \t]*(?:(?:it'?s|it is|here|aqui|é|segue)[ \t:,]*)?"
+        r"(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
+        _Near(("key", "token", "secret", "chave", "segredo", "credential", "pat"), _random_key, 50, unless=("public",)),
+    ),
+    # A key named a few words before its value on the same line: "I rotated the admin key
+    # yesterday, the new one is ...", "using DEPLOY_TOKEN from the command line: ...". The value
+    # is matched and the name looked for backwards (a pattern from the name on would try every
+    # gap after each `key` of a `key=key=…` paste).
+    (
+        "a key or token in prose",
+        ("key", "token", "secret", "chave", "segredo", "credential"),
+        r"(?i)(?:\bis|\bé|\bagora|:|=|->|\u2192)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
+        _Near(("key", "token", "secret", "chave", "segredo", "credential"), _random_key, 80, unless=("public",)),
+    ),
 ]
 
 
@@ -329,12 +427,22 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
         if _pattern(_NAMES["strong"]).search(name):
             return literal(value, quoted=quoted, password=bool(_pattern(_NAMES["password"]).search(name)))
         low = name.lower()
-        return bool(_pattern(_NAMES["weak"]).search(name)) and "public" not in low and random_looking(value)
+        # (a weak name takes no id or hash: `Idempotency-Key: <uuid>`, `cache_key = <sha>`)
+        weak = bool(_pattern(_NAMES["weak"]).search(name)) and "public" not in low
+        return weak and random_looking(value) and not _digest(value)
     value = value.rstrip(".)") if not quoted else value
+    if how == "weak" and name is not None and name.lower() in ("key", "chave") and _digest(value):
+        return False  # a bare "key" before an id or a hash: `Idempotency-Key: <uuid>`
     if how == "password":
         return _password(value, quoted=quoted)
-    if how == "password-bare":  # no "is" to say a value follows: letters alone are a word
-        return literal(value) and any(not ch.isalpha() for ch in value) and "://" not in value
+    if how == "password-bare":  # no "is" to say a value follows: letters alone are a word,
+        # unless no language would write them (`rnjdrbkmvpdzc`, `HarborRiverMoon`)
+        if "://" in value or value.endswith(":") or not literal(value, password=True):
+            return False
+        if any(not ch.isalpha() for ch in value):
+            return True
+        # (`strength` has few vowels but is a word: only unspeakable runs and three humps count)
+        return letters_password(value) and (_unspeakable(value) if value.islower() else len(_words(value)) >= 3)
     if how == "bare":
         return random_looking(value) and not _digest(value)
     return random_looking(value)

@@ -145,11 +145,14 @@ _CODE_WORDS = frozenset(
 )
 
 
+_ACCENTED = "áàâãéêíóôõúüçÁÀÂÃÉÊÍÓÔÕÚÜÇ"
+
+
 def letters_password(value: str) -> bool:
     """A letters-only value that reads as a password rather than a word or a name: joined
     capitalised words (`HarborStoneMoon`), or lowercase letters no language would write
     (`fsgskmiotze`: few vowels, or a long run of consonants)."""
-    if len(value) < 8 or not value.isalpha() or not value.isascii():
+    if len(value) < 8 or not value.isalpha() or not all(ch.isascii() or ch in _ACCENTED for ch in value):
         return False
     words = _words(value)
     if not _CODE_WORDS.isdisjoint(words) or value.lower() in _WORDS:
@@ -163,7 +166,26 @@ def letters_password(value: str) -> bool:
     for ch in value:
         run = 0 if ch in "aeiouy" else run + 1
         longest = max(longest, run)
-    return vowels / len(value) < 0.25 or longest >= 4
+    return vowels / len(value) < 0.25 or longest >= 4 or _unspeakable(value)
+
+
+# Two consonants side by side as English and Portuguese words put them (and tech words:
+# `postgresql`, `nginx`); a lowercase run of letters holding any other pair (`mj`, `hm`, `zq`)
+# was typed by no one as a word.
+_PAIRS = frozenset(
+    "bl br bs bt cc ch ck cl cr ct dd dg dl dm dn dr ds dv dw ff fl fr fs ft gg gh gl gm gn gr gs gt "
+    "hl hn hr hs ht kl kn ks lb lc ld lf lg lh lk ll lm ln lp lr ls lt lv lw mb mm mn mp ms nc nd nf "
+    "ng nh nj nk nl nm nn nq ns nt nv nx nz ph pl pn pp pr ps pt ql rb rc rd rf rg rh rj rk rl rm rn "
+    "rp rq rr rs rt rv rw rz sb sc sf sg sh sk sl sm sn sp sq ss st sw tc th tl tm tn tr ts tt tw tz "
+    "vr wh wl wn wr ws wt xc xp xt zz".split()
+)
+
+
+def _unspeakable(value: str) -> bool:
+    """Lowercase letters with a pair of consonants no word of English or Portuguese holds."""
+    return any(
+        a not in "aeiouy" and b not in "aeiouy" and a + b not in _PAIRS for a, b in zip(value, value[1:], strict=False)
+    )
 
 
 def literal(value: str, *, quoted: bool = False, password: bool = False) -> bool:
@@ -225,6 +247,16 @@ def _aws_secret(value: str) -> bool:
     )
 
 
+def _random_key(value: str) -> bool:
+    """A machine-made value that is no hex id or hash (a UUID, a commit, a SHA-256)."""
+    if not random_looking(value):
+        return False
+    low = value.lower()
+    if len(low) == 36 and low.count("-") == 4 and all(ch in "0123456789abcdef-" for ch in low):
+        return False
+    return not (len(low) in (40, 64) and all(ch in "0123456789abcdef" for ch in low))
+
+
 def _password_literal(value: str) -> bool:
     return literal(value, password=True)
 
@@ -242,11 +274,14 @@ def _pem_private(value: str) -> bool:
 
 class _Near:
     """A check that also wants one of `words` at most `window` characters before the match, and
-    unless `lines`, on the same command line (continuation lines included). Looked for backwards
-    rather than matched, so that a text repeating the word costs linear time."""
+    unless `lines`, on the same command line (continuation lines included), and none of `unless`
+    there. Looked for backwards rather than matched, so that a text repeating the word costs
+    linear time."""
 
-    def __init__(self, words: tuple[str, ...], check, window: int = 1000, *, lines: bool = False):
-        self.words, self.check, self.window, self.lines = words, check, window, lines
+    def __init__(
+        self, words: tuple[str, ...], check, window: int = 1000, *, lines: bool = False, unless: tuple[str, ...] = ()
+    ):
+        self.words, self.check, self.window, self.lines, self.unless = words, check, window, lines, unless
 
     def __call__(self, value: str, text: str, start: int) -> bool:
         if not self.check(value):
@@ -262,4 +297,4 @@ class _Near:
                 before = before[newline + 1 :]
                 break
         low = before.lower()
-        return any(word in low for word in self.words)
+        return any(word in low for word in self.words) and not any(word in low for word in self.unless)
