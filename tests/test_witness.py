@@ -144,3 +144,36 @@ def test_a_server_that_is_gone_is_swept_by_the_next_one(database):
 @pytest.mark.parametrize("text", ["", "80", "x abc", "0 abc", "70000 abc", "80 a/b", "80 abc extra"])
 def test_an_address_file_that_is_not_one_is_passed_over(text):
     assert witness.parse_address(text) is None
+
+
+@pytest.mark.parametrize("how", ["the client leaves", "SIGINT"])
+def test_memory_gate_serve_answers_on_its_port_and_takes_its_address_away_when_it_ends(tmp_path, database, how):
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    folder = Path(witness.folder(database))
+    with subprocess.Popen(
+        [sys.executable, "-m", "gate", "--db", database, "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=child_env(tmp_path / "home"),
+    ) as server:
+        try:
+            deadline = time.monotonic() + 60
+            while not (folder.is_dir() and [name for name in os.listdir(folder) if not name.endswith(".new")]):
+                assert time.monotonic() < deadline and server.poll() is None, "no address was written"
+                time.sleep(0.01)
+            found = witness.ask(database, "s1", "p1")
+            assert (found.searched, found.wrote, found.unanswered) == (False, False, [])
+        finally:
+            if how == "SIGINT":
+                server.send_signal(signal.SIGINT)
+            else:
+                server.stdin.close()
+            assert server.wait(30) == 0
+    assert os.listdir(folder) == []
+    assert witness.ask(database, "s1", "p1") is None

@@ -230,6 +230,8 @@ class _Loader(threading.Thread):
         self.wake, self.settings = wake, settings
         self.tools: Any = None  # gate.serve.tools, once imported
         self.witness: Any = None  # gate.serve.sightings.Witness: what the Stop hook asks, started with tools
+        # Held while the witness starts: a stop meanwhile waits for it, so that its address goes too.
+        self.witness_lock = threading.Lock()
         self.tools_ready = threading.Event()  # set once gate.serve.tools is imported, or failed to be
         self.go = threading.Event()  # set when the SDK is to be imported (see QUIET)
         self.server: Any = None  # gate.serve.server, once imported
@@ -241,7 +243,8 @@ class _Loader(threading.Thread):
             try:
                 from gate.serve import sightings, tools
 
-                self.witness = sightings.Witness.start(self.settings)
+                with self.witness_lock:
+                    self.witness = sightings.Witness.start(self.settings)
                 self.tools = tools
             finally:
                 self.tools_ready.set()
@@ -349,8 +352,9 @@ def serve(settings: config.Settings) -> int:
         if memory is not None:
             with memory.lock:  # an embedder thread's transaction finishes first
                 memory.close()
-        if loader.witness is not None:
-            loader.witness.close()
+        with loader.witness_lock:
+            if loader.witness is not None:
+                loader.witness.close()
         sys.stderr.flush()
         os._exit(0)
     loader.join()

@@ -242,6 +242,7 @@ def serve(
 
     stopping.hold()
     if stopping.requested():
+        witness.close()
         return 0
     try:
         anyio.run(main)

@@ -69,7 +69,7 @@ class Witness:
         saying so."""
         try:
             where = witness.folder(config.find_database(settings))
-        except config.ConfigError as error:
+        except Exception as error:  # never a reason to fail the server
             print(f"memory-gate: the Stop hook cannot ask this server what a turn did ({error})", file=sys.stderr)
             return cls(Record(), None, None)
         return cls.listen(where)
@@ -100,7 +100,7 @@ class Witness:
             print(f"memory-gate: the Stop hook cannot ask this server what a turn did ({error})", file=sys.stderr)
             listener.close()
             return cls(record, None, None)
-        threading.Thread(target=found._serve, name="memory-gate-witness", daemon=True).start()
+        threading.Thread(target=found._serve, args=(listener,), name="memory-gate-witness", daemon=True).start()
         return found
 
     def _write_address(self, port: int) -> None:
@@ -113,11 +113,10 @@ class Witness:
             os.close(fd)
         os.replace(temporary, self._path)
 
-    def _serve(self) -> None:
-        assert self._listener is not None
+    def _serve(self, listener: socket.socket) -> None:
         while True:
             try:
-                conn, _ = self._listener.accept()
+                conn, _ = listener.accept()
             except OSError:
                 return  # closed
             with conn:
