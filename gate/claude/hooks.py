@@ -76,12 +76,16 @@ CONTRACT = (
 )
 
 
-def _open(payload: dict, *, create: bool):
+def _database(payload: dict, *, create: bool) -> str:
     settings = config.load(cwd=payload.get("cwd") or None)
     path = config.find_database(settings)
     if not create and not os.path.exists(path):
         raise hookio.Skip
-    return store.connect(path, busy_ms=BUSY_MS)
+    return path
+
+
+def _open(payload: dict, *, create: bool):
+    return store.connect(_database(payload, create=create), busy_ms=BUSY_MS)
 
 
 def _text(payload: dict, key: str) -> str:
@@ -275,8 +279,10 @@ def stop(payload: dict, prefix: str) -> dict | None:
     from gate.memory import witness
 
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
-    conn = _open(payload, create=False)
-    sighting = witness.ask(conn.filename, session, prompt_id)
+    path = _database(payload, create=False)
+    asking = witness.Asking(path, session, prompt_id)  # the servers answer while the database opens
+    conn = store.connect(path, busy_ms=BUSY_MS)
+    sighting = asking.sighting()
     limit = stop_limit()
     action, reason = _rule(
         payload, prefix, lambda state: state.turn.holds >= limit, budget, sighting=sighting, conn=conn

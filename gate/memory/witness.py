@@ -81,30 +81,65 @@ def parse_answer(raw: bytes) -> Sighting | None:
 def ask(database: str, session: str, prompt_id: str, deadline: float = DEADLINE) -> Sighting | None:
     """What the running servers of this database saw the turn do, merged (any search, any write,
     every fact still owed); None when no server answered."""
-    import _socket
-    import time
+    return Asking(database, session, prompt_id, deadline).sighting()
 
-    where = folder(database)
-    try:
-        names = os.listdir(where)
-    except OSError:
-        return None
-    end = time.monotonic() + deadline
-    seen: list[Sighting] = []
-    for name in names:
-        left = end - time.monotonic()
-        if left <= 0:
-            break
-        found = _read_address(os.path.join(where, name))
-        if found is None:
-            continue
-        sighting = _ask_one(_socket, found[0], question(found[1], session, prompt_id), left)
-        if sighting is not None:
-            seen.append(sighting)
-    if not seen:
-        return None
-    owed = sorted({fact for one in seen for fact in one.unanswered})
-    return Sighting(any(one.searched for one in seen), any(one.wrote for one in seen), owed)
+
+class Asking:
+    """The question, put to every server listed as soon as this is made, and their answers,
+    collected by `sighting()`: the Stop hook opens its database in between, while the servers
+    answer."""
+
+    def __init__(self, database: str, session: str, prompt_id: str, deadline: float = DEADLINE):
+        import _socket
+        import time
+
+        self._clock = time.monotonic
+        self._end = self._clock() + deadline
+        self._asked: list = []
+        where = folder(database)
+        try:
+            names = os.listdir(where)
+        except OSError:
+            return
+        for name in names:
+            found = _read_address(os.path.join(where, name))
+            left = self._end - self._clock()
+            if found is None or left <= 0:
+                continue
+            conn = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+            try:
+                conn.settimeout(left)
+                conn.connect(("127.0.0.1", found[0]))
+                conn.sendall(question(found[1], session, prompt_id))
+            except OSError:  # refused (a server gone), timed out
+                conn.close()
+                continue
+            self._asked.append(conn)
+
+    def sighting(self) -> Sighting | None:
+        seen = [found for conn in self._asked if (found := self._answer(conn)) is not None]
+        if not seen:
+            return None
+        owed = sorted({fact for one in seen for fact in one.unanswered})
+        return Sighting(any(one.searched for one in seen), any(one.wrote for one in seen), owed)
+
+    def _answer(self, conn) -> Sighting | None:
+        raw = b""
+        try:
+            while not raw.endswith(b"\n") and len(raw) < MAX_ANSWER:
+                left = self._end - self._clock()
+                if left <= 0:
+                    return None
+                conn.settimeout(left)
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                raw += chunk
+        except OSError:  # timed out, reset
+            return None
+        finally:
+            conn.close()
+        return parse_answer(raw) if raw.endswith(b"\n") else None
 
 
 def _read_address(path: str) -> tuple[int, str] | None:
@@ -118,22 +153,3 @@ def _read_address(path: str) -> tuple[int, str] | None:
             return parse_address(handle.read(200).decode("ascii", "replace"))
     except OSError:
         return None
-
-
-def _ask_one(_socket, port: int, line: bytes, timeout: float) -> Sighting | None:
-    conn = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
-    try:
-        conn.settimeout(timeout)
-        conn.connect(("127.0.0.1", port))
-        conn.sendall(line)
-        raw = b""
-        while not raw.endswith(b"\n") and len(raw) < MAX_ANSWER:
-            chunk = conn.recv(65536)
-            if not chunk:
-                break
-            raw += chunk
-        return parse_answer(raw) if raw.endswith(b"\n") else None
-    except OSError:  # refused (a server gone), timed out, reset
-        return None
-    finally:
-        conn.close()
