@@ -15,7 +15,9 @@ hook at most 1.3x `python -c pass` and at most 30 ms p50; all hooks of a complia
 `Hold` only of an answer that may owe memory: in a compliant turn the write's own answer
 ("nothing owed") lets it out, so its hook processes are the same four; a held turn adds one Hold
 per hold. The database is a file in a temporary home with 1,000 facts, as a project's memory
-would be. Each process is timed right after a `python -c pass` of its own: "paired x" is the median
+would be, and a memory server's witness (gate.serve.sightings, here in this process) answers the
+Stop hook's question; the Stop hook is timed again with no server answering, when it judges on the
+ledger. Each process is timed right after a `python -c pass` of its own: "paired x" is the median
 of those pairs' ratios, the figure least moved by other work on a shared machine. `--against` times
 another checkout's plugin hooks in the same run (its mods/ and its .venv), e.g. the code before a
 change.
@@ -42,7 +44,8 @@ import _corpus  # noqa: E402
 
 from gate import config  # noqa: E402
 from gate.engine import store  # noqa: E402
-from gate.serve import tools  # noqa: E402
+from gate.memory import witness  # noqa: E402
+from gate.serve import sightings, tools  # noqa: E402
 
 PREFIX = "mcp__plugin_memory-gate_memory__"
 PLUGIN = ROOT / "mods" / "memory-gate"
@@ -106,13 +109,20 @@ def main(argv: list[str] | None = None) -> int:
             }[event]
             return json.dumps({**base, "prompt_id": prompt_id, **extra})
 
-        # Every turn the hooks see is a compliant one (searched and written), as most are.
+        # Every turn the hooks see is a compliant one (searched and written), as most are. The Stop
+        # hook asks the memory server what the turn did (gate.memory.witness): one answers here,
+        # with the record a server keeps of these calls.
+        server = sightings.Witness.listen(witness.folder(config.database_for(home, project)))
         for run in range(args.runs):
             subprocess.run([command, "hook", "UserPromptSubmit"], input=payload("UserPromptSubmit", run).encode(),
                            env=env, capture_output=True, check=True)
             caller = tools.Caller("bench")
             answer = tools.memory_search(conn, "deploy main", caller)
-            tools.memory_write(conn, [], [r.fact.id for r in answer.results], caller, log=None)
+            wrote = tools.memory_write(conn, [], [r.fact.id for r in answer.results], caller, log=None)
+            server.record.searched(answer.turn, [r.fact.id for r in answer.results])
+            server.record.wrote(wrote.turn, wrote.answered)
+        [address] = [Path(witness.folder(config.database_for(home, project))) / name
+                     for name in os.listdir(witness.folder(config.database_for(home, project)))]
 
         # The plugin's launcher finds `memory-gate` on PATH, as in a checkout (scripts/install
         # records the same command beside it instead).
@@ -141,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         }
         for event in events:
             rows[f"hook {event} (as Claude Code runs it)"] = (["/bin/sh", "-c", commands[event]], event)
+        # The Stop hook with no server to ask: it judges on the ledger, and says so.
+        UNASKED = "hook Stop, no server answering (the ledger)"
+        rows[UNASKED] = (["/bin/sh", "-c", commands["Stop"]], "Stop")
         if args.against:
             # The other checkout's plugin launcher and its own installed command, on the same database.
             other = Path(args.against).resolve()
@@ -158,11 +171,16 @@ def main(argv: list[str] | None = None) -> int:
                 # Each process right after a `python -c pass` of its own: the ratio of the pair
                 # is the figure least moved by the other work on the machine.
                 [started] = timed([sys.executable, "-c", "pass"], "", env, 1)
+                if name == UNASKED:
+                    address.rename(address.parent.parent / "away")  # out of the folder the hook reads
                 [took] = timed(argv, payload(event, run) if event else "", own_env[0] if own_env else env, 1)
+                if name == UNASKED:
+                    (address.parent.parent / "away").rename(address)
                 baseline.append(started)
                 times[name].append(took)
                 ratios[name].append(took / started)
         conn.close()
+        server.close()
 
     pass_p50 = statistics.median(baseline)
     print(f"{'process':<48} {'p50 ms':>7} {'p95 ms':>7} {'x python':>9} {'paired x':>9}")

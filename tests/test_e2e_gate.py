@@ -22,6 +22,7 @@ from claude_harness import Sandbox, needs_claude
 from fake_anthropic import Reply, last_tool_result_text, last_user_text, reply, text, tool_names, tool_results, tool_use
 
 from gate import config
+from gate.claude import hooks
 
 pytestmark = needs_claude()
 
@@ -628,8 +629,9 @@ def shell_sql(gate: Gate, sql: str):
     return reply(tool_use("Bash", {"command": f"{sys.executable} -c {json.dumps(script)}"}))
 
 
-def test_a_ledger_edited_to_say_searched_and_written_releases_nothing(plugin_gate):
-    gate = plugin_gate
+def test_a_ledger_edited_to_say_searched_and_written_releases_nothing(gate):
+    """With the mod, the mod's own record rules; with settings hooks only, the Stop hook asks the
+    memory server what it saw the turn do (gate.memory.witness). Neither reads the edited counts."""
     gate.box.fake.add(
         shell_sql(gate, "UPDATE turns SET searched = 1, wrote = 1"),
         "An answer that only edited the ledger.",
@@ -641,15 +643,17 @@ def test_a_ledger_edited_to_say_searched_and_written_releases_nothing(plugin_gat
     [message] = held_messages(run, gate)
     assert "has not searched memory" in message
     assert run.result_text == "The real answer."
-    assert "An answer that only edited the ledger" not in run.stdout
+    if gate.mode == "plugin":  # a Stop hook cannot take back a draft the owner has seen
+        assert "An answer that only edited the ledger" not in run.stdout
     [turn] = gate.turns()
     assert (turn["holds"], turn["outcome"]) == (1, "met")
+    assert not any("ledger file" in line for line in told_owner(run))
 
 
-def test_a_fact_read_then_struck_from_the_ledger_is_still_owed(plugin_gate):
-    """Deleting the turn's reads makes the server accept a write that leaves fact 1 out; the mod
-    saw the search return it, and holds the answer until a write answers for it."""
-    gate = plugin_gate
+def test_a_fact_read_then_struck_from_the_ledger_is_still_owed(gate):
+    """Deleting the turn's reads makes the server accept a write that leaves fact 1 out; the mod,
+    or the server asked by the Stop hook, saw the search return it, and the answer is held until
+    a write answers for it."""
     new = {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}
     gate.box.fake.add(gate.search("deploy"), gate.write([new]), "Noted.")
     assert gate.run("Deploys go through staging.").result_text == "Noted."
@@ -670,6 +674,27 @@ def test_a_fact_read_then_struck_from_the_ledger_is_still_owed(plugin_gate):
     assert "Fact 1 read this turn is not answered for" in message
     assert run.result_text == "Still true."
     assert gate.turns()[-1]["outcome"] == "met"
+
+
+def test_with_no_server_to_ask_the_stop_hook_judges_on_the_ledger_and_says_so(tmp_path):
+    """Settings hooks only, and no memory server answers (here none is configured): the Stop hook
+    falls back to the ledger's counts, and the owner is told, in one line, that the gate judged
+    the turn on a file a shell command can change."""
+    with Sandbox(tmp_path) as box:
+        gate = Gate(box, "settings")
+        box.fake.add("A draft that skipped memory.", "The same answer, once more.")
+        # One hold, then the answer goes out: the cap of Stop blocks the owner set.
+        env = gate.env(CLAUDE_CODE_STOP_HOOK_BLOCK_CAP="1")
+        run = box.run("Why does the build fail?", env=env, debug=True, settings=settings_only())
+        assert run.returncode == 0, run.explain()
+        [message] = held_messages(run, gate)
+        assert "has not searched memory" in message
+        assert run.result_text == "The same answer, once more."
+        said = told_owner(run)
+        # Said at the hold and at the release (the release's own line first), each time once.
+        assert [line.count(hooks.LEDGER_ONLY) for line in said if "ledger" in line] == [1, 1], json.dumps(said, indent=1)
+        assert said[-1].startswith(hooks.RELEASED), said
+        assert box.fake.errors == []
 
 
 # -- 17. Esc while an answer is held: the draft reaches no one ---------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -15,8 +16,8 @@ from loaded import REPO, loaded_by, module_source
 from gate import config
 from gate.claude import hooks
 from gate.engine import store
-from gate.memory import ledger
-from gate.serve import tools
+from gate.memory import ledger, witness
+from gate.serve import sightings, tools
 
 PREFIX = "mcp__plugin_memory-gate_memory__"
 
@@ -102,8 +103,9 @@ def test_stop_counts_its_own_blocks_whatever_stop_hook_active_says(home, project
         code, out, _ = stop(home, project, active=active)
         assert code == 0 and out["decision"] == "block"
         assert "has not searched memory" in out["reason"] and f"{PREFIX}memory_search" in out["reason"]
+        assert out["systemMessage"] == hooks.LEDGER_ONLY  # no server to ask: said at every ruling
     code, out, _ = stop(home, project, active=active)
-    assert code == 0 and out == {"systemMessage": "memory-gate: this answer went out without memory kept up to date."}
+    assert code == 0 and out == {"systemMessage": f"{hooks.RELEASED}\n{hooks.LEDGER_ONLY}"}
     assert turn(home, project)[2:4] == (hooks.MAX_HOLDS, "released")
 
 
@@ -160,8 +162,74 @@ def test_stop_lets_a_met_turn_through(home, project):
     prompt(home, project)
     _search_and_write(home, project)
     code, out, _ = stop(home, project)
-    assert code == 0 and out is None
+    assert code == 0 and out == {"systemMessage": hooks.LEDGER_ONLY}  # no server: judged on the ledger
     assert turn(home, project)[3] == "met"
+
+
+# -- the Stop hook asks the memory server what the turn did (gate.memory.witness) -----------------
+
+
+@pytest.fixture
+def server(home, project):
+    """A memory server's witness for the project's database, as `memory-gate serve` runs one."""
+    found = sightings.Witness.listen(witness.folder(str(database(home, project))))
+    yield found
+    found.close()
+
+
+def _ledger_turn(home, project, prompt_id="p1"):
+    conn = store.connect(database(home, project))
+    try:
+        return ledger.prompt_turn(conn, "s1", prompt_id)
+    finally:
+        conn.close()
+
+
+def test_stop_rules_on_what_the_server_saw_not_on_an_edited_ledger(home, project, server):
+    prompt(home, project)
+    _edit_ledger(home, project, "UPDATE turns SET searched = 1, wrote = 1, outcome = 'released'")
+    code, out, _ = stop(home, project)
+    assert code == 0 and out == {"decision": "block", "reason": out["reason"]}  # and nothing said of the ledger
+    assert "has not searched memory" in out["reason"]
+    server.record.searched(_ledger_turn(home, project), [])
+    server.record.wrote(_ledger_turn(home, project), [])
+    assert stop(home, project)[1] is None
+    assert turn(home, project)[3] == "met"
+
+
+def test_stop_owes_what_the_server_saw_a_search_return_though_the_reads_were_struck(home, project, server):
+    prompt(home, project)
+    _search_and_write(home, project)  # the ledger: searched, wrote, fact 1 answered
+    server.record.searched(_ledger_turn(home, project), [1])
+    server.record.wrote(_ledger_turn(home, project), [])
+    _, out, _ = stop(home, project)
+    assert out["decision"] == "block" and "Fact 1 read this turn is not answered for" in out["reason"]
+
+
+def test_stop_opens_again_a_turn_row_a_command_deleted(home, project, server):
+    prompt(home, project)
+    _edit_ledger(home, project, "DELETE FROM turns")
+    _, out, _ = stop(home, project)
+    assert out["decision"] == "block"
+    assert turn(home, project)[2] == 1
+
+
+def test_stop_with_a_server_that_hangs_judges_on_the_ledger_within_a_second(home, project):
+    prompt(home, project)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)  # accepts, never answers
+    folder = Path(witness.folder(str(database(home, project))))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "1-hung").write_text(witness.address(listener.getsockname()[1], "abc"))
+    try:
+        started = time.monotonic()
+        _, out, _ = stop(home, project)
+        took = time.monotonic() - started
+    finally:
+        listener.close()
+    assert out["decision"] == "block" and out["systemMessage"] == hooks.LEDGER_ONLY
+    assert took < witness.DEADLINE + 2.0  # the hook's own start included
 
 
 def test_hold_holds_at_most_three_times_then_releases(home, project):
@@ -331,7 +399,8 @@ MODULES = {
     "hook UserPromptSubmit": GATE | CREDENTIALS,
     "hook PreToolUse": GATE,
     "hook SessionStart": GATE,
-    "hook Stop": GATE | {"gate.claude.maxturns"},
+    # The Stop hook asks the memory servers what the turn did (gate.memory.witness), over _socket.
+    "hook Stop": GATE | {"gate.claude.maxturns", "gate.memory.witness", "_socket"},
     "inject": HOOK_PATH | {"gate.context", "gate.context.hook", "gate.context.classify", "gate.context.inject",
                            "gate.context.rules", "gate.context.state", "gate.clock", "__future__"} | CREDENTIALS,
 }

@@ -22,6 +22,10 @@ from gate.claude import hookio
 from gate.engine import store
 from gate.memory import ledger
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # imported by the Stop hook alone, where it asks (a share of every other hook's start)
+    from gate.memory import witness
+
 # gate.credentials and gate.claude.maxturns are imported where they are needed: a PreToolUse hook, and
 # a Stop or Hold on a turn that is met (the usual case), use neither, and every module is a
 # share of a hook's start.
@@ -38,6 +42,14 @@ BUSY_MS = 5000
 # What the owner reads when an answer goes out unmet, in either mode (the mod logs it, the Stop
 # hook says it as its systemMessage).
 RELEASED = "memory-gate: this answer went out without memory kept up to date."
+
+
+# What the owner reads when the Stop hook judged a turn on the ledger's counts, because no memory
+# server answered its question (gate.memory.witness): one it cannot trust against a shell command.
+LEDGER_ONLY = (
+    "memory-gate: the memory server could not be asked what this turn did, so the gate judged it "
+    "on the ledger file, which a shell command can change; `memory-gate doctor` checks the server."
+)
 
 
 def released_by_limit(limit: int) -> str:
@@ -64,12 +76,16 @@ CONTRACT = (
 )
 
 
-def _open(payload: dict, *, create: bool):
+def _database(payload: dict, *, create: bool) -> str:
     settings = config.load(cwd=payload.get("cwd") or None)
     path = config.find_database(settings)
     if not create and not os.path.exists(path):
         raise hookio.Skip
-    return store.connect(path, busy_ms=BUSY_MS)
+    return path
+
+
+def _open(payload: dict, *, create: bool):
+    return store.connect(_database(payload, create=create), busy_ms=BUSY_MS)
 
 
 def _gate(conn, payload: dict, session: str, prompt_id: str) -> ledger.Gate | None:
@@ -193,29 +209,42 @@ def _seen(payload: dict) -> Seen | None:
     return Seen(bool(flags[0]), bool(flags[1]), sorted(set(ids)), holds, bool(flags[2]))
 
 
-def _rule(payload: dict, prefix: str, held_enough, budget, seen: Seen | None = None) -> tuple[str, str | None]:
+def _rule(
+    payload: dict,
+    prefix: str,
+    held_enough,
+    budget,
+    seen: Seen | None = None,
+    sighting: "witness.Sighting | None" = None,
+    conn=None,
+) -> tuple[str, str | None]:
     """The gate's ruling on a final answer, for the Stop hook and the mod's Hold alike: ("pass",
-    None), ("release", why) or ("hold", what is missing), settled in the ledger in the same
-    transaction. `held_enough(state)` says the turn was held as often as it may be; `budget()`
-    gives (the turn's model requests so far, --max-turns), either None when unknown. With the
-    mod's record (`seen`), what the turn searched, wrote and owes, how often it was held and
-    whether it was let out are the record's; the ledger only records the ruling."""
+    None) with nothing to judge, ("met", None), ("release", why) or ("hold", what is missing),
+    settled in the ledger in the same transaction. `held_enough(state)` says the turn was held as
+    often as it may be; `budget()` gives (the turn's model requests so far, --max-turns), either
+    None when unknown. With the mod's record (`seen`), what the turn searched, wrote and owes, how
+    often it was held and whether it was let out are the record's; with the memory servers'
+    (`sighting`, asked by the Stop hook), what it searched, wrote and owes. Either way the
+    ledger's counts decide nothing."""
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
-    conn = _open(payload, create=False)
+    conn = conn if conn is not None else _open(payload, create=False)
     with store.writing(conn):
         state = _gate(conn, payload, session, prompt_id)
-        if seen is not None:
-            if seen.released:
-                return "pass", None
+        if seen is not None and seen.released:
+            return "pass", None
+        if sighting is not None and state is not None and hookio.automated(state.turn.prompt):
+            return "pass", None
+        record = seen if seen is not None else sighting
+        if record is not None:
             # A turn row gone (the UserPromptSubmit hook failed, loudly, or a command deleted it)
-            # is opened again: the mod saw the turn, and its record still rules.
+            # is opened again: the record saw the turn, and it still rules.
             turn = state.turn if state is not None else ledger.open_turn(conn, session, prompt_id, None)
-            state = ledger.Gate(turn, seen.searched, seen.wrote, seen.unanswered)
+            state = ledger.Gate(turn, record.searched, record.wrote, record.unanswered)
         elif state is None or state.turn.outcome == "released" or hookio.automated(state.turn.prompt):
             return "pass", None
         if state.met:
             ledger.settle(conn, state.turn.id, "met")
-            return "pass", None
+            return "met", None
         why = ledger.excused(conn, state.turn.id)
         if why:  # memory could not be reached: no write could free the answer
             ledger.settle(conn, state.turn.id, "released")
@@ -254,11 +283,24 @@ def stop(payload: dict, prefix: str) -> dict | None:
         prompt_id = _text(payload, "prompt_id")
         return maxturns.steps_in_transcript(transcript, prompt_id, last if isinstance(last, str) else None), limit
 
+    # What the memory servers saw the turn do decides, not the ledger's counts (gate.memory.witness).
+    from gate.memory import witness
+
+    session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
+    path = _database(payload, create=False)
+    asking = witness.Asking(path, session, prompt_id)  # the servers answer while the database opens
+    conn = store.connect(path, busy_ms=BUSY_MS)
+    sighting = asking.sighting()
     limit = stop_limit()
-    action, reason = _rule(payload, prefix, lambda state: state.turn.holds >= limit, budget)
-    if action == "pass":
-        return None
-    return {"systemMessage": reason} if action == "release" else {"decision": "block", "reason": reason}
+    action, reason = _rule(
+        payload, prefix, lambda state: state.turn.holds >= limit, budget, sighting=sighting, conn=conn
+    )
+    said = [] if sighting is not None or action == "pass" else [LEDGER_ONLY]
+    if action in ("pass", "met"):
+        return {"systemMessage": said[0]} if said else None
+    if action == "release":
+        return {"systemMessage": "\n".join([reason or RELEASED, *said])}
+    return {"decision": "block", "reason": reason, **({"systemMessage": said[0]} if said else {})}
 
 
 def hold(payload: dict, prefix: str) -> dict:
@@ -283,6 +325,7 @@ def hold(payload: dict, prefix: str) -> dict:
         return (state.turn.holds if seen is None else seen.holds) >= MAX_HOLDS
 
     action, reason = _rule(payload, prefix, held_enough, budget, seen)
+    action = "pass" if action == "met" else action
     return {"action": action} if reason is None else {"action": action, "reason": reason}
 
 

@@ -5,7 +5,8 @@ memory_search and memory_write.
 imports; `server` is the SDK's server; `tools` does each call's work over `connection` (the
 server's one connection to memory, and the embedding it does in the background) and `render`
 shapes what the model reads; `wire` carries JSON-RPC lines, each read by `inbound`, so that every
-request is answered.
+request is answered; `sightings` keeps the server's own record of each turn's memory calls and
+answers the Stop hook's question about it on a loopback port.
 
 May import: gate.memory, gate.search, gate.engine, the ground floor; the `mcp` SDK (server only).
 """

@@ -22,7 +22,7 @@ from gate import config
 from gate.engine import store
 from gate.memory import audit
 from gate.search import backfill, embeddings, sources, vectors
-from gate.serve import handoff
+from gate.serve import handoff, sightings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a team's memory is imported only where one is used
@@ -37,8 +37,10 @@ class Memory:
     """The server's one connection to the project's database, opened when first needed: made
     by gate.serve.front, which may serve the first calls, and handed to gate.serve.server with them."""
 
-    def __init__(self, settings: config.Settings):
+    def __init__(self, settings: config.Settings, record: sightings.Record | None = None):
         self.settings = settings
+        # What this server saw each turn do, which the Stop hook asks (gate.serve.sightings).
+        self.record = record if record is not None else sightings.Record()
         self.session = settings.session_id or f"mcp-{uuid.uuid4().hex[:12]}"
         # This process: one per Claude Code process, so one per context that reads results.
         self.process = uuid.uuid4().hex[:12]

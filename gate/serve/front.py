@@ -225,10 +225,13 @@ class _Loader(threading.Thread):
     its pipe. The front imports neither itself: two threads importing the same modules at once
     could meet a half-made module."""
 
-    def __init__(self, wake: int):
+    def __init__(self, wake: int, settings: config.Settings):
         super().__init__(name="memory-gate-sdk", daemon=True)
-        self.wake = wake
+        self.wake, self.settings = wake, settings
         self.tools: Any = None  # gate.serve.tools, once imported
+        self.witness: Any = None  # gate.serve.sightings.Witness: what the Stop hook asks, started with tools
+        # Held while the witness starts: a stop meanwhile waits for it, so that its address goes too.
+        self.witness_lock = threading.Lock()
         self.tools_ready = threading.Event()  # set once gate.serve.tools is imported, or failed to be
         self.go = threading.Event()  # set when the SDK is to be imported (see QUIET)
         self.server: Any = None  # gate.serve.server, once imported
@@ -238,8 +241,10 @@ class _Loader(threading.Thread):
     def run(self) -> None:
         try:
             try:
-                from gate.serve import tools
+                from gate.serve import sightings, tools
 
+                with self.witness_lock:
+                    self.witness = sightings.Witness.start(self.settings)
                 self.tools = tools
             finally:
                 self.tools_ready.set()
@@ -268,7 +273,7 @@ def serve(settings: config.Settings) -> int:
     answers = recorded()
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
-    loader = _Loader(wake_write)
+    loader = _Loader(wake_write, settings)
     # A signal (Claude Code stops its server with SIGINT) wakes the wait below too.
     stopping.hold()
     previous = signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
@@ -319,7 +324,9 @@ def serve(settings: config.Settings) -> int:
                     else:
                         try:
                             if memory is None:
-                                memory = tools.connection.Memory(settings)  # imported with tools, by the loader
+                                # imported with tools, by the loader, which started the witness
+                                witness = loader.witness
+                                memory = tools.connection.Memory(settings, witness.record if witness else None)
                             assert answers is not None, "a Call is answered from them"
                             # The SDK puts the same envelope on every result it sends.
                             reply = served(reply, memory, tools, answers["results"]["tools/list"].get("_meta"))
@@ -345,6 +352,9 @@ def serve(settings: config.Settings) -> int:
         if memory is not None:
             with memory.lock:  # an embedder thread's transaction finishes first
                 memory.close()
+        with loader.witness_lock:
+            if loader.witness is not None:
+                loader.witness.close()
         sys.stderr.flush()
         os._exit(0)
     loader.join()
@@ -356,8 +366,10 @@ def serve(settings: config.Settings) -> int:
         if memory is not None:
             with memory.lock:
                 memory.close()
+        if loader.witness is not None:
+            loader.witness.close()
         return 0  # the client left before asking anything the SDK must answer
-    return loader.server.serve(settings, pending=bytes(waiting + buffer), memory=memory)
+    return loader.server.serve(settings, pending=bytes(waiting + buffer), memory=memory, witness=loader.witness)
 
 
 def _tools(loader: _Loader):

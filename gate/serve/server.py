@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, WithJsonSchema
 
 from gate import config, stopping
 from gate.engine import store
-from gate.serve import tools
+from gate.serve import sightings, tools
 from gate.serve.connection import Memory
 from gate.serve.wire import Wire
 
@@ -204,11 +204,19 @@ def _sdk_logs_in_one_line() -> None:
     sdk.propagate = False
 
 
-def serve(settings: config.Settings, *, pending: bytes = b"", memory: Memory | None = None) -> int:
+def serve(
+    settings: config.Settings,
+    *,
+    pending: bytes = b"",
+    memory: Memory | None = None,
+    witness: sightings.Witness | None = None,
+) -> int:
     """Serve the MCP session on stdin and stdout until it ends or a signal stops it. `pending`:
     what gate.serve.front read from stdin and did not answer itself, served first; `memory`: the
-    front's connection, if it served calls."""
-    app, memory = build(settings, memory)
+    front's connection, if it served calls; `witness`: the port the Stop hook asks what a turn
+    did (gate.serve.sightings), started here when the front did not."""
+    witness = witness if witness is not None else sightings.Witness.start(settings)
+    app, memory = build(settings, memory if memory is not None else Memory(settings, witness.record))
     _sdk_logs_in_one_line()
     # The SDK's own stdio transport drops the lines it cannot parse unanswered and blocks in a
     # thread no signal reaches; gate.serve.wire serves the same session without either fault.
@@ -234,6 +242,7 @@ def serve(settings: config.Settings, *, pending: bytes = b"", memory: Memory | N
 
     stopping.hold()
     if stopping.requested():
+        witness.close()
         return 0
     try:
         anyio.run(main)
@@ -247,6 +256,7 @@ def serve(settings: config.Settings, *, pending: bytes = b"", memory: Memory | N
                 memory.close()
             finally:
                 memory.lock.release()
+        witness.close()
         # Every answer is out (written straight to the descriptor) and the database closed: the
         # process ends here, without the interpreter's teardown of the SDK (half a second).
         sys.stderr.flush()

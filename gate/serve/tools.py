@@ -102,6 +102,7 @@ class SearchAnswer:
     owner_words: str | None
     notes: list[str] = field(default_factory=list)
     next_step: str | None = None  # what `next` says instead of the contract (memory out of reach)
+    turn: ledger.Turn | None = None  # the turn the search was recorded for, if it was
 
     def __post_init__(self):
         # What the answer repeats is redacted: the owner's words and the agent's terms, and fact
@@ -175,7 +176,7 @@ def memory_search(
             seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered], context)
             results = [render.Result(fact, full=seen.get(fact.id) != fact.rev) for fact in ordered]
             ledger.record_search(conn, turn, [(fact.id, fact.rev) for fact in ordered], context)
-            answer = SearchAnswer(terms, results, turn.prompt, notes)
+            answer = SearchAnswer(terms, results, turn.prompt, notes, turn=turn)
             searches.record_search(
                 conn,
                 turn.id,
@@ -198,6 +199,13 @@ def memory_search(
 @dataclass
 class WriteAnswer:
     outcome: write.Outcome
+    turn: ledger.Turn | None = None  # the turn the write was accepted for
+
+    @property
+    def answered(self) -> list[int]:
+        """The facts the write answered for: kept, or changed (updated, deleted)."""
+        o = self.outcome
+        return [*o.kept, *(item["id"] for item in o.done if isinstance(item.get("id"), int))]
 
     @property
     def text(self) -> str:
@@ -221,17 +229,23 @@ def memory_write(
 ) -> WriteAnswer:
     """Apply the write for the caller's turn, or raise write.Refused naming every problem. With a
     `team`, to the team's facts, each change recorded there with its member."""
+    attributed: list[ledger.Turn] = []
+
+    def attribute(conn: apsw.Connection) -> ledger.Turn:
+        attributed.append(caller.attribute(conn))
+        return attributed[-1]
+
     outcome = write.apply(
         conn,
         ops,
         kept,
-        attribute=caller.attribute,
+        attribute=attribute,
         log=log,
         tool_use_id=caller.tool_use_id,
         endpoint=endpoint,
         facts=team,
     )
-    return WriteAnswer(outcome)
+    return WriteAnswer(outcome, attributed[-1] if attributed else None)
 
 
 def unreachable(error: postgres.Unreachable, team: memory_team.Team) -> str:
@@ -258,7 +272,7 @@ def unreachable_search(conn: apsw.Connection, terms: str, caller: Caller, why: s
         f"{why}. Nothing was searched: answer the owner without memory this turn and do not call "
         "memory_write for it; the owner is told memory was not kept"
     )
-    return SearchAnswer(terms, [], turn.prompt, [note], next_step=render.UNREACHED)
+    return SearchAnswer(terms, [], turn.prompt, [note], next_step=render.UNREACHED, turn=turn)
 
 
 def unreachable_write(why: str, held: bool = False) -> str:
@@ -307,6 +321,8 @@ def search_call(memory: connection.Memory, terms: str, caller: Caller) -> Search
                     member.drop()
                     assert conn is not None, "made for a team's member: create=True"
                     answer = unreachable_search(conn, terms, caller, unreachable(error, member.team))
+            if answer.turn is not None:  # the server's own record, which the Stop hook asks
+                memory.record.searched(answer.turn, [result.fact.id for result in answer.results])
             if memory.words_only:
                 # Meaning is off for want of a model: said on the first search, not on every one.
                 answer.notes.append(memory.words_only)
@@ -344,6 +360,8 @@ def write_call(memory: connection.Memory, ops: Any, kept: Any, caller: Caller) -
                     if not held:
                         excuse(conn, caller, why)
                     raise CallFailed(unreachable_write(why, held)) from error
+            if answer.turn is not None:
+                memory.record.wrote(answer.turn, answer.answered)
             memory.catch_up()
         except config.ConfigError as error:
             raise CallFailed(str(error)) from error
