@@ -54,11 +54,12 @@ import _team  # noqa: E402
 
 from gate.engine import postgres, store  # noqa: E402
 from gate.engine.teamfacts import TeamFacts, Who, project  # noqa: E402
-from gate.memory import changeset  # noqa: E402
+from gate.memory import changeset, ledger  # noqa: E402
 from gate.search import fulltext as search, mirror, teamvectors, vectors  # noqa: E402
 from gate.search.embeddings import Vectors  # noqa: E402
 from gate.search.mirror import Mirror  # noqa: E402
 from gate.search.team import TeamIndex  # noqa: E402
+from gate.serve import tools  # noqa: E402
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -143,11 +144,54 @@ def search_round(size: int, queries_count: int, url: str, dimension: int) -> Non
                     copied.append((time.perf_counter() - started) * 1000)
         other.close()
         line(size, built_local, built_mirror, mine, copied, 0, "words (mirror, a change before each)")
+        through_server(local, team, pid, Path(folder), queries, words_mirror, size, built_local, built_mirror)
         words_mirror.close()
         if dimension:
             line(size, *meaning_round(local, team, pid, rows, len(queries), dimension), "meaning")
         local.close()
         team.close()
+
+
+def through_server(
+    local,
+    team,
+    pid: int,
+    folder: Path,
+    queries: list[str],
+    words_mirror,
+    size: int,
+    built_local: float,
+    built_mirror: float,
+) -> None:
+    """memory_search as the server runs it (gate/serve/tools.py), words only, each search in a
+    turn of its own whose owner's words are the query: on the local memory, and on the team's
+    with the member's mirror and without it (gate/search/team.py), taken in turns. The team's
+    includes all it asks of PostgreSQL (the mirror's catch-up, the transaction, loading the facts)
+    and the member's ledger; the local one its ledger in the same file."""
+    member = store.connect(folder / "member.db")
+    facts = TeamFacts(team, pid, Who("bench", "bench-session"))
+    caller = tools.Caller("bench-session")
+    times: dict[int, list[float]] = {0: [], 1: [], 2: []}
+    differ = {1: 0, 2: 0}
+    for number, typed in enumerate(queries):
+        found = {}
+        for which in ((0, 1, 2), (1, 2, 0), (2, 0, 1))[number % 3]:
+            conn = local if which == 0 else member
+            ledger.open_turn(conn, "bench-session", f"p{number}-{which}", typed)
+            started = time.perf_counter()
+            if which == 0:
+                answer = tools.memory_search(local, typed, caller)
+            else:
+                answer = tools.memory_search(
+                    member, typed, caller, team=facts, mirror=words_mirror if which == 1 else None
+                )
+            times[which].append((time.perf_counter() - started) * 1000)
+            found[which] = [result.fact.id for result in answer.results]
+        differ[1] += found[0] != found[1]
+        differ[2] += found[0] != found[2]
+    member.close()
+    line(size, built_local, built_mirror, times[0], times[1], differ[1], "memory_search (mirror)")
+    line(size, built_local, 0.0, times[0], times[2], differ[2], "memory_search (gate/search/team.py)")
 
 
 def line(

@@ -184,3 +184,17 @@ def test_a_team_out_of_reach_is_said_as_before_the_mirror_changes_nothing(member
     bo.team.close()
     with pytest.raises(postgres.Unreachable):
         lookup.search_team(bo.facts(), ["staging"], None, [], 8, bo.mirror)
+
+
+def test_team_disconnect_takes_the_mirror_of_the_teams_words_away(tmp_path):
+    from gate import config
+    from gate.memory import team
+
+    settings = config.load({"MEMORY_GATE_DB": str(tmp_path / "memory.db")}, cwd=tmp_path)
+    (tmp_path / "memory.team.json").write_text('{"url": "postgresql://ana@127.0.0.1/team", "project": "p"}\n')
+    words = mirror.Mirror(mirror.path_for(str(tmp_path / "memory.db")))
+    words._open()
+    words.close()
+    assert (tmp_path / "memory.team-words.db").exists()
+    assert team.disconnect(settings) == str(tmp_path / "memory.team.json")
+    assert sorted(path.name for path in tmp_path.iterdir()) == []

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 
 import apsw
 
-from gate.engine import postgres, store
+from gate.engine import files, postgres, store
 from gate.search import fulltext
 
 TYPE_CHECKING = False
@@ -78,6 +78,14 @@ _WHOLE = (
 def path_for(database: str) -> str:
     """The mirror's file for the member's ledger at `database`."""
     return os.path.splitext(database)[0] + SUFFIX
+
+
+def remove(path: str) -> None:
+    """The mirror's file and SQLite's beside it gone, if there (`team disconnect`: the team's
+    words stay on no disk that no longer uses them)."""
+    for suffix in ("", *files.COMPANIONS):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path + suffix)
 
 
 @dataclass(frozen=True)
@@ -162,9 +170,7 @@ class Mirror:
         """Forget the file (unreadable, or refused by the schema): the next search makes it anew."""
         self.missed = why
         self.close()
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path + suffix)
+        remove(self.path)
 
     def close(self) -> None:
         if self._conn is not None:
