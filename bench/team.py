@@ -9,8 +9,10 @@ load: `by_words` over the local FTS5 index beside `by_words_in` over gate/search
 TeamIndex (the same tiers and judgement; PostgreSQL's GIN index for the match, FTS5's bm25
 computed in Python), and beside them the member's mirror of the team's words (gate/search/mirror.py:
 caught up with the team's record in one round trip, then FTS5 in this process), p50 and p95, with the
-ratio of the p50s; then the mirror again with another member's write before each search, so that
-each catch-up applies a change. PostgreSQL runs on this machine
+ratio of the p50s; memory_search as the server calls it (gate/serve/tools.py: the ledger's
+records, the team's transaction and loading the facts included) on the local memory and on the
+team's, with the mirror and without; then the mirror again with another member's write before each
+search, so that each catch-up applies a change. PostgreSQL runs on this machine
 over loopback TCP (tests/postgres_server.py, pgserver's binaries), so its figures include a
 round trip per statement and no network beyond it.
 
@@ -119,6 +121,7 @@ def search_round(size: int, queries_count: int, url: str, dimension: int) -> Non
             differ_copied += found[0] != found[2]
         line(size, built_local, built_team, mine, theirs, differ, "words (gate/search/team.py)")
         line(size, built_local, built_mirror, mine, copied, differ_copied, "words (mirror: catch-up + FTS5)")
+        through_server(local, team, pid, Path(folder), queries, words_mirror, size, built_local, built_mirror)
         # Another member writes a fact before each search: the catch-up then applies one change.
         other = postgres.connect(url)
         writer = TeamFacts(other, pid, Who("bench-other", "bench-other"))
@@ -143,8 +146,8 @@ def search_round(size: int, queries_count: int, url: str, dimension: int) -> Non
                     mirrored(typed)
                     copied.append((time.perf_counter() - started) * 1000)
         other.close()
-        line(size, built_local, built_mirror, mine, copied, 0, "words (mirror, a change before each)")
-        through_server(local, team, pid, Path(folder), queries, words_mirror, size, built_local, built_mirror)
+        # Not compared: the team holds facts the local memory does not.
+        line(size, built_local, built_mirror, mine, copied, None, "words (mirror, a change before each)")
         words_mirror.close()
         if dimension:
             line(size, *meaning_round(local, team, pid, rows, len(queries), dimension), "meaning")
@@ -195,12 +198,19 @@ def through_server(
 
 
 def line(
-    size: int, built_local: float, built_team: float, mine: list[float], theirs: list[float], differ: int, what: str
+    size: int,
+    built_local: float,
+    built_team: float,
+    mine: list[float],
+    theirs: list[float],
+    differ: int | None,
+    what: str,
 ) -> None:
     p50_local, p50_team = statistics.median(mine), statistics.median(theirs)
+    compared = f"{differ:>4}/{len(mine):<4}" if differ is not None else f"{'-':>4} {'':<4}"
     print(
         f"{size:>7}  {built_local:>6.1f} / {built_team:<6.1f}  {p50_local:>8.2f} {percentile(mine, 0.95):>7.2f}"
-        f"  {p50_team:>8.2f} {percentile(theirs, 0.95):>7.2f}  {p50_team / p50_local:>6.1f}  {differ:>4}/{len(mine):<4}"
+        f"  {p50_team:>8.2f} {percentile(theirs, 0.95):>7.2f}  {p50_team / p50_local:>6.1f}  {compared}"
         f"  {what}",
         flush=True,
     )
