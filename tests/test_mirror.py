@@ -198,3 +198,48 @@ def test_team_disconnect_takes_the_mirror_of_the_teams_words_away(tmp_path):
     assert (tmp_path / "memory.team-words.db").exists()
     assert team.disconnect(settings) == str(tmp_path / "memory.team.json")
     assert sorted(path.name for path in tmp_path.iterdir()) == []
+
+
+def test_catching_up_while_two_members_write_misses_no_change(members, postgres_url, monkeypatch):
+    import threading
+
+    ana, bo = members
+    builds = []
+    fill = mirror._fill
+    monkeypatch.setattr(mirror, "_fill", lambda conn, rows: builds.append(len(rows)) or fill(conn, rows))
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer(name: str) -> None:
+        try:
+            conn = postgres.connect(postgres_url)
+            facts = TeamFacts(conn, bo.project, Who(name, f"session-{name}"))
+            for number in range(40):
+                with facts.transaction():
+                    fact = facts.insert(
+                        {"topic": "race", "kind": "event", "text": f"{name} wrote {number}", "date": "2026-12-01"},
+                        stamp="2026-12-01T00:00:00Z",
+                    )
+                    if number % 3 == 0:
+                        facts.delete(fact, {"topic": "race"}, stamp="2026-12-01T00:00:00Z")
+            conn.close()
+        except BaseException as error:  # the assertion below names it
+            errors.append(error)
+
+    threads = [threading.Thread(target=writer, args=(name,)) for name in ("cy", "di")]
+    for thread in threads:
+        thread.start()
+    facts = bo.facts()
+    caught = 0
+    while any(thread.is_alive() for thread in threads) or not done.is_set():
+        if not any(thread.is_alive() for thread in threads):
+            done.set()  # once more after the last write
+        assert bo.mirror.index(facts) is not None
+        caught += 1
+    assert errors == [] and caught > 2
+    assert len(builds) == 1  # caught up change by change, never rebuilt for a change it missed
+    team = sorted(row[0] for row in bo.team.execute("SELECT id FROM facts WHERE project = %s", (bo.project,)))
+    bo.team.rollback()
+    with store.writing(bo.mirror._conn, lock=False) as conn:
+        assert sorted(row[0] for row in conn.execute("SELECT id FROM facts")) == team
+    assert len(team) == 2 * (40 - 14)
