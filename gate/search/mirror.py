@@ -51,7 +51,7 @@ KEY = "team_words"
 # last change is a rebuild too (an import by another member): in the background alike.
 INLINE = 2000
 # What a file SQLite cannot trust raises: it is discarded. Others (busy, full, read-only) leave it.
-UNREADABLE = (apsw.CorruptError, apsw.NotADBError, apsw.SchemaChangeError)
+UNREADABLE = (apsw.CorruptError, apsw.NotADBError)
 # How long a background build may take over its own connection (seconds).
 BUILD_DEADLINE = 300.0
 
@@ -110,7 +110,7 @@ class Mirror:
         self.path, self.url, self.member = path, url, member
         self._conn: apsw.Connection | None = None
         self._builder: threading.Thread | None = None
-        # Why the last search could not use the mirror (None: it did), for tests and doctor.
+        # Why the last search could not use the mirror (None: it did): for tests, and a reader of the code.
         self.missed: str | None = None
         self._broken: str | None = None  # a background build found the file unreadable
 
