@@ -6,6 +6,7 @@ anew, never believed."""
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
 
@@ -243,3 +244,23 @@ def test_catching_up_while_two_members_write_misses_no_change(members, postgres_
     with store.writing(bo.mirror._conn, lock=False) as conn:
         assert sorted(row[0] for row in conn.execute("SELECT id FROM facts")) == team
     assert len(team) == 2 * (40 - 14)
+
+
+def test_a_mirror_another_server_holds_for_long_is_passed_by_not_waited_for(members):
+    ana, bo = members
+    [done] = ana.write(insert("deploy", "Deploys go through staging."))
+    assert bo.search("staging") == [done["id"]]
+    other = store.connect(bo.mirror.path)  # another server of bo's, building the file anew
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        ana.search("deploy")
+        ana.write({"op": "update", "id": done["id"], "text": "Deploys go through the canary."})
+        started = time.monotonic()
+        assert bo.search("canary") == [done["id"]]  # on the team's words, the file left as it is
+        assert time.monotonic() - started < 3.0  # not the 5 s a ledger waits for its lock
+        assert bo.mirror.missed is not None and "Busy" in bo.mirror.missed
+        assert bo.mirror._conn is not None
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert bo.search("canary") == [done["id"]] and bo.mirror.missed is None

@@ -52,6 +52,9 @@ KEY = "team_words"
 INLINE = 2000
 # What a file SQLite cannot trust raises: it is discarded. Others (busy, full, read-only) leave it.
 UNREADABLE = (apsw.CorruptError, apsw.NotADBError)
+# How long a search waits for another server of the member catching the file up (or building it)
+# before it runs on gate.search.team instead: a catch-up writes for milliseconds, a build for seconds.
+BUSY_MS = 250
 # How long a background build may take over its own connection (seconds).
 BUILD_DEADLINE = 300.0
 
@@ -163,7 +166,7 @@ class Mirror:
 
     def _open(self) -> apsw.Connection:
         if self._conn is None:
-            self._conn = store.connect(self.path)
+            self._conn = store.connect(self.path, busy_ms=BUSY_MS)
         return self._conn
 
     def discard(self, why: str) -> None:
