@@ -5,6 +5,7 @@ anew, never believed."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 
@@ -264,3 +265,21 @@ def test_a_mirror_another_server_holds_for_long_is_passed_by_not_waited_for(memb
         other.execute("ROLLBACK")
         other.close()
     assert bo.search("canary") == [done["id"]] and bo.mirror.missed is None
+
+
+def test_a_mirror_another_server_is_making_is_left_to_it(members):
+    import apsw
+
+    ana, bo = members
+    [done] = ana.write(insert("deploy", "Deploys go through staging."))
+    maker = apsw.Connection(bo.mirror.path)  # another server of bo's, making the file this moment
+    maker.execute("BEGIN IMMEDIATE")
+    maker.execute("CREATE TABLE making (x)")
+    try:
+        assert bo.search("staging") == [done["id"]]  # on the team's words
+        assert bo.mirror.missed is not None and "busy" in bo.mirror.missed.lower()
+        assert os.path.exists(bo.mirror.path)  # not deleted under the server making it
+    finally:
+        maker.execute("ROLLBACK")
+        maker.close()
+    assert bo.search("staging") == [done["id"]] and bo.mirror.missed is None

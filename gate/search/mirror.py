@@ -133,8 +133,11 @@ class Mirror:
             self._broken = None
         try:
             conn = self._open()
-        except store.StoreError as error:  # not a database, or not memory-gate's: its own file, made anew
-            self.discard(str(error))
+        except store.StoreError as error:
+            if isinstance(error.__cause__, apsw.BusyError):  # another server making it: not ours to delete
+                self.missed = str(error)
+            else:  # not a database, or not memory-gate's: its own file, made anew
+                self.discard(str(error))
             return None
         try:
             with postgres.reaching(team.url, team.conn, team.deadline), _outside(team.conn):
@@ -246,7 +249,10 @@ class Mirror:
             finally:
                 conn.close()
         except (*UNREADABLE, store.StoreError) as error:
-            self._broken = f"{type(error).__name__}: {error}"  # the search thread discards the file
+            if isinstance(error.__cause__, apsw.BusyError):
+                print(f"memory-gate: building the mirror of the team's words waited too long: {error}", file=sys.stderr)
+            else:
+                self._broken = f"{type(error).__name__}: {error}"  # the search thread discards the file
         except Exception as error:  # said, never a traceback; searches stay on gate.search.team
             print(f"memory-gate: building the mirror of the team's words stopped: {error}", file=sys.stderr)
 
