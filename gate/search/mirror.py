@@ -58,8 +58,9 @@ BUSY_MS = 250
 # How long a background build may take over its own connection (seconds).
 BUILD_DEADLINE = 300.0
 
-# The project's counters and its last change, with the facts changed since change %s (none when
-# it is the project's last): one statement, so one snapshot.
+# What the mirror is of (`source`), the project's last id, its counter of facts and its last
+# change; _CAUGHT_UP adds each fact changed since change `since` as it is now (topic None: gone),
+# at most `most` of them, _WHOLE every fact: each one statement, so one snapshot.
 _HEAD = (
     "SELECT current_database() || '#' || (SELECT oid FROM pg_database WHERE datname = current_database())"
     " || ' project ' || p.id || ' ' || p.key || ' made ' || p.created,"
