@@ -7,7 +7,12 @@ Search: the same facts (bench/_corpus.py) in a SQLite memory and in one project 
 database, the same queries (1-4 words of one fact), timed in turns so that both meet the same
 load: `by_words` over the local FTS5 index beside `by_words_in` over gate/search/team.py's
 TeamIndex (the same tiers and judgement; PostgreSQL's GIN index for the match, FTS5's bm25
-computed in Python), p50 and p95, with the ratio of the p50s. PostgreSQL runs on this machine
+computed in Python), and beside them the member's mirror of the team's words (gate/search/mirror.py:
+caught up with the team's record in one round trip, then FTS5 in this process), p50 and p95, with the
+ratio of the p50s; memory_search as the server calls it (gate/serve/tools.py: the ledger's
+records, the team's transaction and loading the facts included) on the local memory and on the
+team's, with the mirror and without; then the mirror again with another member's write before each
+search, so that each catch-up applies a change. PostgreSQL runs on this machine
 over loopback TCP (tests/postgres_server.py, pgserver's binaries), so its figures include a
 round trip per statement and no network beyond it.
 
@@ -51,10 +56,12 @@ import _team  # noqa: E402
 
 from gate.engine import postgres, store  # noqa: E402
 from gate.engine.teamfacts import TeamFacts, Who, project  # noqa: E402
-from gate.memory import changeset  # noqa: E402
-from gate.search import fulltext as search, teamvectors, vectors  # noqa: E402
+from gate.memory import changeset, ledger  # noqa: E402
+from gate.search import fulltext as search, mirror, teamvectors, vectors  # noqa: E402
 from gate.search.embeddings import Vectors  # noqa: E402
+from gate.search.mirror import Mirror  # noqa: E402
 from gate.search.team import TeamIndex  # noqa: E402
+from gate.serve import tools  # noqa: E402
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -72,40 +79,140 @@ def search_round(size: int, queries_count: int, url: str, dimension: int) -> Non
         built_local = time.perf_counter() - started
         team = postgres.connect(url)
         started = time.perf_counter()
-        pid = _team.load(team, [(number, topic, kind, text, "2026-01-01") for number, (topic, kind, text) in enumerate(rows, start=1)])
+        pid = _team.load(
+            team,
+            [(number, topic, kind, text, "2026-01-01") for number, (topic, kind, text) in enumerate(rows, start=1)],
+        )
         built_team = time.perf_counter() - started
         index = TeamIndex(team, pid)
-        for typed in queries[:10]:  # warm both caches
+        # The member's mirror of the team's words (gate/search/mirror.py): built once, then caught
+        # up with the team's record in one round trip before each search, searched by FTS5 here.
+        facts = TeamFacts(team, pid, Who("bench", "bench"))
+        words_mirror = Mirror(mirror.path_for(str(Path(folder) / "member.db")))
+        started = time.perf_counter()
+        with team.transaction():
+            team.execute("SET LOCAL statement_timeout = 0")
+            words_mirror.build(facts)
+        built_mirror = time.perf_counter() - started
+
+        def mirrored(typed: str) -> list[int]:  # as memory_search does: the catch-up in a statement of its own
+            return search.by_words_in(words_mirror.index(facts), typed)
+
+        for typed in queries[:10]:  # warm the caches
             search.by_words(local, typed)
             search.by_words_in(index, typed)
-        mine, theirs, differ = [], [], 0
+            mirrored(typed)
+        mine, theirs, copied, differ, differ_copied = [], [], [], 0, 0
         for number, typed in enumerate(queries):
-            order = (0, 1) if number % 2 == 0 else (1, 0)
             found = {}
-            for which in order:
+            for which in ((0, 1, 2), (1, 2, 0), (2, 0, 1))[number % 3]:
                 started = time.perf_counter()
                 if which == 0:
                     found[0] = search.by_words(local, typed)
                     mine.append((time.perf_counter() - started) * 1000)
-                else:
+                elif which == 1:
                     found[1] = search.by_words_in(index, typed)
                     team.rollback()
                     theirs.append((time.perf_counter() - started) * 1000)
+                else:
+                    found[2] = mirrored(typed)
+                    copied.append((time.perf_counter() - started) * 1000)
             differ += found[0] != found[1]
-        line(size, built_local, built_team, mine, theirs, differ, "words")
+            differ_copied += found[0] != found[2]
+        line(size, built_local, built_team, mine, theirs, differ, "words (gate/search/team.py)")
+        line(size, built_local, built_mirror, mine, copied, differ_copied, "words (mirror: catch-up + FTS5)")
+        through_server(local, team, pid, Path(folder), queries, words_mirror, size, built_local, built_mirror)
+        # Another member writes a fact before each search: the catch-up then applies one change.
+        other = postgres.connect(url)
+        writer = TeamFacts(other, pid, Who("bench-other", "bench-other"))
+        mine, copied = [], []
+        for number, typed in enumerate(queries):
+            with other.transaction():
+                writer.insert(
+                    {
+                        "topic": "bench",
+                        "kind": "event",
+                        "text": f"another member's fact {number}",
+                        "date": "2026-12-01",
+                    },
+                    stamp="2026-12-01T00:00:00Z",
+                )
+            for which in ((0, 2), (2, 0))[number % 2]:
+                started = time.perf_counter()
+                if which == 0:
+                    search.by_words(local, typed)
+                    mine.append((time.perf_counter() - started) * 1000)
+                else:
+                    mirrored(typed)
+                    copied.append((time.perf_counter() - started) * 1000)
+        other.close()
+        # Not compared: the team holds facts the local memory does not.
+        line(size, built_local, built_mirror, mine, copied, None, "words (mirror, a change before each)")
+        words_mirror.close()
         if dimension:
             line(size, *meaning_round(local, team, pid, rows, len(queries), dimension), "meaning")
         local.close()
         team.close()
 
 
-def line(size: int, built_local: float, built_team: float, mine: list[float], theirs: list[float], differ: int,
-         what: str) -> None:
+def through_server(
+    local,
+    team,
+    pid: int,
+    folder: Path,
+    queries: list[str],
+    words_mirror,
+    size: int,
+    built_local: float,
+    built_mirror: float,
+) -> None:
+    """memory_search as the server runs it (gate/serve/tools.py), words only, each search in a
+    turn of its own whose owner's words are the query: on the local memory, and on the team's
+    with the member's mirror and without it (gate/search/team.py), taken in turns. The team's
+    includes all it asks of PostgreSQL (the mirror's catch-up, the transaction, loading the facts)
+    and the member's ledger; the local one its ledger in the same file."""
+    member = store.connect(folder / "member.db")
+    facts = TeamFacts(team, pid, Who("bench", "bench-session"))
+    caller = tools.Caller("bench-session")
+    times: dict[int, list[float]] = {0: [], 1: [], 2: []}
+    differ = {1: 0, 2: 0}
+    for number, typed in enumerate(queries):
+        found = {}
+        for which in ((0, 1, 2), (1, 2, 0), (2, 0, 1))[number % 3]:
+            conn = local if which == 0 else member
+            ledger.open_turn(conn, "bench-session", f"p{number}-{which}", typed)
+            started = time.perf_counter()
+            if which == 0:
+                answer = tools.memory_search(local, typed, caller)
+            else:
+                answer = tools.memory_search(
+                    member, typed, caller, team=facts, mirror=words_mirror if which == 1 else None
+                )
+            times[which].append((time.perf_counter() - started) * 1000)
+            found[which] = [result.fact.id for result in answer.results]
+        differ[1] += found[0] != found[1]
+        differ[2] += found[0] != found[2]
+    member.close()
+    line(size, built_local, built_mirror, times[0], times[1], differ[1], "memory_search (mirror)")
+    line(size, built_local, 0.0, times[0], times[2], differ[2], "memory_search (gate/search/team.py)")
+
+
+def line(
+    size: int,
+    built_local: float,
+    built_team: float,
+    mine: list[float],
+    theirs: list[float],
+    differ: int | None,
+    what: str,
+) -> None:
     p50_local, p50_team = statistics.median(mine), statistics.median(theirs)
+    compared = f"{differ:>4}/{len(mine):<4}" if differ is not None else f"{'-':>4} {'':<4}"
     print(
         f"{size:>7}  {built_local:>6.1f} / {built_team:<6.1f}  {p50_local:>8.2f} {percentile(mine, 0.95):>7.2f}"
-        f"  {p50_team:>8.2f} {percentile(theirs, 0.95):>7.2f}  {p50_team / p50_local:>6.1f}  {differ:>4}/{len(mine):<4}"
-        f"  {what}", flush=True,
+        f"  {p50_team:>8.2f} {percentile(theirs, 0.95):>7.2f}  {p50_team / p50_local:>6.1f}  {compared}"
+        f"  {what}",
+        flush=True,
     )
 
 
@@ -149,7 +256,7 @@ def meaning_round(local, team, pid: int, rows, count: int, dimension: int):
     for number in range(count):
         query = Vectors("bench-cone", [unit()])
         found = {}
-        for which in ((0, 1) if number % 2 == 0 else (1, 0)):
+        for which in (0, 1) if number % 2 == 0 else (1, 0):
             started = time.perf_counter()
             if which == 0:
                 found[0] = vectors.neighbourhood(local, query, limit=search.CANDIDATES)
@@ -160,12 +267,18 @@ def meaning_round(local, team, pid: int, rows, count: int, dimension: int):
                 theirs.append((time.perf_counter() - started) * 1000)
         differ += [fact for fact, _ in found[0].nearest] != [fact for fact, _ in found[1].nearest]
         # The exact nearest (ids are rows + 1): how many of them each engine's prefilter kept.
-        exact = set((numpy.argsort(-(matrix @ numpy.array(query.rows[0], dtype=numpy.float32)))[: search.CANDIDATES] + 1).tolist())
+        exact = set(
+            (
+                numpy.argsort(-(matrix @ numpy.array(query.rows[0], dtype=numpy.float32)))[: search.CANDIDATES] + 1
+            ).tolist()
+        )
         for which in (0, 1):
             recall[which] += len(exact & {fact for fact, _ in found[which].nearest})
     total = count * search.CANDIDATES
-    print(f"{'':>7}  recall@{search.CANDIDATES} of exact search by meaning: sqlite {recall[0] / total:.3f},"
-          f" postgresql {recall[1] / total:.3f}")
+    print(
+        f"{'':>7}  recall@{search.CANDIDATES} of exact search by meaning: sqlite {recall[0] / total:.3f},"
+        f" postgresql {recall[1] / total:.3f}"
+    )
     return built_local, built_team, mine, theirs, differ
 
 
@@ -205,7 +318,9 @@ def writes(members: int, each: int, url: str) -> None:
                 with store.writing(conn):
                     turn = changeset.cli_turn(conn, f"bench {k}")
                     changes = changeset.ChangeSet(conn, changeset.author(turn), None)
-                    changes.insert({"topic": "bench", "kind": "event", "text": f"member {k} write {i}", "date": "2026-12-01"})
+                    changes.insert(
+                        {"topic": "bench", "kind": "event", "text": f"member {k} write {i}", "date": "2026-12-01"}
+                    )
                 times.append((time.perf_counter() - started) * 1000)
             conn.close()
 
@@ -218,13 +333,19 @@ def writes(members: int, each: int, url: str) -> None:
 
     def team_member(k: int, times: list[float], gate) -> None:
         conn = postgres.connect(url)
-        changes = changeset.ChangeSet(None, changeset.Author(f"m{k}", "turn", None), None,
-                                      TeamFacts(conn, pid, Who(f"m{k}@bench", f"session-{k}")))
+        changes = changeset.ChangeSet(
+            None,
+            changeset.Author(f"m{k}", "turn", None),
+            None,
+            TeamFacts(conn, pid, Who(f"m{k}@bench", f"session-{k}")),
+        )
         gate.wait()
         for i in range(each):
             started = time.perf_counter()
             with conn.transaction():
-                changes.insert({"topic": "bench", "kind": "event", "text": f"member {k} write {i}", "date": "2026-12-01"})
+                changes.insert(
+                    {"topic": "bench", "kind": "event", "text": f"member {k} write {i}", "date": "2026-12-01"}
+                )
                 changes.flush()  # the change's line in the team's record, as finish() writes it
             times.append((time.perf_counter() - started) * 1000)
         conn.close()
@@ -254,8 +375,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         url = server.url()
         print(f"PostgreSQL 16 on 127.0.0.1 (pgserver), {args.queries} queries a size, taken in turns")
-        print(f"{'facts':>7}  {'build s sqlite / pg':>19}  {'sqlite p50':>10} {'p95':>7}  {'pg p50':>8} {'p95':>7}"
-              f"  {'ratio':>6}  {'differ':>9}")
+        print(
+            f"{'facts':>7}  {'build s sqlite / pg':>19}  {'sqlite p50':>10} {'p95':>7}  {'pg p50':>8} {'p95':>7}"
+            f"  {'ratio':>6}  {'differ':>9}"
+        )
         for size in args.sizes:
             search_round(size, args.queries, url, 0 if args.no_meaning else args.dimension)
         writes(args.members, args.writes, url)

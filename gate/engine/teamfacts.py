@@ -238,7 +238,9 @@ class TeamFacts:
     def _lock(self) -> None:
         """The project's row, first: every change of a project takes it before any fact's row
         (and the counters' trigger after it, schema-postgres.sql section 2), so that two members'
-        writes of several facts wait for each other and never deadlock."""
+        writes of several facts wait for each other and never deadlock. Taken before any change's
+        seq is drawn, so a project's changes commit in seq order: each member's mirror of the
+        words (gate.search.mirror) catches up by seq and relies on it."""
         self.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (self.project,))
 
     def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None:

@@ -153,8 +153,13 @@ def connect(settings: config.Settings, url: str, name: str | None) -> Team:
 
 
 def disconnect(settings: config.Settings) -> str | None:
-    """Remove the setting; the path it was at, or None when there was none."""
-    path = setting_path(config.find_database(settings))
+    """Remove the setting, and the member's mirror of the team's words (gate.search.mirror);
+    the setting's path, or None when there was none."""
+    from gate.search import mirror
+
+    database = config.find_database(settings)
+    mirror.remove(mirror.path_for(database))
+    path = setting_path(database)
     try:
         os.unlink(path)
     except FileNotFoundError:

@@ -23,17 +23,23 @@ from gate.search import backfill, embeddings, fulltext, ranking, vectors
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a team's memory is imported only where one is used
     from gate.engine.teamfacts import TeamFacts
+    from gate.search.mirror import Mirror
 
 
 def search_team(
-    team: TeamFacts, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int
+    team: TeamFacts,
+    queries: list[str],
+    endpoint: embeddings.Endpoint | None,
+    notes: list[str],
+    limit: int,
+    mirror: Mirror | None = None,
 ) -> tuple[list[Fact], embeddings.Vectors | None, int]:
     """A team's facts for the search, best first (ranked_team), after a short catch-up of the
     facts still waiting for their vector. Also the queries' vectors (None: words only, the
     reason in `notes`) and how many facts still wait for their vector after the catch-up."""
     query = embed(queries, endpoint, notes)
     waiting = catch_up_team(team, endpoint, notes) if query is not None and endpoint is not None else 0
-    ranking = ranked_team(team, queries, query, endpoint, notes, limit)
+    ranking = ranked_team(team, queries, query, endpoint, notes, limit, mirror)
     return ranking.facts, ranking.query, waiting
 
 
@@ -44,21 +50,33 @@ def ranked_team(
     endpoint: embeddings.Endpoint | None,
     notes: list[str],
     limit: int,
+    mirror: Mirror | None = None,
 ) -> Ranking:
     """ranked over a team's facts, as the local ones are ranked (gate.search.ranking): words by
-    gate.search.team, meaning by gate.search.teamvectors (pgvector), in one snapshot of the
-    team's facts. The ranking's query is None when meaning was not used (the reason in
-    `notes`)."""
+    the member's `mirror` of them when it can serve (gate.search.mirror: the local FTS5 index,
+    caught up with the team's record first), else by gate.search.team; meaning by
+    gate.search.teamvectors (pgvector). The ranking's query is None when meaning was not used
+    (the reason in `notes`)."""
     from gate.search import teamvectors
     from gate.search.team import TeamIndex
 
-    index = TeamIndex(team.conn, team.project)
+    # The mirror first, in a statement of its own: a fact another member writes after it is
+    # the next search's, and one deleted after it is not loaded below.
+    mirrored = mirror.index(team) if mirror is not None else None
     with team.transaction():
         if query is not None and not teamvectors.available(team):
             notes.append(f"{WORDS_ONLY}{teamvectors.NO_PGVECTOR}")
             query = None
         near = lambda vector: teamvectors.neighbourhood(team, vector, limit=ranking.POOL)  # noqa: E731
-        why, query = fused(index, queries, query, near, endpoint, notes, limit)
+        why = None
+        if mirror is not None and mirrored is not None:
+            try:
+                with mirror.reading():
+                    why, query = fused(mirrored, queries, query, near, endpoint, notes, limit)
+            except (apsw.Error, fulltext.MalformedQuery) as error:  # the file failed: the team's words answer
+                mirror.failed(error)
+        if why is None:
+            why, query = fused(TeamIndex(team.conn, team.project), queries, query, near, endpoint, notes, limit)
         found = team.load(why.ids)
     return Ranking([found[fact] for fact in why.ids if fact in found], query, notes, why)
 

@@ -27,6 +27,7 @@ from gate.serve import handoff, sightings
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a team's memory is imported only where one is used
     from gate.memory import team as memory_team
+    from gate.search.mirror import Mirror
 
 
 # How long, in all, the server keeps trying to embed facts a write could not (seconds).
@@ -58,6 +59,8 @@ class Memory:
         # The team's memory this project shares, if any (gate.memory.team): found at the
         # first call, with the member's connection to it.
         self._team: memory_team.Member | None | Literal[False] = False  # False: not looked for yet
+        # The member's mirror of the team's words (gate.search.mirror), beside the ledger.
+        self._mirror: Mirror | None = None
 
     def team(self) -> memory_team.Member | None:
         """The member's connection to the team's memory of this project, or None for the local
@@ -68,6 +71,18 @@ class Memory:
             found = memory_team.find(self.settings)
             self._team = memory_team.Member(found, config.member()) if found is not None else None
         return self._team
+
+    def mirror(self) -> Mirror | None:
+        """The mirror of the team's words beside the member's ledger (opened by `connection`),
+        made at the first search; None without a team or a ledger."""
+        if not self._team or self._path is None:
+            return None
+        if self._mirror is None:
+            from gate.search import mirror
+
+            path = mirror.path_for(str(self._path))
+            self._mirror = mirror.Mirror(path, self._team.team.url, self._team.member)
+        return self._mirror
 
     def connection(self, *, create: bool) -> apsw.Connection | None:
         path = Path(config.find_database(self.settings))
@@ -186,5 +201,8 @@ class Memory:
         if self._conn is not None:
             self._conn.close()
             self._conn, self._path = None, None
+        if self._mirror is not None:
+            self._mirror.close()
+            self._mirror = None
         if self._team:
             self._team.close()

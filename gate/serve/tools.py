@@ -28,6 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # a team's memory is imported only where one is used
     from gate.engine.teamfacts import TeamFacts
     from gate.memory import team as memory_team
+    from gate.search.mirror import Mirror
 
 
 @dataclass(frozen=True)
@@ -143,10 +144,12 @@ def memory_search(
     limit: int = fulltext.RESULTS,
     endpoint: embeddings.Endpoint | None = None,
     team: TeamFacts | None = None,
+    mirror: Mirror | None = None,
 ) -> SearchAnswer:
     """Search for the caller's turn; every fact returned becomes a read the turn must answer
     for. With no database yet (`conn` None) memory is empty and nothing is recorded. With a
-    `team`, the facts are the team's and `conn` is the member's ledger."""
+    `team`, the facts are the team's and `conn` is the member's ledger; words are looked up in
+    the member's `mirror` of the team's (gate.search.mirror) when given."""
     if not isinstance(terms, str):
         raise TypeError("terms must be a string")
     if conn is None:
@@ -159,7 +162,7 @@ def memory_search(
     if team is not None:
         # Before the local transaction: the ledger's lock is never held across the network, and
         # a team out of reach (postgres.Unreachable, raised from here) leaves the ledger as it was.
-        shared, query, waiting = lookup.search_team(team, queries, endpoint, notes, limit)
+        shared, query, waiting = lookup.search_team(team, queries, endpoint, notes, limit, mirror)
     else:
         query = lookup.embed_queries(conn, queries, endpoint, notes)
         waiting = lookup.catch_up(conn, endpoint, notes) if query is not None and endpoint is not None else 0
@@ -316,7 +319,9 @@ def search_call(memory: connection.Memory, terms: str, caller: Caller) -> Search
             else:
                 try:
                     facts = member.facts(caller.session, caller.tool_use_id)
-                    answer = memory_search(conn, terms, caller, endpoint=memory.endpoint, team=facts)
+                    answer = memory_search(
+                        conn, terms, caller, endpoint=memory.endpoint, team=facts, mirror=memory.mirror()
+                    )
                 except postgres.Unreachable as error:
                     member.drop()
                     assert conn is not None, "made for a team's member: create=True"
