@@ -159,7 +159,9 @@ SCRIPT = """
   };
   const events = new EventSource(document.body.dataset.events);
   events.addEventListener('change', refresh);
-  events.onopen = () => { status.textContent = 'live'; document.body.dataset.live = '1'; };
+  // Live once the server says so ('hello'): it has read the version it compares against, so a
+  // change from then on is told (onopen comes with the headers, before that read).
+  events.addEventListener('hello', () => { status.textContent = 'live'; document.body.dataset.live = '1'; });
   events.onerror = () => { status.textContent = 'reconnecting…'; };
   document.addEventListener('submit', (event) => {
     // The button that submitted asks (Delete), or else the form itself.
