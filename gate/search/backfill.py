@@ -8,6 +8,7 @@ and time-outs, which the team's pgvector index (gate.search.teamvectors) shares.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager as ContextManager
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from gate.engine import store
+from gate.engine.seam import VectorIndex
 from gate.search import vectors
 from gate.search.embeddings import DOCUMENT, Endpoint, VectorError, Vectors
 
@@ -118,13 +120,27 @@ def catch_up(
     timeout: float = CATCH_UP_TIMEOUT,
     until: float | None = None,
 ) -> int:
+    """`catch_up_in` over a local memory's vectors (sqlite-vec)."""
+    return catch_up_in(LocalVectors(conn), endpoint, hold=hold, batch=batch, timeout=timeout, until=until)
+
+
+def catch_up_in(
+    index: VectorIndex,
+    endpoint: Endpoint,
+    *,
+    hold: Callable[[], ContextManager[object]],
+    batch: int = CATCH_UP_BATCH,
+    timeout: float = CATCH_UP_TIMEOUT,
+    until: float | None = None,
+) -> int:
     """Embed the facts still waiting for a vector, a few a request, until none waits, the
     endpoint fails or there is no time left before the monotonic clock's `until` for another
     request as long as the last, and the model's REFERENCE vectors if memory lacks them; returns
     how many facts were stored. A write embeds its own facts under a short deadline; what it
     could not (the endpoint slow, just started, or down) is caught up here, soon after rather than
     on some later write. `hold()` guards each step on the connection (the server's lock) but
-    never a request, so the tools answer meanwhile.
+    never a request, so the tools answer meanwhile. One loop for both engines: `index` is a
+    local memory's (LocalVectors) or a team's project's (gate.search.teamvectors.TeamVectors).
 
     With `until`, a request is not started unless it can end in time rather than started and
     abandoned: an endpoint goes on computing a request its client gave up on, and the next
@@ -133,10 +149,10 @@ def catch_up(
     while True:
         if until is not None and time.monotonic() + took > until:
             return stored
-        with hold():
-            if not store.vectors_loaded(conn):
+        with hold(), index.reading():
+            if not index.available():
                 return stored
-            pending = vectors.waiting(conn, limit=batch, chars=vectors.WAITING_CHARS)
+            pending = index.waiting(limit=batch, chars=vectors.WAITING_CHARS)
         if not pending:
             break
         started = time.monotonic()
@@ -144,24 +160,65 @@ def catch_up(
         took = time.monotonic() - started
         if prepared is None:
             return stored
-        with hold(), store.writing(conn):
-            done = vectors.sync(conn, [fact for fact, _ in pending], prepared)
+        with hold(), index.changing():
+            done = index.sync([fact for fact, _ in pending], prepared)
         if not done:
             # Changed meanwhile, or answered in another space: the next write or search retries.
             return stored
         stored += done
-    with hold():
-        if until is not None or not vectors.needs_reference(conn):
+    if until is None:
+        index.settle(hold)  # a background chore, never a search's
+    with hold(), index.reading():
+        if until is not None or not index.needs_reference():
             return stored  # the reference is a background chore, never a search's
+    answer = reference_vectors(endpoint, batch, timeout)
+    if answer is not None:
+        with hold(), index.changing():
+            index.store_reference(answer)
+    return stored
+
+
+def reference_vectors(endpoint: Endpoint, batch: int, timeout: float) -> Vectors | None:
+    """The model's vectors of vectors.REFERENCE, a batch a request; None when the endpoint fails."""
     rows: list[tuple[float, ...]] = []
     model = ""
     for start in range(0, len(vectors.REFERENCE), batch):
         try:
             answer = endpoint.embed(vectors.REFERENCE[start : start + batch], role=DOCUMENT, timeout=timeout)
         except VectorError:
-            return stored
+            return None
         rows += answer.rows
         model = answer.model
-    with hold(), store.writing(conn):
-        vectors.store_reference(conn, Vectors(model, rows))
-    return stored
+    return Vectors(model, rows)
+
+
+class LocalVectors:
+    """A local memory's vectors (gate.search.vectors, sqlite-vec) as catch_up_in keeps them: read
+    on the connection as it is, each store a write transaction of its own."""
+
+    def __init__(self, conn: apsw.Connection):
+        self.conn = conn
+
+    def reading(self) -> ContextManager[object]:
+        return contextlib.nullcontext()
+
+    def changing(self) -> ContextManager[object]:
+        return store.writing(self.conn)
+
+    def available(self) -> bool:
+        return store.vectors_loaded(self.conn)
+
+    def waiting(self, *, limit: int, chars: int) -> list[tuple[int, str]]:
+        return vectors.waiting(self.conn, limit=limit, chars=chars)
+
+    def sync(self, ids: list[int], prepared: vectors.Prepared) -> int:
+        return vectors.sync(self.conn, ids, prepared)
+
+    def settle(self, hold: Callable[[], ContextManager[object]]) -> None:
+        """Nothing: the local index is centered as it grows (vectors.sync)."""
+
+    def needs_reference(self) -> bool:
+        return vectors.needs_reference(self.conn)
+
+    def store_reference(self, answer: Vectors) -> bool:
+        return vectors.store_reference(self.conn, answer)

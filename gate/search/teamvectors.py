@@ -21,7 +21,6 @@ module never imports psycopg.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager as ContextManager
 
@@ -328,55 +327,46 @@ def catch_up(
     timeout: float = backfill.CATCH_UP_TIMEOUT,
     until: float | None = None,
 ) -> int:
-    """gate.search.backfill.catch_up over the project: embed the facts still waiting, a few a request, each
-    batch stored in a team transaction of its own under `hold()`, never across a request; then
-    the REFERENCE vectors if the project lacks them (not for a search, which passes `until`).
-    Returns how many facts were stored."""
-    done, took = 0, 0.0
-    while True:
-        if until is not None and time.monotonic() + took > until:
-            return done
-        with hold(), team.transaction():
-            if not available(team):
-                return done
-            pending = waiting(team, limit=batch, chars=vectors.WAITING_CHARS)
-        if not pending:
-            break
-        started = time.monotonic()
-        prepared = vectors.prepare(endpoint, [text for _, text in pending], timeout=timeout)
-        took = time.monotonic() - started
-        if prepared is None:
-            return done
-        with hold(), team.transaction():
-            team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
-            stored_now = sync(team, [fact for fact, _ in pending], prepared)
-        if not stored_now:
-            return done  # changed meanwhile, or answered in another space
-        done += stored_now
-    if until is None:
-        with hold(), team.transaction():
-            center_if_due(team)
-    with hold(), team.transaction():
-        if until is not None or not needs_reference(team):
-            return done
-    answer = _reference_vectors(endpoint, batch, timeout)
-    if answer is not None:
-        with hold(), team.transaction():
-            store_reference(team, answer)
-    return done
+    """gate.search.backfill.catch_up_in over the project: the facts still waiting embedded a few
+    a request, each batch stored in a team transaction of its own under `hold()`, never across a
+    request; the project centered when due; then the REFERENCE vectors if the project lacks them
+    (not for a search, which passes `until`). Returns how many facts were stored."""
+    return backfill.catch_up_in(TeamVectors(team), endpoint, hold=hold, batch=batch, timeout=timeout, until=until)
 
 
-def _reference_vectors(endpoint: Endpoint, batch: int, timeout: float) -> Vectors | None:
-    rows: list[tuple[float, ...]] = []
-    model = ""
-    for start in range(0, len(vectors.REFERENCE), batch):
-        try:
-            answer = endpoint.embed(vectors.REFERENCE[start : start + batch], role=DOCUMENT, timeout=timeout)
-        except VectorError:
-            return None
-        rows += answer.rows
-        model = answer.model
-    return Vectors(model, rows)
+class TeamVectors:
+    """A project's vectors as gate.search.backfill.catch_up_in keeps them: each step a team
+    transaction of its own, each store under the project's lock."""
+
+    def __init__(self, team):
+        self.team = team
+
+    def reading(self) -> ContextManager[object]:
+        return self.team.transaction()
+
+    def changing(self) -> ContextManager[object]:
+        return self.team.transaction()
+
+    def available(self) -> bool:
+        return available(self.team)
+
+    def waiting(self, *, limit: int, chars: int) -> list[tuple[int, str]]:
+        return waiting(self.team, limit=limit, chars=chars)
+
+    def sync(self, ids: list[int], prepared: vectors.Prepared) -> int:
+        self.team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (self.team.project,))
+        return sync(self.team, ids, prepared)
+
+    def settle(self, hold: Callable[[], ContextManager[object]]) -> None:
+        """Center the project if it is due (a background chore, never a search's)."""
+        with hold(), self.team.transaction():
+            center_if_due(self.team)
+
+    def needs_reference(self) -> bool:
+        return needs_reference(self.team)
+
+    def store_reference(self, answer: Vectors) -> bool:
+        return store_reference(self.team, answer)
 
 
 def rebuild(
@@ -421,7 +411,7 @@ def rebuild(
         last = pending[-1][0]
         with team.transaction():
             pending, ahead = waiting(team, limit=batch, chars=1 << 30, after=last), None
-    known = _reference_vectors(endpoint, batch, timeout)
+    known = backfill.reference_vectors(endpoint, batch, timeout)
     with team.transaction():
         center_if_due(team)
         if known is not None:
