@@ -196,6 +196,10 @@ class LocalVectors:
     """A local memory's vectors (gate.search.vectors, sqlite-vec) as catch_up_in keeps them: read
     on the connection as it is, each store a write transaction of its own."""
 
+    # What storing a vector can meet and leave memory searchable: the vectors wait for a write
+    # that can store them.
+    faults: tuple[type[Exception], ...] = (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.BusyError)
+
     def __init__(self, conn: apsw.Connection):
         self.conn = conn
 
@@ -210,6 +214,9 @@ class LocalVectors:
 
     def waiting(self, *, limit: int, chars: int) -> list[tuple[int, str]]:
         return vectors.waiting(self.conn, limit=limit, chars=chars)
+
+    def missing(self) -> int:
+        return vectors.missing(self.conn)
 
     def sync(self, ids: list[int], prepared: vectors.Prepared) -> int:
         return vectors.sync(self.conn, ids, prepared)

@@ -338,6 +338,8 @@ class TeamVectors:
     """A project's vectors as gate.search.backfill.catch_up_in keeps them: each step a team
     transaction of its own, each store under the project's lock."""
 
+    faults: tuple[type[Exception], ...] = ()  # a team out of reach is the caller's to say (postgres.Unreachable)
+
     def __init__(self, team):
         self.team = team
 
@@ -352,6 +354,9 @@ class TeamVectors:
 
     def waiting(self, *, limit: int, chars: int) -> list[tuple[int, str]]:
         return waiting(self.team, limit=limit, chars=chars)
+
+    def missing(self) -> int:
+        return missing(self.team)
 
     def sync(self, ids: list[int], prepared: vectors.Prepared) -> int:
         self.team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (self.team.project,))
