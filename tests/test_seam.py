@@ -141,3 +141,72 @@ def test_the_check_sees_a_branch_on_the_engine():
         "if member is None:\n    pass",
     ]:
         assert not branch_points(ast.parse(code)), code
+
+
+# -- the algorithms written once run over any engine's side of the seam ------------------------
+
+
+class _Endpoint:
+    remote = True
+    max_distance = None
+
+    def patient(self):
+        return self
+
+    def embed(self, texts, *, role, timeout):
+        from gate.search.embeddings import Vectors
+
+        return Vectors("m", [(1.0, 0.0)] * len(texts))
+
+
+class _Refusing:
+    """A VectorIndex whose store of vectors meets a read-only disk."""
+
+    import apsw as _apsw
+
+    faults = (_apsw.ReadOnlyError,)
+
+    def __init__(self):
+        import contextlib
+
+        self.reading = self.changing = contextlib.nullcontext
+
+    def available(self):
+        return True
+
+    def missing(self):
+        return 2
+
+    def needs_reference(self):
+        return False
+
+    def waiting(self, *, limit, chars):
+        return [(1, "a fact"), (2, "another")]
+
+    def sync(self, ids, prepared):
+        raise self._apsw.ReadOnlyError("attempt to write a readonly database")
+
+    def settle(self, hold):
+        pass
+
+    def store_reference(self, answer):
+        return True
+
+
+def test_a_search_catch_up_that_cannot_store_vectors_says_so_and_still_answers():
+    from gate.search import lookup
+
+    notes: list[str] = []
+    assert lookup.catch_up_in(_Refusing(), _Endpoint(), notes) == 2
+    assert notes and notes[0].startswith("facts waiting for a vector could not be given one")
+
+
+def test_a_fault_the_index_does_not_name_is_raised():
+    import pytest
+
+    from gate.search import lookup
+
+    index = _Refusing()
+    index.faults = ()
+    with pytest.raises(index._apsw.ReadOnlyError):
+        lookup.catch_up_in(index, _Endpoint(), [])
