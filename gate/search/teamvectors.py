@@ -341,37 +341,37 @@ class TeamVectors:
     faults: tuple[type[Exception], ...] = ()  # a team out of reach is the caller's to say (postgres.Unreachable)
 
     def __init__(self, team):
-        self.team = team
+        self.facts = team  # a TeamFacts
 
     def reading(self) -> ContextManager[object]:
-        return self.team.transaction()
+        return self.facts.transaction()
 
     def changing(self) -> ContextManager[object]:
-        return self.team.transaction()
+        return self.facts.transaction()
 
     def available(self) -> bool:
-        return available(self.team)
+        return available(self.facts)
 
     def waiting(self, *, limit: int, chars: int) -> list[tuple[int, str]]:
-        return waiting(self.team, limit=limit, chars=chars)
+        return waiting(self.facts, limit=limit, chars=chars)
 
     def missing(self) -> int:
-        return missing(self.team)
+        return missing(self.facts)
 
     def sync(self, ids: list[int], prepared: vectors.Prepared) -> int:
-        self.team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (self.team.project,))
-        return sync(self.team, ids, prepared)
+        self.facts.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (self.facts.project,))
+        return sync(self.facts, ids, prepared)
 
     def settle(self, hold: Callable[[], ContextManager[object]]) -> None:
         """Center the project if it is due (a background chore, never a search's)."""
-        with hold(), self.team.transaction():
-            center_if_due(self.team)
+        with hold(), self.facts.transaction():
+            center_if_due(self.facts)
 
     def needs_reference(self) -> bool:
-        return needs_reference(self.team)
+        return needs_reference(self.facts)
 
     def store_reference(self, answer: Vectors) -> bool:
-        return store_reference(self.team, answer)
+        return store_reference(self.facts, answer)
 
 
 def rebuild(
