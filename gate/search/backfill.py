@@ -42,43 +42,48 @@ def rebuild(
     batch: int = REINDEX_BATCH,
     timeout: float = REINDEX_TIMEOUT,
 ) -> Rebuilt:
+    """`rebuild_in` over a local memory's vectors (sqlite-vec, which must load: StoreError)."""
+    return rebuild_in(LocalVectors(conn), endpoint, progress=progress, batch=batch, timeout=timeout)
+
+
+def rebuild_in(
+    index: VectorIndex,
+    endpoint: Endpoint,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    batch: int = REINDEX_BATCH,
+    timeout: float = REINDEX_TIMEOUT,
+) -> Rebuilt:
     """Embed every fact again into a new index, a batch per request and per transaction. The
     first batch is asked for before the old index is dropped, so an endpoint that does not
     answer leaves memory as it was (VectorError). A batch the endpoint refuses is retried one
-    fact at a time; a fact that still fails stays waiting and is reported in `failed`."""
-    store.require_vectors(conn)
-    total = conn.execute("SELECT count(*) FROM facts").get
-    first = [
-        (row[0], vectors.fact_text(row[1], row[2]))
-        for row in conn.execute("SELECT id, topic, text FROM facts ORDER BY id LIMIT ?", (batch,))
-    ]
+    fact at a time; a fact that still fails stays waiting and is reported in `failed`. One
+    algorithm for both engines (LocalVectors, teamvectors.TeamVectors)."""
+    with index.reading():
+        index.require()
+        total = index.count()
+        first = index.first(batch)
     answer = endpoint.embed([text for _, text in first] or ["memory-gate"], role=DOCUMENT, timeout=timeout)
-    with store.writing(conn):
-        vectors.forget(conn)
+    with index.changing():
+        index.forget()
     result = Rebuilt()
     pending: list[tuple[int, str]] = first
     ahead: Vectors | None = answer if first else None
-    last = 0
     while pending:
         if ahead is None:
             ahead = _embed_or_none(endpoint, [text for _, text in pending], timeout)
         if ahead is None and len(pending) > 1:
             for item in pending:
                 single = _embed_or_none(endpoint, [item[1]], timeout)
-                _store_batch(conn, [item], single, result)
+                _store_batch(index, [item], single, result)
         else:
-            _store_batch(conn, pending, ahead, result)
+            _store_batch(index, pending, ahead, result)
         last = pending[-1][0]
         if progress:
             progress(result.embedded + len(result.failed), total)
-        pending, ahead = vectors.waiting(conn, limit=batch, chars=1 << 30, after=last), None
-    known = _embed_or_none(endpoint, list(vectors.REFERENCE), timeout) if vectors.has_table(conn) else None
-    with store.writing(conn):
-        if vectors.has_table(conn) and conn.execute("SELECT count(*) FROM facts_vec").get > vectors.EXACT_LIMIT:
-            vectors.recenter(conn)
-        if known is not None:
-            vectors.store_reference(conn, known)
-        result.space = vectors.space(conn)
+        with index.reading():
+            pending, ahead = index.waiting(limit=batch, chars=1 << 30, after=last), None
+    result.space = index.finish(endpoint, batch, timeout)
     return result
 
 
@@ -89,16 +94,16 @@ def _embed_or_none(endpoint: Endpoint, texts: list[str], timeout: float) -> Vect
         return None
 
 
-def _store_batch(conn: apsw.Connection, items: list[tuple[int, str]], answer: Vectors | None, result: Rebuilt) -> None:
-    if answer is None:
-        result.failed += [fact for fact, _ in items]
-        return
+def _store_batch(index: VectorIndex, items: list[tuple[int, str]], answer: Vectors | None, result: Rebuilt) -> None:
     ids = [fact for fact, _ in items]
+    if answer is None:
+        result.failed += ids
+        return
     prepared = vectors.Prepared(answer, dict(zip((text for _, text in items), answer.rows)), [])
-    with store.writing(conn):
-        result.embedded += vectors.sync(conn, ids, prepared)
+    with index.changing():
+        result.embedded += index.sync(ids, prepared)
         # Left over: changed by another session meanwhile, or answered in another space.
-        owed = vectors._owed(conn, ids)
+        owed = index.owed(ids)
         result.failed += [fact for fact in ids if fact in owed]
 
 
@@ -212,8 +217,37 @@ class LocalVectors:
     def available(self) -> bool:
         return store.vectors_loaded(self.conn)
 
-    def waiting(self, *, limit: int, chars: int) -> list[tuple[int, str]]:
-        return vectors.waiting(self.conn, limit=limit, chars=chars)
+    def waiting(self, *, limit: int, chars: int, after: int | None = None) -> list[tuple[int, str]]:
+        return vectors.waiting(self.conn, limit=limit, chars=chars, after=after)
+
+    def owed(self, ids: list[int]) -> set[int]:
+        return vectors._owed(self.conn, ids)
+
+    def require(self) -> None:
+        """sqlite-vec loads, or StoreError says how to get it."""
+        store.require_vectors(self.conn)
+
+    def count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM facts").get
+
+    def first(self, batch: int) -> list[tuple[int, str]]:
+        rows = self.conn.execute("SELECT id, topic, text FROM facts ORDER BY id LIMIT ?", (batch,))
+        return [(row[0], vectors.fact_text(row[1], row[2])) for row in rows]
+
+    def forget(self) -> None:
+        vectors.forget(self.conn)
+
+    def finish(self, endpoint: Endpoint, batch: int, timeout: float) -> vectors.Space | None:
+        """After a rebuild: the REFERENCE vectors asked for in one request, the index centered
+        past vectors.EXACT_LIMIT; the space it is in."""
+        conn = self.conn
+        known = _embed_or_none(endpoint, list(vectors.REFERENCE), timeout) if vectors.has_table(conn) else None
+        with store.writing(conn):
+            if vectors.has_table(conn) and conn.execute("SELECT count(*) FROM facts_vec").get > vectors.EXACT_LIMIT:
+                vectors.recenter(conn)
+            if known is not None:
+                vectors.store_reference(conn, known)
+            return vectors.space(conn)
 
     def missing(self) -> int:
         return vectors.missing(self.conn)
