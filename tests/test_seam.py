@@ -41,9 +41,10 @@ ALLOWED = {
     # reserved), not yet behind the seam.
     "gate/memory/transfer.py": "import's bulk path into a team's project (_apply_team)",
     # memory_search's ranking: a team's words and meaning (gate.search.team, teamvectors) are
-    # ranked by ranked_team, the local ones by ranked; the seam for an index is not yet there.
-    "gate/search/lookup.py": "ranking and catch-up over a team's index (ranked_team, catch_up_team)",
-    "gate/serve/tools.py": "the MCP tools pick ranked_team or ranked, catch_up_team or catch_up",
+    # ranked by ranked_team, the local ones by ranked (the catch-up is written once). Left while
+    # the team's word search (a member's mirror of the team's words) changes these lines.
+    "gate/search/lookup.py": "rank() picks ranked_team or the local ranking",
+    "gate/serve/tools.py": "memory_search ranks a team's facts before the ledger's transaction, the local ones inside it",
 }
 
 
