@@ -14,8 +14,7 @@ from collections import deque
 from gate import clock, credentials
 from gate.cli import terminal
 from gate.cli.terminal import INDENT, print_text
-from gate.engine import store
-from gate.memory import audit, history, opening, undo
+from gate.memory import history, opening, undo
 from gate.memory.opening import UserError
 
 WHY_SHOWN = 200
@@ -98,11 +97,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def _now(opened: opening.Opened, fact_id: int) -> dict | None:
     """The fact's topic, kind, text and date as memory holds it now, or None."""
-    if opened.team is not None:
-        with opened.team.transaction():
-            return opened.team.snapshot(fact_id)
-    row = opened.local_conn.execute("SELECT topic, kind, text, date FROM facts WHERE id = ?", (fact_id,)).fetchone()
-    return dict(zip(("topic", "kind", "text", "date"), row)) if row else None
+    return opened.store.snapshot(fact_id)
 
 
 def _print_change(change: history.Change) -> None:
@@ -139,18 +134,17 @@ def cmd_undo(args: argparse.Namespace) -> int:
     settings = opening.settings(args)
     with opening.open_memory(settings) as opened:
         conn = opened.ledger()
-        if opened.team is None:
-            # Vectors are kept in step when sqlite-vec loads; without it facts_to_embed keeps search
-            # honest until a connection that has it catches up.
-            store.load_vectors(conn)
+        memory = opened.store
+        # Vectors are kept in step when sqlite-vec loads; without it facts_to_embed keeps search
+        # honest until a connection that has it catches up.
+        memory.index.prepare()
         try:
-            done = undo.undo(
+            done = undo.revert(
+                memory,
                 conn,
-                audit.log_path(opened.path),
                 args.entry,
                 command=terminal.command_line(args.argv),
-                endpoint=opening.patient_endpoint(settings) if opened.team is None else None,
-                team=opened.team,
+                endpoint=opening.patient_endpoint(settings),
             )
         except undo.CannotUndo as error:
             raise UserError(str(error)) from error
@@ -167,8 +161,7 @@ def cmd_undo(args: argparse.Namespace) -> int:
             print_text(back.get("text"))
         else:
             print(f"undid {reverted.name}: fact {fact}, which it deleted, is back under its id.")
-        where = "write.log" if opened.team is None else "the team's record"
-        print(f"logged in {where} as {done.entry}; `memory-gate undo {done.entry}` redoes the change.")
+        print(f"logged in {memory.record.where} as {done.entry}; `memory-gate undo {done.entry}` redoes the change.")
         return 0
 
 

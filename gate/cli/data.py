@@ -14,19 +14,20 @@ from pathlib import Path
 from gate import config
 from gate.cli import terminal
 from gate.engine import store
-from gate.memory import audit, factlines, history, opening, stats, transfer
+from gate.memory import factlines, history, opening, stats, transfer
 from gate.memory.opening import UserError
-from gate.search import backfill, embeddings, fulltext, sources
+from gate.search import embeddings, sources
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gate.engine.seam import Store
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
     with opening.open_memory(opening.settings(args)) as opened:
-        if opened.team is None:
-            report = stats.report(opened.local_conn)
-        else:  # the facts are the team's; the turns are this member's own (their ledger)
-            from gate.memory import listing
-
-            report = stats.report(opened.ledger(), kinds=listing.team_kinds(opened.team))
+        # The facts are memory's (a team's, on a team); the turns are the ledger's (on a team,
+        # this member's own).
+        report = stats.report(opened.ledger(), kinds=opened.store.listing.kinds())
         if args.json:
             print(terminal.json_text(report))
             return 0
@@ -73,9 +74,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         show = terminal.Progress(sys.stderr, "export")
 
         def export(out, progress) -> int:
-            if opened.team is not None:
-                return transfer.export_team(opened.team, out, progress=progress)
-            return transfer.export(opened.local_conn, out, progress=progress)
+            return transfer.export_store(opened.store, out, progress=progress)
 
         if args.output in (None, "-"):
             count = export(sys.stdout, show)
@@ -127,32 +126,23 @@ def _export_to(export, path: Path, show: terminal.Progress) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     settings = opening.settings(args)
-    from gate.memory import team as memory_team
-
-    if memory_team.find(settings) is not None:
-        with opening.open_memory(settings) as opened:
-            return _import(args, settings, opened.ledger(), opened.path, opened.team)
-    # Import may be the first write: restoring a backup onto a new machine starts from nothing.
-    # A file already there must be memory, though: an empty one is refused, not filled.
-    path = Path(config.find_database(settings))
-    with opening.Opened(path, store.connect(path, create=not path.exists())) as opened:
-        return _import(args, settings, opened.conn, path, None)
+    with opening.open_memory(settings, create=True) as opened:
+        return _import(args, settings, opened.ledger(), opened.store)
 
 
-def _import(args: argparse.Namespace, settings: config.Settings, conn, path: Path, team) -> int:
+def _import(args: argparse.Namespace, settings: config.Settings, conn, memory: Store) -> int:
     out = sys.stderr if args.json else sys.stdout
     show = terminal.Progress(out, "import")
     try:
         with _lines(args.file) as source:
-            result = transfer.import_facts(
+            result = transfer.import_into(
                 conn,
                 source,
-                log=audit.log_path(path) if team is None else None,
+                memory,
                 command=terminal.command_line(args.argv),
                 new_ids=args.new_ids,
                 dry_run=args.dry_run,
                 progress=show,
-                team=team,
             )
     except factlines.Refused as error:
         # Its problems one a line (each one line already), and for --json the same as JSON.
@@ -162,12 +152,12 @@ def _import(args: argparse.Namespace, settings: config.Settings, conn, path: Pat
         return 1
     show.done()
     report = result.to_json()
-    if result.inserted and not args.dry_run and team is None:
-        report["vectors"] = _embed(conn, settings, out)
+    if result.inserted and not args.dry_run and memory.index.embeds_waiting:
+        report["vectors"] = _embed(memory, settings, out)
     if args.json:
         print(terminal.json_text(report))
         return 0
-    _print_imported(result, args.dry_run, report.get("vectors"), team)
+    _print_imported(result, args.dry_run, report.get("vectors"), memory.record.where)
     return 0
 
 
@@ -204,14 +194,14 @@ class _lines:
             self.handle.close()
 
 
-def _embed(conn, settings: config.Settings, out) -> dict:
+def _embed(memory: Store, settings: config.Settings, out) -> dict:
     endpoint = opening.patient_endpoint(settings)
     if endpoint is None:
         return {"note": sources.why_words_only(settings) or "search runs on words only"}
-    if not store.load_vectors(conn):
+    if not memory.index.prepare():
         return {"note": "sqlite-vec cannot be loaded (memory-gate doctor says why): the facts wait for a vector"}
     show = terminal.Progress(out, "vectors")
-    embedded, waiting = transfer.embed_waiting(conn, endpoint, progress=show)
+    embedded, waiting = memory.index.embed_waiting(endpoint, progress=show)
     show.done()
     report: dict = {"embedded": embedded, "waiting": waiting}
     if waiting:
@@ -222,13 +212,12 @@ def _embed(conn, settings: config.Settings, out) -> dict:
     return report
 
 
-def _print_imported(result: transfer.Imported, dry_run: bool, vectors: dict | None, team=None) -> None:
+def _print_imported(result: transfer.Imported, dry_run: bool, vectors: dict | None, where: str) -> None:
     verb = "would import" if dry_run else "imported"
     line = f"{verb} {result.inserted} fact{'s' if result.inserted != 1 else ''}"
     if result.ids:
         low, high = result.ids
         line += f" (id {low})" if low == high else f" (ids {low} to {high})"
-    where = "write.log" if team is None else "the team's record"
     print(line + (f", logged in {where} as write {result.write_id[: history.SHORT]}" if result.write_id else ""))
     if result.skipped:
         shown = ", ".join(map(str, result.skipped_lines)) + (
@@ -249,40 +238,15 @@ def _print_imported(result: transfer.Imported, dry_run: bool, vectors: dict | No
 
 def cmd_reindex(args: argparse.Namespace) -> int:
     settings = opening.settings(args)
-    from gate.memory import team as memory_team
-
-    if memory_team.find(settings) is not None:
-        from gate.search import team as team_search
-
-        with opening.open_memory(settings) as opened:
-            count = team_search.rebuild_words(opened.team)
-            print(f"word index: rebuilt from {count} facts of the team's project")
-            if sources.source(settings) is None:
-                print(f"vectors: nothing to embed: {sources.why_words_only(settings)}")
-                return 0
-            from gate.search import teamvectors
-
-            return _rebuilt(
-                settings,
-                count,
-                lambda endpoint, show: teamvectors.rebuild(opened.team, endpoint, progress=show),
-                "the team's vectors",
-            )
-    _, conn = opening.open_existing(settings)
-    with store.writing(conn):
-        fulltext.rebuild_words(conn)
-    count = conn.execute("SELECT count(*) FROM facts").get
-    print(f"word index: rebuilt from {count} facts")
-    if sources.source(settings) is None:
-        print(f"vectors: nothing to embed: {sources.why_words_only(settings)}")
-        return 0
-    try:
-        store.require_vectors(conn)
-    except store.StoreError as error:
-        raise UserError(str(error)) from error
-    return _rebuilt(
-        settings, count, lambda endpoint, show: backfill.rebuild(conn, endpoint, progress=show), "memory's vectors"
-    )
+    with opening.open_memory(settings) as opened:
+        memory = opened.store
+        count = memory.index.rebuild_words()
+        print(f"word index: rebuilt from {count} facts" + (" of the team's project" if memory.shared else ""))
+        if sources.source(settings) is None:
+            print(f"vectors: nothing to embed: {sources.why_words_only(settings)}")
+            return 0
+        whose = "the team's vectors" if memory.shared else "memory's vectors"
+        return _rebuilt(settings, count, memory.index.rebuild_vectors, whose)
 
 
 def _rebuilt(settings, count: int, rebuild, whose: str) -> int:
@@ -292,6 +256,8 @@ def _rebuilt(settings, count: int, rebuild, whose: str) -> int:
     show = terminal.Progress(sys.stdout)
     try:
         rebuilt = rebuild(endpoint, show)
+    except store.StoreError as error:  # sqlite-vec missing: memory's vectors cannot be kept
+        raise UserError(str(error)) from error
     except embeddings.VectorError as error:
         raise UserError(
             f"{error}; {whose} are left as they were. "

@@ -14,7 +14,6 @@ import sys
 from gate import clock, credentials
 from gate.cli import terminal
 from gate.cli.terminal import fact_json, print_fact
-from gate.engine import store
 from gate.memory import listing, opening
 from gate.search import fulltext, lookup, query, ranking
 
@@ -38,8 +37,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     settings = opening.settings(args)
     with opening.open_memory(settings) as opened:
         # memory_search's ranking, words and meaning alike, recording nothing (gate.search.lookup).
-        if opened.team is None:
-            store.load_vectors(opened.local_conn)
+        opened.store.index.prepare()
         answer = lookup.rank(
             opened.conn, terms, limit=args.limit, endpoint=opening.patient_endpoint(settings), team=opened.team
         )
@@ -64,7 +62,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     with opening.open_memory(opening.settings(args)) as opened:
         chosen = dict(topic=args.topic, kind=args.kind, since=args.since, limit=args.limit)
-        found = listing.team_facts(opened.team, **chosen) if opened.team else listing.facts(opened.local_conn, **chosen)
+        found = opened.store.listing.facts(**chosen)
         if args.json:
             terminal.json_list(map(fact_json, found), sys.stdout)
             return 0
@@ -85,17 +83,12 @@ REVIEW_DAYS = 30
 def cmd_review(args: argparse.Namespace) -> int:
     with opening.open_memory(opening.settings(args)) as opened:
         before = listing.cutoff(args.days)
-        if opened.team is not None:
-            found = listing.team_unconfirmed(opened.team, before, limit=args.limit)
-        else:
-            found = listing.unconfirmed(opened.local_conn, before, limit=args.limit)
+        memory = opened.store.listing
+        found = memory.unconfirmed(before, limit=args.limit)
         if args.json:
             terminal.json_list(map(fact_json, found), sys.stdout)
             return 0
-        if opened.team is not None:
-            total = listing.team_count_unconfirmed(opened.team, before)
-        else:
-            total = listing.count_unconfirmed(opened.local_conn, before)
+        total = memory.count_unconfirmed(before)
         if not total:
             print(f"every fact was kept or updated by a turn in the last {args.days} days")
             return 0

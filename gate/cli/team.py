@@ -79,19 +79,21 @@ def _copy(settings: config.Settings, args: argparse.Namespace) -> int:
             f"`memory-gate team {args.action}`"
         )
     with opening.open_memory(settings) as opened:
-        assert opened.team is not None and opened.member is not None, "on a team's memory, as checked above"
+        # On a team's memory, as checked above: its facts (TeamFacts) are what push and pull copy.
+        facts, member = opened.team_facts, opened.member
+        assert member is not None, "on a team's memory, as checked above"
         try:
             if args.action == "push":
                 if not opened.path.exists():
                     raise UserError(f"no local memory at {opened.path} to push")
                 local = store.connect(opened.path, create=False)
                 try:
-                    copied = teamcopy.push(local, audit.log_path(opened.path), opened.team)
+                    copied = teamcopy.push(local, audit.log_path(opened.path), facts)
                 finally:
                     local.close()
                 print(
                     f"pushed {copied.facts} facts and {copied.changes} logged changes from {opened.path} "
-                    f"to the team's project {opened.member.team.project}"
+                    f"to the team's project {member.team.project}"
                 )
                 print("  the local file is left as it was; this project now uses the team's memory")
             else:
@@ -99,10 +101,10 @@ def _copy(settings: config.Settings, args: argparse.Namespace) -> int:
                     opened.conn.close()  # pull writes into it, on a connection of its own
                     opened.conn = None
                 target = Path(args.to).absolute() if args.to else opened.path
-                copied = teamcopy.pull(opened.team, target)
+                copied = teamcopy.pull(facts, target)
                 print(
                     f"pulled {copied.facts} facts and {copied.changes} changes of the team's project "
-                    f"{opened.member.team.project} into {target}"
+                    f"{member.team.project} into {target}"
                 )
                 if args.to is None:
                     print(

@@ -15,10 +15,9 @@ the URL); memory-gate never stores one, and every message that names a database 
 with the password masked.
 """
 
-import os
 import time
 
-from gate.engine.store import StoreError, sections
+from gate.engine.store import SchemaFile, StoreError
 
 # The PostgreSQL schema memory-gate's tables live in, so that a database other software uses too
 # is shared without a clash.
@@ -30,41 +29,22 @@ _UPGRADE_LOCK = 0x6D656D67  # "memg"
 CONNECT_TIMEOUT_S = 5
 
 
+SCHEMA_SQL = SchemaFile(SCHEMA_FILE, StoreError)
+
+
 def schema_path() -> str:
-    """schema-postgres.sql ships beside this module in a wheel and sits at the repository root in
-    a checkout; either way there is exactly one file."""
-    here = os.path.dirname(os.path.realpath(__file__))
-    root = os.path.dirname(os.path.dirname(here))
-    for candidate in (os.path.join(here, SCHEMA_FILE), os.path.join(root, SCHEMA_FILE)):
-        if os.path.isfile(candidate):
-            return candidate
-    raise StoreError(f"{SCHEMA_FILE} is missing beside {here}: reinstall memory-gate")
-
-
-def _source() -> str:
-    with open(schema_path(), encoding="utf-8") as handle:
-        return handle.read()
+    """schema-postgres.sql: beside this module in a wheel, at the repository root in a checkout."""
+    return SCHEMA_SQL.path()
 
 
 def schema_steps(source: str | None = None) -> list[tuple[int, str, str]]:
     """The numbered sections of schema-postgres.sql, in order: (version, title, sql)."""
-    steps = [
-        (int(number), title, sql)
-        for kind, number, title, sql in sections(_source() if source is None else source)
-        if kind == "version"
-    ]
-    versions = [version for version, _, _ in steps]
-    if versions != list(range(1, len(steps) + 1)):
-        raise StoreError(f"{SCHEMA_FILE} sections must be numbered 1, 2, 3...; found {versions}")
-    return steps
+    return SCHEMA_SQL.steps(source)
 
 
 def schema_template(name: str, **values: object) -> str:
     """The SQL of a "-- template NAME" section, its {placeholders} filled in."""
-    for kind, found, _, sql in sections(_source()):
-        if kind == "template" and found == name:
-            return sql.strip().format(**values)
-    raise StoreError(f"{SCHEMA_FILE} has no template {name!r}: reinstall memory-gate")
+    return SCHEMA_SQL.template(name, **values)
 
 
 def shown(url: str) -> str:

@@ -26,8 +26,6 @@ BUSY_TIMEOUT_MS = 5000
 # A session waiting for the write lock sleeps 1, 2, 4 ms... between tries, never more than this.
 BUSY_POLL_S = 0.010
 
-_MARK = "-- version "
-
 
 def _patient(limit_ms: int):
     """A busy handler that tries again at least every BUSY_POLL_S until `limit_ms` have passed.
@@ -72,33 +70,53 @@ class StoreError(Exception):
     """The database cannot be opened or used; the message says what to do about it."""
 
 
-def schema_path() -> str:
-    """schema.sql ships beside this module in a wheel and sits at the repository root in a
-    checkout; either way there is exactly one file."""
-    here = os.path.dirname(os.path.realpath(__file__))
-    root = os.path.dirname(os.path.dirname(here))
-    for candidate in (os.path.join(here, "schema.sql"), os.path.join(root, "schema.sql")):
-        if os.path.isfile(candidate):
-            return candidate
-    raise StoreError(f"schema.sql is missing beside {here}: reinstall memory-gate")
+_MARK = "-- version "
 
 
-def _schema_source() -> str:
-    with open(schema_path(), encoding="utf-8") as handle:
-        return handle.read()
+class SchemaFile:
+    """One schema file, read the same way for both engines (schema.sql here, schema-postgres.sql
+    in gate.engine.postgres): numbered sections applied in order, and templates. Found beside
+    this package in a wheel or at the repository root in a checkout, exactly one either way.
+    `error`: the exception its problems raise."""
 
+    def __init__(self, name: str, error: type[Exception]):
+        self.name, self.error = name, error
 
-def schema_steps(source: str | None = None) -> list[tuple[int, str, str]]:
-    """The numbered sections of schema.sql, in order: (version, title, sql)."""
-    steps = [
-        (int(number), title, sql)
-        for kind, number, title, sql in sections(_schema_source() if source is None else source)
-        if kind == "version"
-    ]
-    versions = [version for version, _, _ in steps]
-    if versions != list(range(1, len(steps) + 1)):
-        raise StoreError(f"schema.sql sections must be numbered 1, 2, 3...; found {versions}")
-    return steps
+    def path(self) -> str:
+        here = os.path.dirname(os.path.realpath(__file__))
+        root = os.path.dirname(os.path.dirname(here))
+        for candidate in (os.path.join(here, self.name), os.path.join(root, self.name)):
+            if os.path.isfile(candidate):
+                return candidate
+        raise self.error(f"{self.name} is missing beside {here}: reinstall memory-gate")
+
+    def source(self) -> str:
+        with open(self.path(), encoding="utf-8") as handle:
+            return handle.read()
+
+    def steps(self, source: str | None = None) -> list[tuple[int, str, str]]:
+        """The numbered sections, in order: (version, title, sql)."""
+        found = [
+            (int(number), title, sql)
+            for kind, number, title, sql in sections(self.source() if source is None else source)
+            if kind == "version"
+        ]
+        versions = [version for version, _, _ in found]
+        if versions != list(range(1, len(found) + 1)):
+            raise self.error(f"{self.name} sections must be numbered 1, 2, 3...; found {versions}")
+        return found
+
+    def template(self, name: str, **values: object) -> str:
+        """The SQL of the "-- template NAME" section, its {placeholders} filled in."""
+        for kind, found, _, sql in sections(self.source()):
+            if kind == "template" and found == name:
+                return sql.strip().format(**values)
+        raise self.error(f"{self.name} has no template {name!r}: reinstall memory-gate")
+
+    def latest(self) -> int:
+        """How many numbered sections the file has, counted without parsing it."""
+        source = self.source()
+        return source.count("\n" + _MARK) + source.startswith(_MARK)
 
 
 def sections(sql: str) -> list[tuple[str, str, str, str]]:
@@ -118,19 +136,28 @@ def sections(sql: str) -> list[tuple[str, str, str, str]]:
     ]
 
 
+SCHEMA = SchemaFile("schema.sql", StoreError)
+
+
+def schema_path() -> str:
+    """schema.sql: beside this module in a wheel, at the repository root in a checkout."""
+    return SCHEMA.path()
+
+
+def schema_steps(source: str | None = None) -> list[tuple[int, str, str]]:
+    """The numbered sections of schema.sql, in order: (version, title, sql)."""
+    return SCHEMA.steps(source)
+
+
 def schema_template(name: str, **values: object) -> str:
     """The SQL of schema.sql's "-- template NAME" section, its {placeholders} filled in: for a
     table whose shape is only known later (the vector index needs the embedding dimension)."""
-    for kind, found, _, sql in sections(_schema_source()):
-        if kind == "template" and found == name:
-            return sql.strip().format(**values)
-    raise StoreError(f"schema.sql has no template {name!r}: reinstall memory-gate")
+    return SCHEMA.template(name, **values)
 
 
 def latest_version() -> int:
     """How many sections schema.sql has, counted without parsing it (checked on every open)."""
-    source = _schema_source()
-    return source.count("\n" + _MARK) + source.startswith(_MARK)
+    return SCHEMA.latest()
 
 
 def connect(path: str | os.PathLike, *, create: bool = True, busy_ms: int | None = None) -> apsw.Connection:

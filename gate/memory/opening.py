@@ -18,6 +18,7 @@ from gate.search import embeddings, sources
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from gate.engine.seam import Store
     from gate.engine.teamfacts import TeamFacts
     from gate.memory.team import Member
 
@@ -48,13 +49,26 @@ class Opened:
     member: Member | None = None
 
     @property
-    def record(self):
-        """The record of changes: write.log, or the team's (gate.memory.record)."""
-        from gate.memory import record
+    def store(self) -> Store:
+        """The memory as one store (gate.engine.seam.Store): its facts, record, lists and index,
+        whichever engine holds them. Made anew on each call, for a viewer's team connection is
+        opened again when lost (`team` replaced)."""
+        from gate.memory import stores
 
         if self.team is not None:
-            return record.TeamRecord(self.team)
-        return record.LogRecord(self.local_conn, audit.log_path(self.path))
+            return stores.TeamStore(self.team)
+        return stores.LocalStore(self.local_conn, audit.log_path(self.path))
+
+    @property
+    def team_facts(self) -> TeamFacts:
+        """The team's facts, for what copies to and from them (`team push`, `team pull`)."""
+        assert self.team is not None, "a command of the team's memory, which it checked the project is on"
+        return self.team
+
+    @property
+    def record(self):
+        """The record of changes: write.log, or the team's (gate.memory.record)."""
+        return self.store.record
 
     @property
     def local_conn(self) -> apsw.Connection:
@@ -90,12 +104,17 @@ class Opened:
             self.close()
 
 
-def open_memory(settings: config.Settings, *, session: str = changeset.CLI_SESSION) -> Opened:
+def open_memory(settings: config.Settings, *, session: str = changeset.CLI_SESSION, create: bool = False) -> Opened:
     """The project's memory for a command that reads or changes facts: the team's when the
-    project is on one (gate.memory.team), else the local file, which must exist."""
+    project is on one (gate.memory.team), else the local file, which must exist unless `create`
+    (an import may be the first write: a file already there must be memory, though, and an
+    empty one is refused, not filled). The one place that picks the engine."""
     from gate.memory import team
 
     shared = team.find(settings)
+    if shared is None and create:
+        path = Path(config.find_database(settings))
+        return Opened(path, store.connect(path, create=not path.exists()))
     if shared is None:
         path, conn = open_existing(settings)
         return Opened(path, conn)

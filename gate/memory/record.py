@@ -45,6 +45,10 @@ class LogRecord:
         """Whether the log holds a line of this change whose write never committed."""
         return any(str(entry.get("write", "")).startswith(prefix) for entry in audit.entries(self.log, fact=fact_id))
 
+    def unproven(self, line) -> str | None:
+        """What breaks write.log's chain at this line, if anything (audit.unproven)."""
+        return audit.unproven(self.log, line)
+
 
 class TeamRecord:
     """A team's `changes` for one project, read in the order they committed."""
@@ -111,6 +115,10 @@ class TeamRecord:
 
     def never_committed(self, prefix: str, fact_id: int) -> bool:
         return False
+
+    def unproven(self, line) -> str | None:
+        """Nothing: a change and its row commit together, under the server's checks."""
+        return None
 
 
 def _named(entry: dict, committed: bool) -> dict:

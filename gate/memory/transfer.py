@@ -49,6 +49,7 @@ from gate.search import embeddings, vectors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from gate.engine.seam import Listing, Store
     from gate.engine.teamfacts import TeamFacts
 
 # Problems named one by one; past this many, the rest are counted.
@@ -62,19 +63,22 @@ Progress = Callable[[int, int], None]
 
 
 def export(conn: apsw.Connection, out: TextIO, *, progress: Progress | None = None) -> int:
-    """Write every fact to `out`, one JSON object a line, by id; return how many. One read
-    transaction: the count and the rows are one snapshot, however long the writing takes."""
-    with store.writing(conn, lock=False):
-        total = conn.execute("SELECT count(*) FROM facts").get
-        return _write_rows(conn.execute(f"SELECT {', '.join(COLUMNS)} FROM facts ORDER BY id"), total, out, progress)
+    """Write every fact of a local memory to `out` (export_store)."""
+    from gate.engine.listing import SqliteListing
+
+    return _export(SqliteListing(conn), store.writing(conn, lock=False), out, progress)
 
 
-def export_team(team, out: TextIO, *, progress: Progress | None = None) -> int:
-    """`export` of a team's project (gate.engine.teamfacts): the same lines, one snapshot."""
-    from gate.memory import listing
+def export_store(memory: Store, out: TextIO, *, progress: Progress | None = None) -> int:
+    """Write every fact to `out`, one JSON object a line, by id; return how many. A local
+    memory's count and rows are one snapshot (its `reading`), however long the writing takes; a
+    team's are each one."""
+    return _export(memory.listing, memory.reading(), out, progress)
 
-    total = sum(listing.team_kinds(team).values())
-    return _write_rows(listing.team_export_rows(team, COLUMNS), total, out, progress)
+
+def _export(listing: Listing, snapshot, out: TextIO, progress: Progress | None) -> int:
+    with snapshot:
+        return _write_rows(listing.export_rows(COLUMNS), listing.count(), out, progress)
 
 
 def _write_rows(rows: Iterable[tuple], total: int, out: TextIO, progress: Progress | None) -> int:
@@ -118,6 +122,12 @@ CREATE TEMP TABLE incoming (
     line INTEGER PRIMARY KEY, id INTEGER, topic TEXT, kind TEXT, text TEXT, date TEXT,
     created TEXT, updated TEXT, confirmed TEXT, rev INTEGER, duplicate INTEGER NOT NULL DEFAULT 0
 )"""
+
+
+def import_into(conn: apsw.Connection, source: Iterable[str], memory: Store, **options) -> Imported:
+    """import_facts into a store: its facts and its log (`conn` the ledger, a team's member's own)."""
+    team = None if memory.facts.local else memory.facts
+    return import_facts(conn, source, log=memory.log, team=team, **options)  # type: ignore[arg-type]
 
 
 def import_facts(

@@ -18,7 +18,6 @@ either.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -28,12 +27,12 @@ import apsw
 
 from gate import clock
 from gate.engine import store
-from gate.memory import audit, changeset, checking, history
+from gate.memory import changeset, checking, history
 from gate.search import embeddings, vectors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from gate.engine.teamfacts import TeamFacts
+    from gate.engine.seam import Store
 
 
 class CannotUndo(Exception):
@@ -94,15 +93,27 @@ def undo(
     command: str,
     endpoint: embeddings.Endpoint | None = None,
     session: str = changeset.CLI_SESSION,
-    team: TeamFacts | None = None,
 ) -> Undone:
-    """Revert the change `name` (WRITE:FACT) in one logged transaction, or raise CannotUndo.
-    `session`: who undoes it, as write.log names it (the command line, or the viewer). With a
-    `team`, the change is one of the team's record and the undo is made there, by its member;
-    `conn` is then the member's ledger and `log` unused."""
-    from gate.memory import record
+    """`revert` on the local memory `conn`, its changes logged in `log` (write.log)."""
+    from gate.memory.stores import LocalStore
 
-    target, past = find(record.TeamRecord(team) if team is not None else record.LogRecord(conn, log), name)
+    return revert(LocalStore(conn, log), conn, name, command=command, endpoint=endpoint, session=session)
+
+
+def revert(
+    memory: Store,
+    conn: apsw.Connection,
+    name: str,
+    *,
+    command: str,
+    endpoint: embeddings.Endpoint | None = None,
+    session: str = changeset.CLI_SESSION,
+) -> Undone:
+    """Revert the change `name` (WRITE:FACT) of `memory` in one logged transaction, or raise
+    CannotUndo. `conn`: the ledger the undo's turn is recorded in (a team's member's own);
+    `session`: who undoes it, as the record names it (the command line, or the viewer)."""
+    record = memory.record
+    target, past = find(record, name)
     fact = target.entry["id"]
     later = past[past.index(target) + 1 :]
     if later:
@@ -118,24 +129,23 @@ def undo(
         )
     if target.op not in ("insert", "update", "delete"):
         raise CannotUndo(f"{target.name} is a {target.op!r} line, not a change memory-gate makes: nothing to undo.")
-    if team is None:
-        problem = audit.unproven(log, target.line)
-        if problem:
-            raise CannotUndo(
-                f"cannot undo {target.name}: in write.log, {problem}, so what it says the fact was is not "
-                f"proven. Restore write.log from a backup (`memory-gate doctor` names every line that breaks "
-                f"its chain), or change fact {fact} by hand: see `memory-gate history {fact}`."
-            )
+    problem = record.unproven(target.line)
+    if problem:
+        raise CannotUndo(
+            f"cannot undo {target.name}: in {record.where}, {problem}, so what it says the fact was is not "
+            f"proven. Restore write.log from a backup (`memory-gate doctor` names every line that breaks "
+            f"its chain), or change fact {fact} by hand: see `memory-gate history {fact}`."
+        )
     # The fact as the change found it (to put back) and as it left it (what memory must hold now).
     back = _checked(target.before, target) if target.op in ("update", "delete") else None
     expected = target.after if target.op in ("insert", "update") else None
     ahead = None
-    if back is not None and endpoint is not None and team is None:
-        ahead = changeset.embed_ahead(conn, endpoint, [vectors.fact_text(back["topic"], back["text"])], [fact])
+    if back is not None and endpoint is not None:
+        ahead = memory.index.embed_ahead(endpoint, [vectors.fact_text(back["topic"], back["text"])], [fact])
     extra = {"undoes": f"{target.entry['write']}:{fact}"}
-    with store.writing(conn), team.transaction() if team is not None else contextlib.nullcontext():
+    with store.writing(conn), memory.transaction():
         turn = changeset.cli_turn(conn, command, session)
-        changes = changeset.ChangeSet(conn, changeset.author(turn), log if team is None else None, team)
+        changes = memory.change_set(conn, changeset.author(turn))
         now = changes.snapshot(fact)
         if now != expected:
             raise CannotUndo(_moved(target, now, expected))

@@ -22,6 +22,7 @@ from gate.search import backfill, embeddings, fulltext, ranking, vectors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a team's memory is imported only where one is used
+    from gate.engine.seam import VectorIndex
     from gate.engine.teamfacts import TeamFacts
     from gate.search.mirror import Mirror
 
@@ -109,27 +110,10 @@ def split(query: embeddings.Vectors) -> list[embeddings.Vectors]:
 
 def catch_up_team(team: TeamFacts, endpoint: embeddings.Endpoint, notes: list[str]) -> int:
     """catch_up over a team's project: the facts waiting for a vector (one a member's write
-    could not embed in time, or another member's) embedded for at most SEARCH_CATCH_UP seconds
-    before ranking; returns how many still wait."""
-    from gate.search import teamvectors
+    could not embed in time, or another member's)."""
+    from gate.search.teamvectors import TeamVectors
 
-    with team.transaction():
-        if not teamvectors.available(team):
-            return 0
-        waiting = teamvectors.missing(team)
-        reference = not endpoint.remote and teamvectors.needs_reference(team)  # as catch_up's
-    if (not waiting and not reference) or waiting > SEARCH_CATCH_UP_MOST:
-        return waiting
-    teamvectors.catch_up(
-        team,
-        endpoint.patient(),
-        hold=contextlib.nullcontext,
-        batch=SEARCH_CATCH_UP_BATCH,
-        timeout=SEARCH_CATCH_UP,
-        until=None if reference else time.monotonic() + SEARCH_CATCH_UP,
-    )
-    with team.transaction():
-        return teamvectors.missing(team)
+    return catch_up_in(TeamVectors(team), endpoint, notes)
 
 
 # How long a search may spend embedding facts still waiting for their vector before it ranks,
@@ -144,33 +128,43 @@ SEARCH_CATCH_UP_MOST = 128
 
 
 def catch_up(conn: apsw.Connection, endpoint: embeddings.Endpoint, notes: list[str]) -> int:
+    """catch_up_in over a local memory's vectors."""
+    return catch_up_in(backfill.LocalVectors(conn), endpoint, notes)
+
+
+def catch_up_in(index: VectorIndex, endpoint: embeddings.Endpoint, notes: list[str]) -> int:
     """Embed the facts still waiting for a vector, for at most SEARCH_CATCH_UP seconds, before
     ranking; returns how many still wait. Meaning cannot find a fact without a vector, and a
     fact just written, whose write found the endpoint slow, is what a search is most likely
     after. The background embedder (gate.serve.server) does the same, but a search right after the
     writes would run ahead of it and answer differently for the same memory. Outside the
-    search's transaction: the write lock is never held across a request."""
-    waiting = vectors.missing(conn)
-    # A model in this process computes the REFERENCE vectors (by which meaning judges what is
-    # near) in about a second, once per memory: the first search after the first writes waits
-    # for them rather than rank without meaning. An endpoint leaves them to the background.
-    reference = not endpoint.remote and vectors.needs_reference(conn)
+    search's transaction: the write lock is never held across a request. One algorithm for both
+    engines (`index`: backfill.LocalVectors, teamvectors.TeamVectors)."""
+    with index.reading():
+        if not index.available():
+            return 0
+        waiting = index.missing()
+        # A model in this process computes the REFERENCE vectors (by which meaning judges what is
+        # near) in about a second, once per memory: the first search after the first writes waits
+        # for them rather than rank without meaning. An endpoint leaves them to the background.
+        reference = not endpoint.remote and index.needs_reference()
     if (not waiting and not reference) or waiting > SEARCH_CATCH_UP_MOST:
         return waiting
     try:
         # A request cut short by this deadline must not silence the writes' embedding for a spell.
-        backfill.catch_up(
-            conn,
+        backfill.catch_up_in(
+            index,
             endpoint.patient(),
             hold=contextlib.nullcontext,
             batch=SEARCH_CATCH_UP_BATCH,
             timeout=SEARCH_CATCH_UP,
             until=None if reference else time.monotonic() + SEARCH_CATCH_UP,
         )
-    except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.BusyError) as error:
+    except index.faults as error:
         # Memory can still be searched; the vectors wait for a write that can store them.
         notes.append(f"facts waiting for a vector could not be given one: {store.explain(error)}")
-    return vectors.missing(conn)
+    with index.reading():
+        return index.missing()
 
 
 def say_waiting(

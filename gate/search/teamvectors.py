@@ -21,12 +21,11 @@ module never imports psycopg.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager as ContextManager
 
 from gate.search import backfill, vectors
-from gate.search.embeddings import DOCUMENT, Endpoint, VectorError, Vectors
+from gate.search.embeddings import Endpoint, VectorError, Vectors
 
 NO_PGVECTOR = (
     "the team database has no pgvector (its server lacks it, or no one has run CREATE EXTENSION vector "
@@ -328,55 +327,82 @@ def catch_up(
     timeout: float = backfill.CATCH_UP_TIMEOUT,
     until: float | None = None,
 ) -> int:
-    """gate.search.backfill.catch_up over the project: embed the facts still waiting, a few a request, each
-    batch stored in a team transaction of its own under `hold()`, never across a request; then
-    the REFERENCE vectors if the project lacks them (not for a search, which passes `until`).
-    Returns how many facts were stored."""
-    done, took = 0, 0.0
-    while True:
-        if until is not None and time.monotonic() + took > until:
-            return done
-        with hold(), team.transaction():
-            if not available(team):
-                return done
-            pending = waiting(team, limit=batch, chars=vectors.WAITING_CHARS)
-        if not pending:
-            break
-        started = time.monotonic()
-        prepared = vectors.prepare(endpoint, [text for _, text in pending], timeout=timeout)
-        took = time.monotonic() - started
-        if prepared is None:
-            return done
-        with hold(), team.transaction():
-            team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
-            stored_now = sync(team, [fact for fact, _ in pending], prepared)
-        if not stored_now:
-            return done  # changed meanwhile, or answered in another space
-        done += stored_now
-    if until is None:
-        with hold(), team.transaction():
-            center_if_due(team)
-    with hold(), team.transaction():
-        if until is not None or not needs_reference(team):
-            return done
-    answer = _reference_vectors(endpoint, batch, timeout)
-    if answer is not None:
-        with hold(), team.transaction():
-            store_reference(team, answer)
-    return done
+    """gate.search.backfill.catch_up_in over the project: the facts still waiting embedded a few
+    a request, each batch stored in a team transaction of its own under `hold()`, never across a
+    request; the project centered when due; then the REFERENCE vectors if the project lacks them
+    (not for a search, which passes `until`). Returns how many facts were stored."""
+    return backfill.catch_up_in(TeamVectors(team), endpoint, hold=hold, batch=batch, timeout=timeout, until=until)
 
 
-def _reference_vectors(endpoint: Endpoint, batch: int, timeout: float) -> Vectors | None:
-    rows: list[tuple[float, ...]] = []
-    model = ""
-    for start in range(0, len(vectors.REFERENCE), batch):
-        try:
-            answer = endpoint.embed(vectors.REFERENCE[start : start + batch], role=DOCUMENT, timeout=timeout)
-        except VectorError:
-            return None
-        rows += answer.rows
-        model = answer.model
-    return Vectors(model, rows)
+class TeamVectors:
+    """A project's vectors as gate.search.backfill.catch_up_in keeps them: each step a team
+    transaction of its own, each store under the project's lock."""
+
+    faults: tuple[type[Exception], ...] = ()  # a team out of reach is the caller's to say (postgres.Unreachable)
+
+    def __init__(self, team):
+        self.facts = team  # a TeamFacts
+
+    def reading(self) -> ContextManager[object]:
+        return self.facts.transaction()
+
+    def changing(self) -> ContextManager[object]:
+        return self.facts.transaction()
+
+    def available(self) -> bool:
+        return available(self.facts)
+
+    def waiting(self, *, limit: int, chars: int, after: int | None = None) -> list[tuple[int, str]]:
+        return waiting(self.facts, limit=limit, chars=chars, after=after)
+
+    def owed(self, ids: list[int]) -> set[int]:
+        return _owed(self.facts, ids)
+
+    def require(self) -> None:
+        if not available(self.facts):
+            raise VectorError(NO_PGVECTOR)
+
+    def count(self) -> int:
+        row = self.facts.conn.execute("SELECT count(*) FROM facts WHERE project = %s", (self.facts.project,))
+        return row.fetchone()[0]
+
+    def first(self, batch: int) -> list[tuple[int, str]]:
+        rows = self.facts.conn.execute(
+            "SELECT id, topic, text FROM facts WHERE project = %s ORDER BY id LIMIT %s", (self.facts.project, batch)
+        )
+        return [(row[0], vectors.fact_text(row[1], row[2])) for row in rows]
+
+    def forget(self) -> None:
+        self.facts.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (self.facts.project,))
+        forget(self.facts)
+
+    def finish(self, endpoint: Endpoint, batch: int, timeout: float) -> vectors.Space | None:
+        """After a rebuild: the REFERENCE vectors asked for a batch a request, the project
+        centered when due; the space it is in."""
+        known = backfill.reference_vectors(endpoint, batch, timeout)
+        with self.facts.transaction():
+            center_if_due(self.facts)
+            if known is not None:
+                store_reference(self.facts, known)
+            return space(self.facts)
+
+    def missing(self) -> int:
+        return missing(self.facts)
+
+    def sync(self, ids: list[int], prepared: vectors.Prepared) -> int:
+        self.facts.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (self.facts.project,))
+        return sync(self.facts, ids, prepared)
+
+    def settle(self, hold: Callable[[], ContextManager[object]]) -> None:
+        """Center the project if it is due (a background chore, never a search's)."""
+        with hold(), self.facts.transaction():
+            center_if_due(self.facts)
+
+    def needs_reference(self) -> bool:
+        return needs_reference(self.facts)
+
+    def store_reference(self, answer: Vectors) -> bool:
+        return store_reference(self.facts, answer)
 
 
 def rebuild(
@@ -387,67 +413,12 @@ def rebuild(
     batch: int = backfill.REINDEX_BATCH,
     timeout: float = backfill.REINDEX_TIMEOUT,
 ) -> backfill.Rebuilt:
-    """gate.search.backfill.rebuild over the project (`memory-gate reindex` on a team): the first batch is
-    asked for before the project's vectors are dropped, so an endpoint that does not answer
-    leaves them as they were (VectorError); then every fact embedded again, a batch a request
-    and a transaction, a refused batch retried a fact at a time. The database must hold vectors
-    (VectorError naming the mend otherwise)."""
-    with team.transaction():
-        if not available(team):
-            raise VectorError(NO_PGVECTOR)
-        total = team.conn.execute("SELECT count(*) FROM facts WHERE project = %s", (team.project,)).fetchone()[0]
-        first = [
-            (row[0], vectors.fact_text(row[1], row[2]))
-            for row in team.conn.execute(
-                "SELECT id, topic, text FROM facts WHERE project = %s ORDER BY id LIMIT %s", (team.project, batch)
-            )
-        ]
-    answer = endpoint.embed([text for _, text in first] or ["memory-gate"], role=DOCUMENT, timeout=timeout)
-    with team.transaction():
-        team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
-        forget(team)
-    result = backfill.Rebuilt()
-    pending, ahead = first, (answer if first else None)
-    while pending:
-        if ahead is None:
-            ahead = _embed_or_none(endpoint, [text for _, text in pending], timeout)
-        if ahead is None and len(pending) > 1:
-            for item in pending:
-                _store_batch(team, [item], _embed_or_none(endpoint, [item[1]], timeout), result)
-        else:
-            _store_batch(team, pending, ahead, result)
-        if progress:
-            progress(result.embedded + len(result.failed), total)
-        last = pending[-1][0]
-        with team.transaction():
-            pending, ahead = waiting(team, limit=batch, chars=1 << 30, after=last), None
-    known = _reference_vectors(endpoint, batch, timeout)
-    with team.transaction():
-        center_if_due(team)
-        if known is not None:
-            store_reference(team, known)
-        result.space = space(team)
-    return result
-
-
-def _embed_or_none(endpoint: Endpoint, texts: list[str], timeout: float) -> Vectors | None:
-    try:
-        return endpoint.embed(texts, role=DOCUMENT, timeout=timeout)
-    except VectorError:
-        return None
-
-
-def _store_batch(team, items: list[tuple[int, str]], answer: Vectors | None, result: backfill.Rebuilt) -> None:
-    ids = [fact for fact, _ in items]
-    if answer is None:
-        result.failed += ids
-        return
-    prepared = vectors.Prepared(answer, dict(zip((text for _, text in items), answer.rows)), [])
-    with team.transaction():
-        team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
-        result.embedded += sync(team, ids, prepared)
-        owed = _owed(team, ids)
-        result.failed += [fact for fact in ids if fact in owed]
+    """gate.search.backfill.rebuild_in over the project (`memory-gate reindex` on a team): the
+    first batch is asked for before the project's vectors are dropped, so an endpoint that does
+    not answer leaves them as they were (VectorError); then every fact embedded again, a batch a
+    request and a transaction, a refused batch retried a fact at a time. The database must hold
+    vectors (VectorError naming the mend otherwise)."""
+    return backfill.rebuild_in(TeamVectors(team), endpoint, progress=progress, batch=batch, timeout=timeout)
 
 
 # -- reporting ----------------------------------------------------------------------------------

@@ -201,14 +201,14 @@ def build(view: View) -> Guarded:
             return await fact(request, error=f"nothing was changed: {store.explain(error)}", status=503)
         return RedirectResponse(guard.url(f"/facts/{fact_id}", done=done), 303)
 
-    team = view.memory.team is not None
+    shared = view.memory.store.shared  # the team's memory: the page says whose turns it shows
 
     async def turns(request: Request) -> Response:
         before = _int(request.query_params.get("before")) or None
         found = await view.run(reading.turns_page, before)
         older = found[-1].id if len(found) == reading.TURNS_PER_PAGE else None
         newer = await view.run(reading.newer_turns, found[0].id) if found and before else None
-        body = pages.turns(guard, found, older, newer, team=team, first_page=not (found and before))
+        body = pages.turns(guard, found, older, newer, shared=shared, first_page=not (found and before))
         return view.page(request, title="Turns", body=body, here="/turns")
 
     async def figures(request: Request) -> Response:
@@ -218,7 +218,7 @@ def build(view: View) -> Guarded:
             return report, reading.outcomes_by_day(conn), reading.search_cost_by_day(conn)
 
         report, days, cost = await view.run(read)
-        return view.page(request, title="Stats", body=pages.stats(report, days, cost, team=team), here="/stats")
+        return view.page(request, title="Stats", body=pages.stats(report, days, cost, shared=shared), here="/stats")
 
     async def events(request: Request) -> Response:
         from sse_starlette import EventSourceResponse
@@ -334,8 +334,7 @@ def serve(settings: config.Settings, *, port: int, editable: bool, open_browser:
 
     _Server = _server_class()
     memory = opening.open_memory(settings, session=VIEWER_SESSION)
-    if memory.team is None:
-        store.load_vectors(memory.local_conn)  # vectors kept in step with edits, and search by meaning, when it loads
+    memory.store.index.prepare()  # vectors kept in step with edits, and search by meaning, when sqlite-vec loads
     listener = listen(port)
     guard = Guard(port=listener.getsockname()[1])
     # A person waits seconds for a search or an edit, not a turn's fraction of one.

@@ -21,7 +21,7 @@ import json
 
 from gate import clock
 from gate.engine import store
-from gate.memory import audit, changeset, checking, history, undo
+from gate.memory import changeset, checking, history, undo
 from gate.memory.changeset import VIEWER_SESSION
 from gate.memory.opening import Opened
 from gate.search import embeddings, vectors
@@ -42,12 +42,7 @@ def edit(
     ahead = None
     if endpoint is not None:
         texts = [vectors.fact_text(checked["topic"], checked["text"])]
-        if memory.team is not None:
-            from gate.search import teamvectors
-
-            ahead = teamvectors.embed_ahead(memory.team, endpoint, texts, [fact_id])
-        else:
-            ahead = changeset.embed_ahead(memory.local_conn, endpoint, texts, [fact_id])
+        ahead = memory.store.index.embed_ahead(endpoint, texts, [fact_id])
     words = f"memory-gate view: edited fact {fact_id}"
     with _writing(memory) as conn:
         changes, turn = _begin(memory, conn, words)
@@ -77,7 +72,6 @@ def revert(
 ) -> str:
     """Undo the change `entry` names (gate.memory.undo: only a fact's latest change), which
     must be a change to `fact_id`, the fact whose page asked."""
-    team = memory.team
     try:
         named = history.parse_entry(entry)[1]
     except ValueError as error:
@@ -87,14 +81,13 @@ def revert(
             f"{entry} is a change to fact {named}, not fact {fact_id}: nothing was changed; undo it from fact {named}'s page"
         )
     try:
-        done = undo.undo(
+        done = undo.revert(
+            memory.store,
             memory.ledger(),
-            audit.log_path(memory.path),
             entry,
             command=f"memory-gate view: undo {entry}",
-            endpoint=endpoint if team is None else None,
+            endpoint=endpoint,
             session=VIEWER_SESSION,
-            team=team,
         )
     except (undo.CannotUndo, ValueError) as error:
         raise Refused(str(error)) from error
@@ -106,14 +99,13 @@ def _writing(memory: Opened):
     """The ledger's write transaction (the turn is the member's own, in their local file) and,
     on a team, the team's inside it: the team's commits first, as memory_write's does."""
     conn = memory.ledger()
-    with store.writing(conn), memory.team.transaction() if memory.team is not None else contextlib.nullcontext():
+    with store.writing(conn), memory.store.transaction():
         yield conn
 
 
 def _begin(memory: Opened, conn, words: str) -> tuple[changeset.ChangeSet, object]:
     turn = changeset.cli_turn(conn, words, VIEWER_SESSION)
-    log = audit.log_path(memory.path) if memory.team is None else None
-    return changeset.ChangeSet(conn, changeset.author(turn), log, memory.team), turn
+    return memory.store.change_set(conn, changeset.author(turn)), turn
 
 
 def _current(changes: changeset.ChangeSet, fact_id: int, rev: int) -> dict[str, str]:

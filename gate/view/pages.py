@@ -253,10 +253,10 @@ def turns(
     older: int | None,
     newer: int | None = None,
     *,
-    team: bool = False,
+    shared: bool = False,
     first_page: bool = True,
 ) -> str:
-    mine = YOUR_TURNS if team else ""
+    mine = YOUR_TURNS if shared else ""
     if not found:
         return f'<h1>Turns</h1>{mine}<p class="empty">No turn has reached memory yet.</p>'
     out = [
@@ -315,7 +315,7 @@ def turns(
 # -- stats ------------------------------------------------------------------------------------
 
 
-def stats(report: dict, days: list, cost: list[tuple[str, float]], *, team: bool = False) -> str:
+def stats(report: dict, days: list, cost: list[tuple[str, float]], *, shared: bool = False) -> str:
     facts, turns_, searches = report["facts"], report["turns"], report["searches"]
     share = f" ({turns_['complied_share']}%)" if turns_["complied_share"] is not None else ""
     outcome_chart = charts.stacked_days(
@@ -339,10 +339,10 @@ def stats(report: dict, days: list, cost: list[tuple[str, float]], *, team: bool
         if searches["recorded"]
         else "No search measured yet."
     )
-    return f"""<h1>Stats</h1>{YOUR_TURNS if team else ""}<div class="grid2">
+    return f"""<h1>Stats</h1>{YOUR_TURNS if shared else ""}<div class="grid2">
 <section><h2>Turns: complied or released</h2>{outcome_chart}
 <p class="figures">{plural(turns_["gated"], "turn")} gated; complied {turns_["complied"]}{share}: {turns_["complied_at_once"]} at once,
 {turns_["complied_after_hold"]} after a hold; released unmet {turns_["released_unmet"]}.</p></section>
-<section><h2>Facts by kind</h2>{kinds}<p class="figures">{facts["total"]} facts{" in the team’s memory" if team else ""}.</p></section>
+<section><h2>Facts by kind</h2>{kinds}<p class="figures">{facts["total"]} facts{" in the team’s memory" if shared else ""}.</p></section>
 <section><h2>What a search costs the context</h2>{cost_chart}<p class="figures">{cost_line}</p></section>
 </div>"""

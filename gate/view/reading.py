@@ -14,7 +14,7 @@ from typing import Any
 import apsw
 
 from gate.engine import store
-from gate.engine.facts import Fact, load_facts
+from gate.engine.facts import Fact
 from gate.memory import changeset, history, listing, stats
 from gate.memory.opening import Opened
 from gate.search import embeddings, fulltext, lookup
@@ -62,23 +62,17 @@ class Page:
 def facts_page(memory: Opened, filters: Filters, number: int = 1, per_page: int = PER_PAGE) -> Page:
     """One page of the facts that pass the filters, the most recently changed first."""
     arguments = filters.arguments()
-    team = memory.team
-    total = listing.team_count(team, **arguments) if team else listing.count(memory.local_conn, **arguments)
+    listed = memory.store.listing
+    total = listed.count(**arguments)
     number = max(1, min(number, max(1, -(-total // per_page))))
     window: dict[str, Any] = {"limit": per_page, "offset": (number - 1) * per_page}
-    if team is not None:
-        found = list(listing.team_facts(team, **arguments, **window))
-    else:
-        found = list(listing.facts(memory.local_conn, **arguments, **window))
+    found = list(listed.facts(**arguments, **window))
     return Page(found, total, number, per_page)
 
 
 def load(memory: Opened, ids: list[int]) -> dict[int, Fact]:
     """The facts of these ids that memory holds, by id: the local file's, or the team's."""
-    if memory.team is None:
-        return load_facts(memory.local_conn, ids)
-    with memory.team.transaction():
-        return memory.team.load(ids)
+    return memory.store.listing.load(ids)
 
 
 def fact(memory: Opened, fact_id: int) -> Fact | None:
@@ -317,11 +311,7 @@ def search_cost_by_day(conn: apsw.Connection, days: int = 30) -> list[tuple[str,
 def stats_report(memory: Opened) -> dict:
     """`memory-gate stats`' figures: the facts memory holds (the team's, on a team) and the turns
     of the ledger (on a team, this member's own)."""
-    if memory.team is None:
-        return stats.report(memory.local_conn)
-    with memory.team.transaction():
-        kinds = listing.team_kinds(memory.team)
-    return stats.report(memory.ledger(), kinds=kinds)
+    return stats.report(memory.ledger(), kinds=memory.store.listing.kinds())
 
 
 class Watcher:

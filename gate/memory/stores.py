@@ -1,0 +1,154 @@
+"""The project's memory as one gate.engine.seam.Store, on either engine: `LocalStore` (a SQLite
+file and its write.log) and `TeamStore` (a team's project on PostgreSQL, through its TeamFacts).
+
+Each puts its engine's parts together (facts, listing, the record of changes, the index) and
+holds no algorithm of its own: callers (gate.cli, gate.view, gate.memory.undo, gate.memory.transfer)
+take a Store and never ask which engine it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from gate.engine import store
+from gate.engine.facts import LocalFacts
+from gate.engine.listing import PostgresListing, SqliteListing
+from gate.memory import changeset, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gate.engine.teamfacts import TeamFacts
+
+
+class LocalStore:
+    """A local memory: the SQLite file `conn`, its changes logged in write.log (`log`)."""
+
+    shared = False
+
+    def __init__(self, conn: apsw.Connection, log: Path | None):
+        self.conn, self.log = conn, log
+        self.facts = LocalFacts(conn)
+        self.listing = SqliteListing(conn)
+        self.index = LocalIndex(conn)
+
+    @property
+    def record(self) -> record.LogRecord:
+        assert self.log is not None, "a local memory's record is its write.log"
+        return record.LogRecord(self.conn, self.log)
+
+    def transaction(self):
+        """The engine's transaction around changes: the caller's write transaction is it."""
+        return contextlib.nullcontext()
+
+    def reading(self):
+        """One snapshot for a read of many statements (export's count and rows)."""
+        return store.writing(self.conn, lock=False)
+
+    def snapshot(self, fact_id: int) -> dict[str, str] | None:
+        return self.facts.snapshot(fact_id)
+
+    def change_set(self, conn: apsw.Connection, author: changeset.Author) -> changeset.ChangeSet:
+        return changeset.ChangeSet(conn, author, self.log)
+
+
+class TeamStore:
+    """A team's project (`facts`, a TeamFacts), its record the team's `changes` table."""
+
+    shared = True
+    log = None
+
+    def __init__(self, facts: TeamFacts):
+        self.facts = facts
+        self.listing = PostgresListing(facts)
+        self.record = record.TeamRecord(facts)
+        self.index = TeamIndex(facts)
+
+    def transaction(self):
+        return self.facts.transaction()
+
+    def reading(self):
+        """Each list reads in a snapshot of its own (gate.engine.listing.PostgresListing)."""
+        return contextlib.nullcontext()
+
+    def snapshot(self, fact_id: int) -> dict[str, str] | None:
+        with self.facts.transaction():
+            return self.facts.snapshot(fact_id)
+
+    def change_set(self, conn: apsw.Connection, author: changeset.Author) -> changeset.ChangeSet:
+        return changeset.ChangeSet(conn, author, None, self.facts)
+
+
+class LocalIndex:
+    """The local memory's word index (FTS5) and vectors (sqlite-vec)."""
+
+    def __init__(self, conn: apsw.Connection):
+        self.conn = conn
+
+    # A command embeds the facts waiting for a vector itself (after an import): nobody else will.
+    embeds_waiting = True
+
+    def prepare(self) -> bool:
+        """Load sqlite-vec, so that vectors are kept in step and search has meaning; whether it loaded."""
+        return store.load_vectors(self.conn)
+
+    def embed_waiting(self, endpoint: Any, *, progress: Any = None) -> tuple[int, int]:
+        """Embed every fact waiting for a vector: (embedded, still waiting)."""
+        from gate.memory import transfer
+
+        return transfer.embed_waiting(self.conn, endpoint, progress=progress)
+
+    def embed_ahead(self, endpoint: Any, texts: list[str], touched: Sequence[int]) -> Any:
+        return changeset.embed_ahead(self.conn, endpoint, texts, touched)
+
+    def rebuild_words(self) -> int:
+        """Rebuild the FTS5 index from the facts; how many facts it holds."""
+        from gate.search import fulltext
+
+        with store.writing(self.conn):
+            fulltext.rebuild_words(self.conn)
+        return self.conn.execute("SELECT count(*) FROM facts").get
+
+    def rebuild_vectors(self, endpoint: Any, progress: Any) -> Any:
+        """Every fact's vector again (gate.search.backfill); a StoreError when sqlite-vec is missing."""
+        from gate.search import backfill
+
+        store.require_vectors(self.conn)
+        return backfill.rebuild(self.conn, endpoint, progress=progress)
+
+
+class TeamIndex:
+    """A team's word index (the facts' tsvector) and vectors (pgvector)."""
+
+    def __init__(self, facts: TeamFacts):
+        self.facts = facts
+
+    # The facts waiting for a vector are embedded by the members' servers as they catch up
+    # (gate.search.teamvectors.catch_up), not by the command that imported them.
+    embeds_waiting = False
+
+    def prepare(self) -> bool:
+        """Nothing to load: pgvector is the server's."""
+        return True
+
+    def embed_waiting(self, endpoint: Any, *, progress: Any = None) -> tuple[int, int]:
+        raise NotImplementedError("a team's facts are embedded as its members' servers catch up")
+
+    def embed_ahead(self, endpoint: Any, texts: list[str], touched: Sequence[int]) -> Any:
+        from gate.search import teamvectors
+
+        return teamvectors.embed_ahead(self.facts, endpoint, texts, list(touched))
+
+    def rebuild_words(self) -> int:
+        from gate.search import team
+
+        return team.rebuild_words(self.facts)
+
+    def rebuild_vectors(self, endpoint: Any, progress: Any) -> Any:
+        from gate.search import teamvectors
+
+        return teamvectors.rebuild(self.facts, endpoint, progress=progress)
