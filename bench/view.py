@@ -315,7 +315,7 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
                 web = timed(lambda: viewer.get(next(paths)), args.repeat)
                 lib = timed(lambda: reading.find(memory, next(terms), None), args.repeat)
                 terms = iter(queries)
-                ranking = timed(lambda: lookup.rank(conn, next(terms)), args.repeat)
+                ranking = timed(lambda: lookup.rank(lookup.LocalSearch(conn), next(terms)), args.repeat)
             else:
                 viewer.get(path)  # warm the page cache
                 # The fact page reads the whole log: a few repeats say what it costs.
@@ -340,7 +340,7 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
             lib = timed(lambda: reading.find(memory, next(terms), endpoint), args.repeat)
             near = sum(body.count("meaning: near") for body in shown) / len(shown)
             terms = iter(queries)
-            ranking = timed(lambda: lookup.rank(conn, next(terms), endpoint=endpoint), args.repeat)
+            ranking = timed(lambda: lookup.rank(lookup.LocalSearch(conn), next(terms), endpoint=endpoint), args.repeat)
             terms = iter(queries)
             alone = timed(lambda: endpoint.embed([next(terms)], role=embeddings.QUERY, timeout=30), args.repeat)
             report("search by words and meaning", web, lib,

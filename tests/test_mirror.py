@@ -13,7 +13,7 @@ import pytest
 
 from gate.engine import postgres, store
 from gate.engine.teamfacts import TeamFacts, Who, project
-from gate.memory import ledger
+from gate.memory import ledger, stores
 from gate.search import fulltext, lookup, mirror
 from gate.search.team import TeamIndex
 from gate.serve import tools
@@ -38,12 +38,12 @@ class Member:
         self.turns += 1
         ledger.open_turn(self.ledger, self.session, f"{self.name}-p{self.turns}", terms)
         answer = tools.memory_search(
-            self.ledger, terms, tools.Caller(self.session), team=self.facts(), mirror=self.mirror
+            self.ledger, terms, tools.Caller(self.session), search=lookup.TeamSearch(self.facts(), self.mirror)
         )
         return [result.fact.id for result in answer.results]
 
     def write(self, *ops) -> list[dict]:
-        answer = tools.memory_write(self.ledger, list(ops), [], tools.Caller(self.session), log=None, team=self.facts())
+        answer = tools.memory_write(self.ledger, list(ops), [], tools.Caller(self.session), log=None, memory=stores.TeamStore(self.facts()))
         return answer.outcome.done
 
     def close(self) -> None:

@@ -11,7 +11,11 @@ which engine it runs on, read from each module's syntax tree:
 - `isinstance` with an engine's class (a name holding Team, Postgres, Sqlite or LocalFacts).
 
 Not counted: asking a capability of the store where what a person is told differs on a team
-(`store.shared`, `store.record.where`, `store.index.embeds_waiting`), and the team member's own
+(`store.shared`, `store.record.where`, `store.index.embeds_waiting`), or where the algorithm
+genuinely differs for a reason the store names: `store.commits_apart`, facts that commit in a
+transaction of their own apart from the turn ledger's (another database), so that memory_write
+goes in phases, the ledger's lock never held while they answer (gate.memory.write), where facts
+in the ledger's own file are written in one transaction. And not the team member's own
 identity and connection (`member`, gate.memory.team), which the team's commands, the server and
 the page name to the person. The opener (gate.memory.opening) is the one place that picks the
 engine, so it may branch.
@@ -33,18 +37,9 @@ ENGINE_CLASSES = ("Team", "Postgres", "Sqlite", "LocalFacts")
 OPENER = {"gate/memory/opening.py"}
 
 ALLOWED = {
-    # Team write lock work in progress elsewhere: memory_write's team path (pending lines, the
-    # ahead-embedding of a team's vectors) still asks `facts.local`.
-    "gate/memory/write.py": "memory_write's local and team paths (facts.local), under other work",
-    "gate/memory/changeset.py": "a change set's write.log or team record lines (facts.local), under other work",
     # import's team path is a bulk algorithm of its own (batches under the project's lock, ids
     # reserved), not yet behind the seam.
     "gate/memory/transfer.py": "import's bulk path into a team's project (_apply_team)",
-    # memory_search's ranking: a team's words and meaning (gate.search.team, teamvectors) are
-    # ranked by ranked_team, the local ones by ranked (the catch-up is written once). Left while
-    # the team's word search (a member's mirror of the team's words) changes these lines.
-    "gate/search/lookup.py": "rank() picks ranked_team or the local ranking",
-    "gate/serve/tools.py": "memory_search ranks a team's facts before the ledger's transaction, the local ones inside it",
 }
 
 

@@ -14,7 +14,8 @@ from gate import config
 from gate.cli import main as cli
 from gate.engine import postgres, store
 from gate.engine.teamfacts import TeamFacts, Who, project
-from gate.memory import audit, ledger
+from gate.memory import audit, ledger, stores
+from gate.search import lookup
 from gate.serve import tools
 
 KEY = "github.com/acme/api"
@@ -26,15 +27,15 @@ def tell(path: Path, team: TeamFacts | None) -> None:
     log = audit.log_path(path) if team is None else None
     caller = tools.Caller("s-cmd")
     ledger.open_turn(conn, "s-cmd", "p-1", "remember how deploys work")
-    tools.memory_search(conn, "deploy", caller, team=team)
+    tools.memory_search(conn, "deploy", caller, search=lookup.TeamSearch(team) if team else None)
     tools.memory_write(conn, [
         {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through the staging branch."},
         {"op": "insert", "topic": "database", "kind": "trap", "text": "The test DB is reset before migrations."},
-    ], [], caller, log=log, team=team)
+    ], [], caller, log=log, memory=stores.TeamStore(team) if team else None)
     ledger.open_turn(conn, "s-cmd", "p-2", "deploys go through prod now, and forget the DB trap")
-    tools.memory_search(conn, "deploy DB", caller, team=team)
+    tools.memory_search(conn, "deploy DB", caller, search=lookup.TeamSearch(team) if team else None)
     tools.memory_write(conn, [{"op": "update", "id": 1, "text": "Deploys go through prod."}, {"op": "delete", "id": 2}],
-                       [], caller, log=log, team=team)
+                       [], caller, log=log, memory=stores.TeamStore(team) if team else None)
     conn.close()
 
 

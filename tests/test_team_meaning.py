@@ -13,8 +13,8 @@ import pytest
 
 from gate.engine import postgres, store
 from gate.engine.teamfacts import TeamFacts, Who, project
-from gate.memory import ledger
-from gate.search import backfill, embeddings, teamvectors, vectors
+from gate.memory import ledger, stores
+from gate.search import backfill, embeddings, lookup, teamvectors, vectors
 from gate.serve import tools
 
 
@@ -35,11 +35,11 @@ class Member:
         ledger.open_turn(self.ledger, self.session, f"{self.name}-p{self.turns}", prompt)
 
     def search(self, terms: str, endpoint) -> tools.SearchAnswer:
-        return tools.memory_search(self.ledger, terms, tools.Caller(self.session), endpoint=endpoint, team=self.facts())
+        return tools.memory_search(self.ledger, terms, tools.Caller(self.session), endpoint=endpoint, search=lookup.TeamSearch(self.facts()))
 
     def write(self, ops, endpoint, kept=()) -> tools.WriteAnswer:
         return tools.memory_write(self.ledger, list(ops), list(kept), tools.Caller(self.session), log=None,
-                                  endpoint=endpoint, team=self.facts())
+                                  endpoint=endpoint, memory=stores.TeamStore(self.facts()))
 
     def one(self, sql: str, *params):
         with self.team.transaction():

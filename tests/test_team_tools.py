@@ -9,7 +9,8 @@ import pytest
 
 from gate.engine import postgres, store
 from gate.engine.teamfacts import TeamFacts, Who, project
-from gate.memory import ledger, write
+from gate.memory import ledger, stores, write
+from gate.search import lookup
 from gate.serve import tools
 
 
@@ -32,10 +33,10 @@ class Member:
         return TeamFacts(self.team, self.project, Who(self.name, self.session, tool_use_id))
 
     def search(self, terms: str) -> tools.SearchAnswer:
-        return tools.memory_search(self.ledger, terms, tools.Caller(self.session), team=self.facts())
+        return tools.memory_search(self.ledger, terms, tools.Caller(self.session), search=lookup.TeamSearch(self.facts()))
 
     def write(self, ops, kept=()) -> tools.WriteAnswer:
-        return tools.memory_write(self.ledger, list(ops), list(kept), tools.Caller(self.session), log=None, team=self.facts())
+        return tools.memory_write(self.ledger, list(ops), list(kept), tools.Caller(self.session), log=None, memory=stores.TeamStore(self.facts()))
 
     def close(self) -> None:
         self.ledger.close()
@@ -129,7 +130,7 @@ def test_an_embeddings_endpoint_that_is_down_leaves_a_team_search_on_words_sayin
     ana.turn("how do deploys work?")
     ana.write([{"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys run from main"}])
     endpoint = embeddings.Endpoint(down_url, "bge-m3")
-    answer = tools.memory_search(ana.ledger, "deploy", tools.Caller(ana.session), endpoint=endpoint, team=ana.facts())
+    answer = tools.memory_search(ana.ledger, "deploy", tools.Caller(ana.session), endpoint=endpoint, search=lookup.TeamSearch(ana.facts()))
     assert [result.fact.topic for result in answer.results] == ["deploy"]
     assert len(answer.notes) == 1 and answer.notes[0].startswith("words only: ")
 

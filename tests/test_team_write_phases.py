@@ -23,7 +23,8 @@ from test_team_faults import Proxy, database, port
 
 from gate.engine import postgres, store
 from gate.engine.teamfacts import TeamFacts, Who, project
-from gate.memory import ledger, pending, write
+from gate.memory import ledger, pending, stores, write
+from gate.search import lookup
 from gate.serve import tools
 
 KEY = "acme-api"
@@ -53,12 +54,12 @@ class Ana:
         return TeamFacts(self.team, self.project, Who("ana@laptop", SESSION, tool_use_id))
 
     def search(self, terms: str) -> tools.SearchAnswer:
-        return tools.memory_search(self.ledger, terms, tools.Caller(SESSION), team=self.facts())
+        return tools.memory_search(self.ledger, terms, tools.Caller(SESSION), search=lookup.TeamSearch(self.facts()))
 
     def write(self, ops, kept=(), tool_use_id: str | None = None) -> write.Outcome:
         caller = tools.Caller(SESSION, tool_use_id=tool_use_id)
         return tools.memory_write(
-            self.ledger, list(ops), list(kept), caller, log=None, team=self.facts(tool_use_id)
+            self.ledger, list(ops), list(kept), caller, log=None, memory=stores.TeamStore(self.facts(tool_use_id))
         ).outcome
 
     def changes(self) -> list[tuple]:
@@ -129,7 +130,7 @@ KILLED = textwrap.dedent("""
     import os, signal, sys
     from gate.engine import postgres, store
     from gate.engine.teamfacts import TeamFacts, Who, project
-    from gate.memory import write
+    from gate.memory import stores, write
     from gate.serve import tools
 
     url, path, session, tool_use_id, fact = sys.argv[1:]
@@ -146,7 +147,7 @@ KILLED = textwrap.dedent("""
     ops = [{"op": "update", "id": int(fact), "text": "Deploys go through prod."},
            {"op": "insert", "topic": "release", "kind": "decision", "text": "Code freeze on Fridays."}]
     tools.memory_write(conn, ops, [], tools.Caller(session, tool_use_id=tool_use_id), log=None,
-                       team=TeamFacts(team, key, Who("ana@laptop", session, tool_use_id)))
+                       memory=stores.TeamStore(TeamFacts(team, key, Who("ana@laptop", session, tool_use_id))))
     print("the ledger took it", flush=True)
 """)
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from gate import config
 from gate.engine import store
 from gate.engine.teamfacts import TeamFacts, Who, project
-from gate.memory import audit, changeset
+from gate.memory import audit, changeset, stores
 
 WHO = Who("ana@laptop", "session-1", "toolu_01")
 DAY = "2026-12-01"
@@ -31,7 +31,7 @@ def team(postgres_url):
 def team_changes(team, key=None, who=WHO, local=None):
     with team.transaction():
         pid = project(team, key or f"p-{uuid.uuid4().hex[:8]}", "2026-12-01T00:00:00Z")
-    return pid, changeset.ChangeSet(local, changeset.Author(who.session, "turn", None), None, TeamFacts(team, pid, who))
+    return pid, stores.TeamStore(TeamFacts(team, pid, who)).change_set(local, changeset.Author(who.session, "turn", None))
 
 
 def fact_rows(team, pid):

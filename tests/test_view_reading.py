@@ -21,7 +21,7 @@ def test_why_a_fact_matched_comes_from_the_candidates_the_ranking_judged(conn):
             rows,
         )
     found = reading.find(Opened(Path(":memory:"), conn), "alpha beta", None)
-    assert [hit.fact.id for hit in found.hits] == [fact.id for fact in lookup.rank(conn, "alpha beta").facts]
+    assert [hit.fact.id for hit in found.hits] == [fact.id for fact in lookup.rank(lookup.LocalSearch(conn), "alpha beta").facts]
     assert len(found.hits) == 8 and all(hit.fact.id <= 9 for hit in found.hits)
     assert [(hit.words, hit.share) for hit in found.hits] == [("exact", 1.0)] * 8
 

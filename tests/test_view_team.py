@@ -13,7 +13,8 @@ from test_view import Viewer, _rows, browser, page  # noqa: F401 (fixtures)
 from gate import config
 from gate.engine import postgres, store
 from gate.engine.teamfacts import TeamFacts, Who, project
-from gate.memory import ledger
+from gate.memory import ledger, stores
+from gate.search import lookup
 from gate.serve import tools
 
 KEY = "github.com/acme/api"
@@ -40,10 +41,10 @@ class Team:
         self.turns += 1
         ledger.open_turn(self.ledger, "s-ana", f"p-{self.turns}", words)
         if search:
-            tools.memory_search(self.ledger, search, self.caller, team=self.facts())
+            tools.memory_search(self.ledger, search, self.caller, search=lookup.TeamSearch(self.facts()))
 
     def write(self, ops: list[dict], endpoint=None):
-        return tools.memory_write(self.ledger, ops, [], self.caller, log=None, team=self.facts(), endpoint=endpoint)
+        return tools.memory_write(self.ledger, ops, [], self.caller, log=None, memory=stores.TeamStore(self.facts()), endpoint=endpoint)
 
     def sql(self, statement: str, *args) -> list[tuple]:
         with self.conn.transaction():
@@ -169,7 +170,7 @@ def test_stats_count_the_teams_facts_and_turns_show_the_members_own(view, team, 
     # One search of Bea's own, recorded in her local ledger, as her server would.
     mine = store.connect(Path(config.database_for(home, Path.cwd())))
     ledger.open_turn(mine, "s-bea", "p-b1", "how do deploys work?")
-    tools.memory_search(mine, "deploy", tools.Caller("s-bea"), team=TeamFacts(team.conn, team.project, Who(VIEWER, "s-bea")))
+    tools.memory_search(mine, "deploy", tools.Caller("s-bea"), search=lookup.TeamSearch(TeamFacts(team.conn, team.project, Who(VIEWER, "s-bea"))))
     mine.close()
     page.goto(view.at("/stats"))
     assert "3 facts in the team’s memory" in page.content() and page.locator("#own-turns").count() == 1

@@ -38,9 +38,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     with opening.open_memory(settings) as opened:
         # memory_search's ranking, words and meaning alike, recording nothing (gate.search.lookup).
         opened.store.index.prepare()
-        answer = lookup.rank(
-            opened.conn, terms, limit=args.limit, endpoint=opening.patient_endpoint(settings), team=opened.team
-        )
+        answer = lookup.rank(opened.store.search, terms, limit=args.limit, endpoint=opening.patient_endpoint(settings))
         found = answer.facts
         for note in answer.notes:
             print(f"memory-gate: {note}", file=sys.stderr)

@@ -6,7 +6,7 @@ that none of them imports the search to borrow a dataclass.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import apsw
@@ -109,3 +109,12 @@ class LocalFacts:
 
     def confirm(self, fact_id: int, *, stamp: str) -> None:
         self.conn.execute("UPDATE facts SET confirmed = ? WHERE id = ?", (stamp, fact_id))
+
+    def record_lines(self, entries: Sequence[dict]) -> None:
+        """Nothing: a local memory's record is write.log, which the change set appends itself
+        (gate.memory.audit), not a table of the memory's."""
+
+    def revisions(self, ids: Iterable[int]) -> None:
+        """None: the ledger reads the revisions of the facts a turn read from its own file, which
+        holds them (gate.memory.ledger.record_write)."""
+        return None

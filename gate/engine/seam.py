@@ -17,7 +17,7 @@ recorded): a store says so by `shared` and `where`, capabilities, not the engine
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
@@ -42,6 +42,13 @@ class Facts(Protocol):
     def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None: ...
     def delete(self, fact_id: int, before: dict[str, str], *, stamp: str) -> None: ...
     def confirm(self, fact_id: int, *, stamp: str) -> None: ...
+    def record_lines(self, entries: Sequence[dict]) -> None:
+        """The changes' lines into the engine's record of them (a team's `changes`; nothing
+        locally, where the change set appends them to write.log)."""
+
+    def revisions(self, ids: Iterable[int]) -> dict[int, int] | None:
+        """The revision now of each of `ids`, for the ledger of a turn that read them (None: the
+        ledger's own file holds the facts and reads them itself)."""
 
 
 class Listing(Protocol):
@@ -103,6 +110,14 @@ class Index(Protocol):
     def prepare(self) -> bool: ...
     def embed_waiting(self, endpoint: Any, *, progress: Any = None) -> tuple[int, int]: ...
     def embed_ahead(self, endpoint: Any, texts: list[str], touched: Sequence[int]) -> Any: ...
+    def before_write(self, retexted: list[int], touched: set[int]) -> Any:
+        """What a memory_write reads before it embeds ahead of its transaction: the topic and
+        text now of the facts it rewords, and the facts waiting for a vector it takes along
+        (gate.memory.stores.Ahead), or None when the store keeps no vectors."""
+
+    def sync(self, ids: list[int], ahead: Any) -> None:
+        """Bring the changed facts' vectors up to date, inside the change's transaction."""
+
     def rebuild_words(self) -> int: ...
     def rebuild_vectors(self, endpoint: Any, progress: Any) -> Any: ...
 
@@ -142,6 +157,11 @@ class Store(Protocol):
         """A team's: memory other members change too (what a person is told differs)."""
 
     @property
+    def commits_apart(self) -> bool:
+        """The facts commit in a transaction of their own, apart from the turn ledger's (another
+        database): a memory_write then goes in phases (gate.memory.write), else in one."""
+
+    @property
     def log(self) -> Path | None:
         """write.log, where a change set logs each change (None: the record is the engine's)."""
 
@@ -157,4 +177,7 @@ class Store(Protocol):
     def transaction(self) -> AbstractContextManager[Any]: ...
     def reading(self) -> AbstractContextManager[Any]: ...
     def snapshot(self, fact_id: int) -> dict[str, str] | None: ...
-    def change_set(self, conn: Any, author: Any) -> Any: ...
+    def change_set(self, conn: Any, author: Any, *, write_id: str | None = None) -> Any: ...
+    @property
+    def search(self) -> Any:
+        """memory_search's ranking over this memory (gate.search.lookup.Search)."""

@@ -45,8 +45,6 @@ class Facts(Protocol):
     """The engine's side of a change: LocalFacts (gate.engine.facts) or TeamFacts
     (gate.engine.teamfacts), inside the caller's transaction."""
 
-    local: bool
-
     def transaction(self) -> Any: ...
     def existing(self, ids: Any) -> set[int]: ...
     def current(self, ids: Any) -> dict[int, tuple[int, str, str, str, str | None]]: ...
@@ -58,10 +56,17 @@ class Facts(Protocol):
     def update(self, fact_id: int, before: dict[str, str], after: dict[str, str], *, stamp: str) -> None: ...
     def delete(self, fact_id: int, before: dict[str, str], *, stamp: str) -> None: ...
     def confirm(self, fact_id: int, *, stamp: str) -> None: ...
+    def record_lines(self, entries: Any) -> None: ...
+    def revisions(self, ids: Any) -> dict[int, int] | None: ...
 
-    # A team's only (local False), so not here: TeamFacts.record_lines (the changes just made get
-    # their write.log-shaped lines), TeamFacts.revisions (the revisions the ledger records a turn
-    # read at) and TeamFacts.lines_of_write (a write's lines, to settle a write the ledger missed).
+    # A team's only, so not here: TeamFacts.lines_of_write (a write's lines, to settle a write
+    # the ledger missed: gate.memory.pending).
+
+
+class Vectors(Protocol):
+    """What keeps the changed facts' vectors (a store's Index): `sync` inside the change's transaction."""
+
+    def sync(self, ids: list[int], ahead: vectors.Prepared | None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,12 @@ def cli_turn(conn: apsw.Connection, command: str, session: str = CLI_SESSION) ->
 
 
 class ChangeSet:
-    """Changes to facts made in one write, each logged; `finish` before the caller's COMMIT."""
+    """Changes to facts made in one write, each logged; `finish` before the caller's COMMIT.
+
+    `facts` and `index` (what keeps their vectors) default to the local memory `conn`'s; a
+    store's change set (gate.memory.stores, Store.change_set) gives its own, and another engine's
+    facts want their index with them (a change set without one keeps only the local file's
+    vectors)."""
 
     def __init__(
         self,
@@ -97,10 +107,13 @@ class ChangeSet:
         facts: Facts | None = None,
         *,
         write_id: str | None = None,
+        index: Vectors | None = None,
     ):
         self.conn, self.author, self.log = conn, author, log
-        # Where the facts are changed: the local memory's own table, unless a team's (TeamFacts).
+        # Where the facts are changed, and what keeps their vectors: the local memory's own table
+        # and vectors unless told (a store's, gate.memory.stores, tells both).
         self.facts: Facts = facts if facts is not None else LocalFacts(conn)
+        self.index: Vectors = index if index is not None else FileVectors(conn)
         self.write_id = write_id or uuid.uuid4().hex
         self.stamp = clock.now()
         self.changed: list[int] = []
@@ -197,8 +210,8 @@ class ChangeSet:
     def _flush(self) -> None:
         if self.log is not None:
             audit.append(self.log, self._pending)
-        if not self.facts.local and self._pending:
-            self.facts.record_lines(self._pending)  # type: ignore[attr-defined]  # local False: a TeamFacts, its `changes` rows
+        if self._pending:
+            self.facts.record_lines(self._pending)  # a team's `changes` rows; locally nothing (write.log is it)
         self._pending = []
 
     # -- finishing -----------------------------------------------------------------------------
@@ -219,30 +232,28 @@ class ChangeSet:
         `ahead` the vectors asked for before the transaction (see `embed_ahead`). A change set
         that changed nothing and is not a memory_write (an import of duplicates only) need not
         be finished: it recorded nothing."""
-        if not self.facts.local:
-            revisions = self.finish_team(turn, ahead=ahead, sync=sync)
-            self.record(turn, revisions, digest=digest, answer=answer, tool_use_id=tool_use_id)
-            return
-        ids = list(self.changed if sync is None else sync)
-        for start in range(0, max(len(ids), 1), SYNC_BATCH):
-            vectors.sync(self.conn, ids[start : start + SYNC_BATCH], ahead)
-        self.record(turn, None, digest=digest, answer=answer, tool_use_id=tool_use_id)
+        revisions = self._settle(turn, ahead, sync)
+        self.record(turn, revisions, digest=digest, answer=answer, tool_use_id=tool_use_id)
         self._flush()
 
-    def finish_team(
+    def finish_facts(
         self, turn: ledger.Turn, *, ahead: vectors.Prepared | None = None, sync: Iterable[int] | None = None
-    ) -> dict[int, int]:
-        """The team's part of `finish`, in the team's transaction and nothing of the ledger's:
-        the vectors (pgvector's) and the changes' lines. Returns the revision now of each fact
-        the turn read, which `record` then gives the ledger (a memory_write records it in a
-        ledger transaction of its own, after the team's commit: gate.memory.write)."""
-        from gate.search import teamvectors
-
-        teamvectors.sync(self.facts, list(self.changed if sync is None else sync), ahead)
-        # local False: a TeamFacts, which has revisions.
-        revisions = self.facts.revisions(ledger.read_ids(self.conn, turn.id))  # type: ignore[attr-defined]
+    ) -> dict[int, int] | None:
+        """The facts' part of `finish`, in the facts' transaction and nothing of the ledger's:
+        the vectors and the changes' lines. Returns the revision now of each fact the turn read
+        (None: the ledger reads them from the same file), which `record` then gives the ledger
+        (a memory_write to a store whose facts commit apart from the ledger records it in a
+        ledger transaction of its own, after the facts' commit: gate.memory.write)."""
+        revisions = self._settle(turn, ahead, sync)
         self._flush()
         return revisions
+
+    def _settle(
+        self, turn: ledger.Turn, ahead: vectors.Prepared | None, sync: Iterable[int] | None
+    ) -> dict[int, int] | None:
+        """The changed facts' vectors brought up to date, and the revisions of the facts the turn read."""
+        self.index.sync(list(self.changed if sync is None else sync), ahead)
+        return self.facts.revisions(ledger.read_ids(self.conn, turn.id))
 
     def record(
         self, turn: ledger.Turn, revisions: dict[int, int] | None, *, digest: str, answer: str, tool_use_id: str | None
@@ -255,6 +266,17 @@ class ChangeSet:
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (self.write_id, turn.session, turn.id, seq, tool_use_id, digest, self.logged, answer, clock.now()),
         )
+
+
+class FileVectors:
+    """A local memory's vectors (sqlite-vec), kept in the caller's write transaction."""
+
+    def __init__(self, conn: apsw.Connection):
+        self.conn = conn
+
+    def sync(self, ids: list[int], ahead: vectors.Prepared | None) -> None:
+        for start in range(0, max(len(ids), 1), SYNC_BATCH):
+            vectors.sync(self.conn, ids[start : start + SYNC_BATCH], ahead)
 
 
 def embed_ahead(

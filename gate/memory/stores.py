@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from gate.engine import store
 from gate.engine.facts import LocalFacts
 from gate.engine.listing import PostgresListing, SqliteListing
 from gate.memory import changeset, record
+from gate.search import lookup
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,6 +31,8 @@ class LocalStore:
     """A local memory: the SQLite file `conn`, its changes logged in write.log (`log`)."""
 
     shared = False
+    # The facts and the turn ledger are one file: a write is one transaction.
+    commits_apart = False
 
     def __init__(self, conn: apsw.Connection, log: Path | None):
         self.conn, self.log = conn, log
@@ -52,8 +56,14 @@ class LocalStore:
     def snapshot(self, fact_id: int) -> dict[str, str] | None:
         return self.facts.snapshot(fact_id)
 
-    def change_set(self, conn: apsw.Connection, author: changeset.Author) -> changeset.ChangeSet:
-        return changeset.ChangeSet(conn, author, self.log)
+    def change_set(
+        self, conn: apsw.Connection, author: changeset.Author, *, write_id: str | None = None
+    ) -> changeset.ChangeSet:
+        return changeset.ChangeSet(conn, author, self.log, self.facts, write_id=write_id, index=self.index)
+
+    @property
+    def search(self) -> lookup.LocalSearch:
+        return lookup.LocalSearch(self.conn)
 
 
 class TeamStore:
@@ -61,6 +71,10 @@ class TeamStore:
 
     shared = True
     log = None
+    # The facts are the team database's, the turn ledger the member's file: a write commits the
+    # facts first and then the ledger, in phases (gate.memory.write), never holding the ledger's
+    # lock while the team answers.
+    commits_apart = True
 
     def __init__(self, facts: TeamFacts):
         self.facts = facts
@@ -79,8 +93,24 @@ class TeamStore:
         with self.facts.transaction():
             return self.facts.snapshot(fact_id)
 
-    def change_set(self, conn: apsw.Connection, author: changeset.Author) -> changeset.ChangeSet:
-        return changeset.ChangeSet(conn, author, None, self.facts)
+    def change_set(
+        self, conn: apsw.Connection, author: changeset.Author, *, write_id: str | None = None
+    ) -> changeset.ChangeSet:
+        return changeset.ChangeSet(conn, author, None, self.facts, write_id=write_id, index=self.index)
+
+    @property
+    def search(self) -> lookup.TeamSearch:
+        return lookup.TeamSearch(self.facts)
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """What a write reads before it embeds ahead of its transaction (Index.before_write): the
+    topic and text now of the facts whose words it changes, and the facts waiting for a vector
+    (id, text) its request takes along."""
+
+    current: dict[int, tuple[str, str]]
+    riding: list[tuple[int, str]]
 
 
 class LocalIndex:
@@ -104,6 +134,24 @@ class LocalIndex:
 
     def embed_ahead(self, endpoint: Any, texts: list[str], touched: Sequence[int]) -> Any:
         return changeset.embed_ahead(self.conn, endpoint, texts, touched)
+
+    def before_write(self, retexted: list[int], touched: set[int]) -> Ahead | None:
+        """What a write embeds ahead of its transaction reads first (None without sqlite-vec)."""
+        from gate.search import vectors
+
+        if not store.vectors_loaded(self.conn):
+            return None
+        current: dict[int, tuple[str, str]] = {}
+        if retexted:
+            marks = ",".join("?" * len(retexted))
+            sql = f"SELECT id, topic, text FROM facts WHERE id IN ({marks})"
+            current = {row[0]: (row[1], row[2]) for row in self.conn.execute(sql, retexted)}
+        riding = [(fact, text) for fact, text in vectors.waiting(self.conn) if fact not in touched]
+        return Ahead(current, riding)
+
+    def sync(self, ids: list[int], ahead: Any) -> None:
+        """The changed facts' vectors up to date, in the write's transaction."""
+        changeset.FileVectors(self.conn).sync(ids, ahead)
 
     def rebuild_words(self) -> int:
         """Rebuild the FTS5 index from the facts; how many facts it holds."""
@@ -142,6 +190,25 @@ class TeamIndex:
         from gate.search import teamvectors
 
         return teamvectors.embed_ahead(self.facts, endpoint, texts, list(touched))
+
+    def before_write(self, retexted: list[int], touched: set[int]) -> Ahead | None:
+        """What a write embeds ahead reads first, in a team transaction of its own before the
+        write's (None without pgvector)."""
+        from gate.search import teamvectors
+
+        with self.facts.transaction():
+            if not teamvectors.available(self.facts):
+                return None
+            found = self.facts.load(retexted).values() if retexted else []
+            current = {fact.id: (fact.topic, fact.text) for fact in found}
+            riding = [(fact, text) for fact, text in teamvectors.waiting(self.facts) if fact not in touched]
+        return Ahead(current, riding)
+
+    def sync(self, ids: list[int], ahead: Any) -> None:
+        """The changed facts' vectors (pgvector's) up to date, in the team's transaction."""
+        from gate.search import teamvectors
+
+        teamvectors.sync(self.facts, ids, ahead)
 
     def rebuild_words(self) -> int:
         from gate.search import team

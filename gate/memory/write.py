@@ -21,20 +21,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date as Date
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from gate import clock, credentials
 from gate.engine import store
-from gate.engine.facts import LocalFacts
 from gate.memory import changeset, ledger, pending
 from gate.memory.checking import brief
 from gate.memory.parsing import Op, digest, parse
 from gate.search import embeddings, vectors
 
 if TYPE_CHECKING:
+    from gate.engine.seam import Store
     from gate.engine.teamfacts import TeamFacts
 
 
@@ -83,34 +82,32 @@ def apply(
     kept: Any,
     *,
     attribute: Callable[[apsw.Connection], ledger.Turn],
-    log: Path | None,
+    memory: Store,
     tool_use_id: str | None = None,
     today: str | None = None,
     endpoint: embeddings.Endpoint | None = None,
-    facts: changeset.Facts | None = None,
 ) -> Outcome:
     """Check and apply one memory_write; raise Refused with every problem, nothing applied.
 
     `attribute` names the turn inside the transaction (gate.memory.ledger's attribution rules).
-    `log` is write.log; None only for in-memory databases. With an `endpoint`, new and changed
-    facts get their vectors when it answers in time, else they wait for a later write. `facts`:
-    where the facts are (gate.engine.teamfacts's TeamFacts for a team's memory); the turn's
-    ledger is `conn`'s either way. A local write is one transaction; a team's is two, the team's
-    and then the ledger's, and the ledger's lock is never held while the team is asked
-    (`_apply_team`).
+    `memory`: the store whose facts the write changes (gate.memory.stores); the turn's ledger is
+    `conn`'s either way. With an `endpoint`, new and changed facts get their vectors when it
+    answers in time, else they wait for a later write. Where the facts are the ledger's file,
+    a write is one transaction; where they commit apart from it (`memory.commits_apart`: a
+    team's), two, the facts' and then the ledger's, and the ledger's lock is never held while
+    the facts' store is asked (`_apply_apart`).
     """
-    facts = facts if facts is not None else LocalFacts(conn)
+    facts = memory.facts
     parsed, kept_ids, problems = parse(ops, kept)
     key = digest(parsed, kept_ids)
     ahead = None
     if endpoint is not None and not problems:
-        ahead = _embed_ahead(conn, endpoint, parsed) if facts.local else _embed_ahead_team(facts, endpoint, parsed)
+        ahead = _embed_ahead(memory, endpoint, parsed)
     write_id = uuid.uuid4().hex
-    if not facts.local:
-        team: TeamFacts = facts  # type: ignore[assignment]  # local False: a TeamFacts
-        return _apply_team(
+    if memory.commits_apart:
+        return _apply_apart(
             conn,
-            team,
+            memory,
             parsed,
             kept_ids,
             problems,
@@ -140,7 +137,7 @@ def apply(
             refused = Refused(problems)
         else:
             refused = None
-            changes = changeset.ChangeSet(conn, changeset.author(turn), log, facts, write_id=write_id)
+            changes = memory.change_set(conn, changeset.author(turn), write_id=write_id)
             outcome = _apply(changes, parsed, kept_ids, today or Date.today().isoformat())
             # An update that changed nothing is in `done` too: its fact may still be owed a vector.
             changes.finish(
@@ -159,9 +156,9 @@ def apply(
     return outcome
 
 
-def _apply_team(
+def _apply_apart(
     conn: apsw.Connection,
-    team: TeamFacts,
+    memory: Store,
     parsed: list[Op],
     kept_ids: list[int],
     problems: list[str],
@@ -173,8 +170,9 @@ def _apply_team(
     tool_use_id: str | None,
     today: str | None,
 ) -> Outcome:
-    """A write to a team's memory, in phases, none holding the ledger's lock while the network
-    answers (so the member's hooks and other sessions never find the ledger busy for it):
+    """A write to facts that commit apart from the ledger (a team's memory), in phases, none
+    holding the ledger's lock while the network answers (so the member's hooks and other
+    sessions never find the ledger busy for it):
 
     1. a short ledger transaction names the turn and notes the write (gate.memory.pending);
     2. the session's writes left noted are settled, and a write already applied is answered
@@ -184,6 +182,8 @@ def _apply_team(
     4. a short ledger transaction records it for the turn (`_into_ledger`) and takes the note away.
 
     Killed between 3 and 4, the note stays, and the session's next write takes it in (2)."""
+    # Only a team's facts commit apart from the ledger, and pending reads their record (TeamFacts).
+    team: TeamFacts = memory.facts  # type: ignore[assignment]
     with store.writing(conn):
         turn = attribute(conn)
         if not problems:
@@ -206,10 +206,10 @@ def _apply_team(
             found, changed = _check_against_memory(conn, team, turn, parsed, kept_ids)
             problems += found
             if not problems:
-                changes = changeset.ChangeSet(conn, changeset.author(turn), None, team, write_id=write_id)
+                changes = memory.change_set(conn, changeset.author(turn), write_id=write_id)
                 outcome = _apply(changes, parsed, kept_ids, today or Date.today().isoformat())
                 # An update that changed nothing is in `done` too: its fact may still be owed a vector.
-                revisions = changes.finish_team(turn, ahead=ahead, sync=[item["id"] for item in outcome.done])
+                revisions = changes.finish_facts(turn, ahead=ahead, sync=[item["id"] for item in outcome.done])
         if problems:
             raise Refused(problems)
     except Refused:
@@ -229,7 +229,7 @@ def _into_ledger(
     changes: changeset.ChangeSet,
     turn: ledger.Turn,
     outcome: Outcome,
-    revisions: dict[int, int],
+    revisions: dict[int, int] | None,
     *,
     key: str,
     tool_use_id: str | None,
@@ -252,34 +252,15 @@ def _into_ledger(
     return outcome
 
 
-def _embed_ahead(conn: apsw.Connection, endpoint: embeddings.Endpoint, ops: list[Op]) -> vectors.Prepared | None:
+def _embed_ahead(memory: Store, endpoint: embeddings.Endpoint, ops: list[Op]) -> vectors.Prepared | None:
     """Embed, in one request and before the transaction (never under the write lock), the
-    texts this write will store and a few facts still waiting for a vector."""
-    if not store.vectors_loaded(conn):
+    texts this write will store and a few facts still waiting for a vector (their texts read
+    first by the store's index: Index.before_write)."""
+    read = memory.index.before_write(_retexted(ops), {op.id for op in ops if op.id is not None})
+    if read is None:  # the store keeps no vectors (sqlite-vec or pgvector missing)
         return None
-    changed = _retexted(ops)
-    current: dict[int, tuple[str, str]] = {}
-    if changed:
-        marks = ",".join("?" * len(changed))
-        sql = f"SELECT id, topic, text FROM facts WHERE id IN ({marks})"
-        current = {row[0]: (row[1], row[2]) for row in conn.execute(sql, changed)}
-    return changeset.embed_ahead(conn, endpoint, _texts(ops, current), {op.id for op in ops if op.id is not None})
-
-
-def _embed_ahead_team(team, endpoint: embeddings.Endpoint, ops: list[Op]) -> vectors.Prepared | None:
-    """_embed_ahead for a team's write: the texts read, and the facts still waiting for a vector
-    picked, in a team transaction of their own before the write's (gate.search.teamvectors)."""
-    from gate.search import teamvectors
-
-    changed = _retexted(ops)
-    with team.transaction():
-        if not teamvectors.available(team):
-            return None
-        current = {fact.id: (fact.topic, fact.text) for fact in team.load(changed).values()} if changed else {}
-        touched = {op.id for op in ops}
-        riding = [(fact, text) for fact, text in teamvectors.waiting(team) if fact not in touched]
-    texts = _texts(ops, current) + [text for _, text in riding]
-    return vectors.prepare(endpoint, texts, [fact for fact, _ in riding])
+    texts = _texts(ops, read.current) + [text for _, text in read.riding]
+    return vectors.prepare(endpoint, texts, [fact for fact, _ in read.riding])
 
 
 def _retexted(ops: list[Op]) -> list[int]:

@@ -13,6 +13,7 @@ import contextlib
 import sys
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 import apsw
 
@@ -197,26 +198,90 @@ class Ranking:
 
 
 def rank(
-    conn: apsw.Connection | None,
+    search: Search,
     terms: str,
     *,
     limit: int = fulltext.RESULTS,
     endpoint: embeddings.Endpoint | None = None,
-    team: TeamFacts | None = None,
     owner: str | None = None,
 ) -> Ranking:
     """memory_search's ranking, recording nothing (no turn, no read, no vector caught up): for
     people looking at memory (`memory-gate search`, `memory-gate view`). `owner`: words an
-    owner wrote, searched beside the terms as a turn's are. With a `team`, of the team's facts
-    (`conn` is then not read)."""
-    notes: list[str] = []
-    queries = queries_for(terms, owner)
-    if team is not None:
-        return ranked_team(team, queries, embed(queries, endpoint, notes), endpoint, notes, limit)
-    assert conn is not None, "a local memory's search reads its file"
-    query = embed_queries(conn, queries, endpoint, notes)
-    facts, why = ranked(conn, queries, query, endpoint, notes, limit)
-    return Ranking(facts, query if why is not None and why.meaning else None, notes, why)
+    owner wrote, searched beside the terms as a turn's are. `search`: the memory's (a store's
+    `search`: LocalSearch, TeamSearch)."""
+    return search.rank(queries_for(terms, owner), endpoint, [], limit)
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """What a search has before the ledger's transaction: the queries' vectors (None: words
+    only), how many facts still wait for their vector after the catch-up, and the facts already
+    ranked when they are ranked there (a team's, over the network, so that the ledger's lock is
+    never held across it), else None (ranked inside the transaction: Search.ordered)."""
+
+    query: embeddings.Vectors | None
+    waiting: int
+    facts: list[Fact] | None = None
+
+
+class Search(Protocol):
+    """memory_search's ranking over one memory, in its two steps around the ledger's transaction
+    (gate.serve.tools.memory_search), and `rank` for people looking at memory: LocalSearch (the
+    memory's file is the ledger's) or TeamSearch (a team's facts, the ledger the member's file)."""
+
+    def ahead(
+        self, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int
+    ) -> Ahead: ...
+    def ordered(
+        self, ahead: Ahead, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int
+    ) -> list[Fact]: ...
+    def rank(
+        self, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int
+    ) -> Ranking: ...
+
+
+class LocalSearch:
+    """A local memory's search (`conn`): its queries embedded and its facts caught up before
+    the ledger's transaction, its facts ranked inside it (one file holds both)."""
+
+    def __init__(self, conn: apsw.Connection):
+        self.conn = conn
+
+    def ahead(self, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ahead:
+        query = embed_queries(self.conn, queries, endpoint, notes)
+        waiting = catch_up(self.conn, endpoint, notes) if query is not None and endpoint is not None else 0
+        return Ahead(query, waiting)
+
+    def ordered(
+        self, ahead: Ahead, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int
+    ) -> list[Fact]:
+        return ranked(self.conn, queries, ahead.query, endpoint, notes, limit)[0]
+
+    def rank(self, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ranking:
+        query = embed_queries(self.conn, queries, endpoint, notes)
+        facts, why = ranked(self.conn, queries, query, endpoint, notes, limit)
+        return Ranking(facts, query if why is not None and why.meaning else None, notes, why)
+
+
+class TeamSearch:
+    """A team's search (`facts`, a TeamFacts): embedded, caught up and ranked before the ledger's
+    transaction (search_team), words by the member's `mirror` of them when given."""
+
+    def __init__(self, facts: TeamFacts, mirror: Mirror | None = None):
+        self.facts, self.mirror = facts, mirror
+
+    def ahead(self, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ahead:
+        found, query, waiting = search_team(self.facts, queries, endpoint, notes, limit, self.mirror)
+        return Ahead(query, waiting, found)
+
+    def ordered(
+        self, ahead: Ahead, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int
+    ) -> list[Fact]:
+        assert ahead.facts is not None, "ranked ahead of the ledger's transaction"
+        return ahead.facts
+
+    def rank(self, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ranking:
+        return ranked_team(self.facts, queries, embed(queries, endpoint, notes), endpoint, notes, limit, self.mirror)
 
 
 # The owner's words searched beside the terms: about a fact's length of them (a pasted log

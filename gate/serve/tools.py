@@ -19,16 +19,14 @@ import apsw
 
 from gate import clock, config, credentials
 from gate.engine import postgres, store
-from gate.engine.facts import Fact
-from gate.memory import checking, ledger, searches, write
+from gate.memory import checking, ledger, searches, stores, write
 from gate.search import embeddings, fulltext, lookup
 from gate.serve import connection, handoff, render
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a team's memory is imported only where one is used
-    from gate.engine.teamfacts import TeamFacts
+    from gate.engine.seam import Store
     from gate.memory import team as memory_team
-    from gate.search.mirror import Mirror
 
 
 @dataclass(frozen=True)
@@ -143,37 +141,30 @@ def memory_search(
     *,
     limit: int = fulltext.RESULTS,
     endpoint: embeddings.Endpoint | None = None,
-    team: TeamFacts | None = None,
-    mirror: Mirror | None = None,
+    search: lookup.Search | None = None,
 ) -> SearchAnswer:
     """Search for the caller's turn; every fact returned becomes a read the turn must answer
-    for. With no database yet (`conn` None) memory is empty and nothing is recorded. With a
-    `team`, the facts are the team's and `conn` is the member's ledger; words are looked up in
-    the member's `mirror` of the team's (gate.search.mirror) when given."""
+    for. With no database yet (`conn` None) memory is empty and nothing is recorded. `conn` is
+    the turn ledger; the facts are the memory `search` ranks (lookup.LocalSearch or
+    lookup.TeamSearch), by default the ledger's own file's."""
     if not isinstance(terms, str):
         raise TypeError("terms must be a string")
     if conn is None:
         return SearchAnswer(terms, [], None)
+    search = search if search is not None else lookup.LocalSearch(conn)
     notes: list[str] = []
-    shared: list[Fact] | None = None
     # The owner's words of the turn are the second query: a correction's own words find the
     # fact it makes false where the agent's keywords miss it (gate.search.ranking).
     queries = lookup.queries_for(terms, caller.owner_words(conn))
-    if team is not None:
-        # Before the local transaction: the ledger's lock is never held across the network, and
-        # a team out of reach (postgres.Unreachable, raised from here) leaves the ledger as it was.
-        shared, query, waiting = lookup.search_team(team, queries, endpoint, notes, limit, mirror)
-    else:
-        query = lookup.embed_queries(conn, queries, endpoint, notes)
-        waiting = lookup.catch_up(conn, endpoint, notes) if query is not None and endpoint is not None else 0
+    # Before the ledger's transaction: its lock is never held across the network, and a team out
+    # of reach (postgres.Unreachable, raised from here) leaves the ledger as it was.
+    ahead = search.ahead(queries, endpoint, notes, limit)
+    query, waiting = ahead.query, ahead.waiting
     recorded_terms = searches.kept_terms(terms)
     try:
         with store.writing(conn):
             turn = caller.attribute(conn)
-            if shared is None:
-                ordered, _ = lookup.ranked(conn, queries, query, endpoint, notes, limit)
-            else:
-                ordered = shared
+            ordered = search.ordered(ahead, queries, endpoint, notes, limit)
             lookup.say_waiting(waiting, endpoint, query, notes)
             context = caller.context(conn)
             seen = ledger.shown_revisions(conn, turn.session, [fact.id for fact in ordered], context)
@@ -193,7 +184,7 @@ def memory_search(
     except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError) as error:
         # Memory can still be read: answer, and say the turn's reads were not recorded.
         notes.append(f"this search was not recorded: {store.explain(error)}")
-        ordered = shared if shared is not None else lookup.ranked(conn, queries, query, endpoint, notes, limit)[0]
+        ordered = search.ordered(ahead, queries, endpoint, notes, limit)
         lookup.say_waiting(waiting, endpoint, query, notes)
         return SearchAnswer(terms, [render.Result(fact, full=True) for fact in ordered], None, notes)
     return answer
@@ -228,10 +219,13 @@ def memory_write(
     *,
     log: Path | None,
     endpoint: embeddings.Endpoint | None = None,
-    team: TeamFacts | None = None,
+    memory: Store | None = None,
 ) -> WriteAnswer:
-    """Apply the write for the caller's turn, or raise write.Refused naming every problem. With a
-    `team`, to the team's facts, each change recorded there with its member."""
+    """Apply the write for the caller's turn, or raise write.Refused naming every problem. To
+    the facts of `memory` (gate.memory.stores: a team's, each change recorded there with its
+    member), by default the ledger's own file's, its changes logged in `log` (write.log; None
+    only for in-memory databases)."""
+    memory = memory if memory is not None else stores.LocalStore(conn, log)
     attributed: list[ledger.Turn] = []
 
     def attribute(conn: apsw.Connection) -> ledger.Turn:
@@ -243,10 +237,9 @@ def memory_write(
         ops,
         kept,
         attribute=attribute,
-        log=log,
+        memory=memory,
         tool_use_id=caller.tool_use_id,
         endpoint=endpoint,
-        facts=team,
     )
     return WriteAnswer(outcome, attributed[-1] if attributed else None)
 
@@ -319,9 +312,8 @@ def search_call(memory: connection.Memory, terms: str, caller: Caller) -> Search
             else:
                 try:
                     facts = member.facts(caller.session, caller.tool_use_id)
-                    answer = memory_search(
-                        conn, terms, caller, endpoint=memory.endpoint, team=facts, mirror=memory.mirror()
-                    )
+                    search = lookup.TeamSearch(facts, memory.mirror())
+                    answer = memory_search(conn, terms, caller, endpoint=memory.endpoint, search=search)
                 except postgres.Unreachable as error:
                     member.drop()
                     assert conn is not None, "made for a team's member: create=True"
@@ -355,7 +347,13 @@ def write_call(memory: connection.Memory, ops: Any, kept: Any, caller: Caller) -
                 try:
                     facts = member.facts(caller.session, caller.tool_use_id)
                     answer = memory_write(
-                        conn, _decode(ops), _decode(kept), caller, log=None, endpoint=memory.endpoint, team=facts
+                        conn,
+                        _decode(ops),
+                        _decode(kept),
+                        caller,
+                        log=None,
+                        endpoint=memory.endpoint,
+                        memory=stores.TeamStore(facts),
                     )
                 except postgres.Unreachable as error:
                     held = isinstance(error, postgres.Held)

@@ -139,7 +139,7 @@ def find(memory: Opened, terms: str, endpoint: embeddings.Endpoint | None) -> Fo
     of the terms each holds, at no cost of its own: a fact it did not find by words came by
     meaning. A second search, by words or by meaning, to tell why, cost as much as the ranking at
     100k facts and put a page over its 200 ms."""
-    ranking = lookup.rank(memory.conn, terms, endpoint=endpoint, team=memory.team)
+    ranking = lookup.rank(memory.store.search, terms, endpoint=endpoint)
     why = ranking.why
     by_words = why.candidates if why else {}
     returned = why.by_words if why else set()
