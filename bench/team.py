@@ -57,7 +57,7 @@ import _team  # noqa: E402
 from gate.engine import postgres, store  # noqa: E402
 from gate.engine.teamfacts import TeamFacts, Who, project  # noqa: E402
 from gate.memory import changeset, ledger  # noqa: E402
-from gate.search import fulltext as search, mirror, teamvectors, vectors  # noqa: E402
+from gate.search import fulltext as search, lookup, mirror, teamvectors, vectors  # noqa: E402
 from gate.search.embeddings import Vectors  # noqa: E402
 from gate.search.mirror import Mirror  # noqa: E402
 from gate.search.team import TeamIndex  # noqa: E402
@@ -186,7 +186,7 @@ def through_server(
                 answer = tools.memory_search(local, typed, caller)
             else:
                 answer = tools.memory_search(
-                    member, typed, caller, team=facts, mirror=words_mirror if which == 1 else None
+                    member, typed, caller, search=lookup.TeamSearch(facts, words_mirror if which == 1 else None)
                 )
             times[which].append((time.perf_counter() - started) * 1000)
             found[which] = [result.fact.id for result in answer.results]
