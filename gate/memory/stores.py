@@ -17,7 +17,7 @@ from typing import Any
 import apsw
 
 from gate.engine import store
-from gate.engine.facts import LocalFacts
+from gate.engine.facts import LocalFacts, load_facts
 from gate.engine.listing import PostgresListing, SqliteListing
 from gate.memory import changeset, record
 from gate.search import lookup
@@ -141,11 +141,7 @@ class LocalIndex:
 
         if not store.vectors_loaded(self.conn):
             return None
-        current: dict[int, tuple[str, str]] = {}
-        if retexted:
-            marks = ",".join("?" * len(retexted))
-            sql = f"SELECT id, topic, text FROM facts WHERE id IN ({marks})"
-            current = {row[0]: (row[1], row[2]) for row in self.conn.execute(sql, retexted)}
+        current = {fact.id: (fact.topic, fact.text) for fact in load_facts(self.conn, retexted).values()}
         riding = [(fact, text) for fact, text in vectors.waiting(self.conn) if fact not in touched]
         return Ahead(current, riding)
 
