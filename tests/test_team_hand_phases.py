@@ -19,8 +19,9 @@ from test_team_faults import Proxy, database, port
 from test_team_write_phases import INSERT, Ana
 
 from gate.engine import postgres
-from gate.memory import changeset, stores, undo
-from gate.memory.changeset import CLI_SESSION
+from gate.memory import changeset, opening, stores, undo
+from gate.memory.changeset import CLI_SESSION, VIEWER_SESSION
+from gate.view import editing
 
 
 def _stall_at(proxy: Proxy, owner, method: str, put=setattr) -> None:
@@ -132,3 +133,54 @@ def test_an_undo_the_team_committed_and_the_ledger_missed_is_not_applied_twice(p
         proxy.close()
     assert len(changes) == 3 and changes[-1][0] == "update" and hand == []
     assert again == changes and snapshot is not None and snapshot["text"] == INSERT["text"]
+
+
+def _opened(ana: Ana, facts) -> opening.Opened:
+    return opening.Opened(ana.path, ana.ledger, facts)
+
+
+def test_an_edit_on_the_page_of_a_team_leaves_the_ledger_free_while_the_team_answers(postgres_url, tmp_path):
+    proxy, ana, fact, _ = _member(postgres_url, tmp_path)
+    try:
+        facts = ana.facts()
+        fields = {"topic": "deploy", "kind": "state", "text": "Deploys go through canary.", "date": "2026-12-01"}
+        _stall_at(proxy, facts, "update")
+        free, took, answered = _ledger_free_while_stalled(
+            proxy, ana, lambda: editing.edit(_opened(ana, facts), fact, fields, rev=2)
+        )
+        edited = ana.changes()[-1]
+        deleting = ana.facts()
+        _stall_at(proxy, deleting, "delete")
+        proxy.holding.clear()
+        free_delete, took_delete, deleted = _ledger_free_while_stalled(
+            proxy, ana, lambda: editing.delete(_opened(ana, deleting), fact, rev=3)
+        )
+        changes, hand = ana.changes(), _hand_writes(ana, VIEWER_SESSION)
+    finally:
+        ana.close()
+        proxy.close()
+    print(
+        f"\nan edit and a delete on a team's page, waiting on a stalled path: BEGIN IMMEDIATE on the ledger took "
+        f"{took * 1000:.1f} ms and {took_delete * 1000:.1f} ms"
+    )
+    assert free and free_delete, "the ledger's write lock was held while the team's transaction waited on the network"
+    assert [text.split(" (")[0] for text in answered + deleted] == [f"fact {fact} updated", f"fact {fact} deleted"]
+    assert edited[:3] == ("update", fact, 3) and changes[-1][:2] == ("delete", fact)
+    assert hand == [edited[3], changes[-1][3]]  # each recorded once in the ledger, after the team's commit
+
+
+def test_an_undo_on_the_page_of_a_team_leaves_the_ledger_free_while_the_team_answers(postgres_url, tmp_path):
+    proxy, ana, fact, entry = _member(postgres_url, tmp_path)
+    try:
+        facts = ana.facts()
+        _stall_at(proxy, facts, "update")
+        free, _, answered = _ledger_free_while_stalled(
+            proxy, ana, lambda: editing.revert(_opened(ana, facts), entry, fact_id=fact)
+        )
+        hand = _hand_writes(ana, VIEWER_SESSION)
+    finally:
+        ana.close()
+        proxy.close()
+    assert free, "the ledger's write lock was held while the team's transaction waited on the network"
+    [said] = answered
+    assert said.startswith(f"undid {entry[:8]}:{fact}") and len(hand) == 1
