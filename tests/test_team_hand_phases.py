@@ -19,7 +19,7 @@ from test_team_faults import Proxy, database, port
 from test_team_write_phases import INSERT, Ana
 
 from gate.engine import postgres
-from gate.memory import changeset, opening, stores, undo
+from gate.memory import changeset, opening, stores, transfer, undo
 from gate.memory.changeset import CLI_SESSION, VIEWER_SESSION
 from gate.view import editing
 
@@ -184,3 +184,32 @@ def test_an_undo_on_the_page_of_a_team_leaves_the_ledger_free_while_the_team_ans
     assert free, "the ledger's write lock was held while the team's transaction waited on the network"
     [said] = answered
     assert said.startswith(f"undid {entry[:8]}:{fact}") and len(hand) == 1
+
+
+@pytest.mark.parametrize("step", ["check", "last"])
+def test_an_import_into_a_team_leaves_the_ledger_free_while_the_team_answers(postgres_url, tmp_path, monkeypatch, step):
+    """At its first step (the lines checked against the project's facts, held in a temporary
+    table of the ledger's file) and its last (the team's part of the write, its revisions read,
+    then the ledger's)."""
+    proxy, ana, _, _ = _member(postgres_url, tmp_path)
+    lines = [f'{{"topic": "t{n}", "kind": "state", "text": "Fact number {n} holds."}}' for n in range(5)]
+    try:
+        facts = ana.facts()
+        if step == "last":
+            _stall_at(proxy, facts, "revisions")
+        else:
+            _stall_at(proxy, transfer, "_mark_team_duplicates", monkeypatch.setattr)
+        free, took, answered = _ledger_free_while_stalled(
+            proxy,
+            ana,
+            lambda: transfer.import_facts(ana.ledger, iter(lines), log=None, command="memory-gate import", team=facts),
+        )
+        changes, hand = ana.changes(), _hand_writes(ana, CLI_SESSION)
+    finally:
+        ana.close()
+        proxy.close()
+    print(f"\nan import's {step} step on a team, waiting on a stalled path: BEGIN IMMEDIATE took {took * 1000:.1f} ms")
+    assert free, "the ledger's write lock was held while the team's transaction waited on the network"
+    [result] = answered
+    assert result.inserted == 5 and len(changes) == 2 + 5
+    assert hand == [result.write_id]
