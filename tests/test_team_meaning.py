@@ -179,9 +179,11 @@ def test_a_fact_whose_text_changed_is_not_found_by_its_old_vector_and_is_caught_
     done = member.write([insert("cache", "redis holds the session cache")] + world(3, 30), endpoint)
     first = done.outcome.done[0]["id"]
     member.turn()
-    member.search("redis", endpoint)
+    shown = [r.fact.id for r in member.search("redis", endpoint).results]
     fake_embeddings.document_mode = "error"  # the update's vector cannot be made
-    member.write([{"op": "update", "id": first, "text": "memcached holds the session cache"}], endpoint)
+    # Every other fact the search returned still holds: kept, as the gate asks.
+    member.write([{"op": "update", "id": first, "text": "memcached holds the session cache"}], endpoint,
+                 kept=[fact for fact in shown if fact != first])
     assert member.one("SELECT count(*) FROM facts_to_embed WHERE project = %s AND id = %s", member.project, first) == 1
     with member.team.transaction():
         found = teamvectors.neighbourhood(member.facts(), embeddings.Vectors(

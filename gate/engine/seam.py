@@ -181,3 +181,8 @@ class Store(Protocol):
     @property
     def search(self) -> Any:
         """memory_search's ranking over this memory (gate.search.lookup.Search)."""
+
+    def by_hand(self, conn: Any, words: str, session: str) -> AbstractContextManager[Any]:
+        """A change by hand (an undo, an edit or delete on the page) under way, as
+        gate.memory.stores.HandChange: its `changes` and `finish`; `conn` the ledger its turn
+        and write are recorded in, whose lock is never held while a team's network answers."""

@@ -4,12 +4,17 @@ file and its write.log) and `TeamStore` (a team's project on PostgreSQL, through
 Each puts its engine's parts together (facts, listing, the record of changes, the index) and
 holds no algorithm of its own: callers (gate.cli, gate.view, gate.memory.undo, gate.memory.transfer)
 take a Store and never ask which engine it is.
+
+A change made by hand (`memory-gate undo`, an edit, delete or undo on the page) goes through
+`by_hand`: locally one write transaction of the file holds the turn, the change and its line; on
+a team, the member's ledger lock is never held while the team's transaction waits on the network
+(see TeamStore.by_hand for why the order of its three transactions is safe).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +70,15 @@ class LocalStore:
     def search(self) -> lookup.LocalSearch:
         return lookup.LocalSearch(self.conn)
 
+    @contextlib.contextmanager
+    def by_hand(self, conn: apsw.Connection, words: str, session: str) -> Iterator[HandChange]:
+        """A change by hand in one write transaction of the file (`conn`, this memory's own): the
+        turn of `session` whose words are `words`, the change, its write.log line and its
+        `writes` row commit together, or none of them."""
+        with store.writing(conn):
+            turn = changeset.cli_turn(conn, words, session)
+            yield HandChange(self.change_set(conn, changeset.author(turn)), turn)
+
 
 class TeamStore:
     """A team's project (`facts`, a TeamFacts), its record the team's `changes` table."""
@@ -102,6 +116,33 @@ class TeamStore:
     def search(self) -> lookup.TeamSearch:
         return lookup.TeamSearch(self.facts)
 
+    @contextlib.contextmanager
+    def by_hand(self, conn: apsw.Connection, words: str, session: str) -> Iterator[TeamHandChange]:
+        """A change by hand to the team's project, in three transactions, none holding the lock
+        of the member's ledger (`conn`) while the network answers:
+
+        1. a short ledger transaction opens the turn (`session`, `words`);
+        2. the team's transaction checks and makes the change, with its line in the team's
+           record and the vectors (`HandChange.finish`), and commits;
+        3. once the team has committed, a short ledger transaction records the write.
+
+        The order is safe. Killed between 1 and 3, the ledger holds a turn of a hand session
+        with no write (hand sessions count in no figure: gate.memory.stats) and the team the
+        change or not; the ledger never records a write the team did not commit, and the team's
+        record says who changed what either way. Nothing is applied twice: a change by hand is
+        never sent again by itself, and the same one run again is refused (an undo: the fact's
+        latest change is now the undo; an edit or delete: the fact's revision moved on). A change
+        refused or failed in 2 rolls back on the team and records nothing in 3."""
+        with store.writing(conn):
+            turn = changeset.cli_turn(conn, words, session)
+        hand = TeamHandChange(self.change_set(conn, changeset.author(turn)), turn)
+        with self.facts.transaction():
+            yield hand
+        if hand.recorded is not None:
+            revisions, digest, answer = hand.recorded
+            with store.writing(conn):
+                hand.changes.record(turn, revisions, digest=digest, answer=answer, tool_use_id=None)
+
 
 @dataclass(frozen=True)
 class Ahead:
@@ -111,6 +152,30 @@ class Ahead:
 
     current: dict[int, tuple[str, str]]
     riding: list[tuple[int, str]]
+
+
+class HandChange:
+    """A change by hand under way (Store.by_hand): its change set and turn. `finish` as
+    ChangeSet.finish, last, inside the change's transaction."""
+
+    def __init__(self, changes: changeset.ChangeSet, turn: Any):
+        self.changes, self.turn = changes, turn
+
+    def finish(self, *, digest: str, answer: str, ahead: Any = None) -> None:
+        self.changes.finish(self.turn, digest=digest, answer=answer, ahead=ahead)
+
+
+class TeamHandChange(HandChange):
+    """A change by hand to a team's project: `finish` does the team's part (the vectors, the
+    record's lines) in the team's transaction, and keeps the ledger's (the `writes` row) for
+    TeamStore.by_hand to record once the team has committed."""
+
+    def __init__(self, changes: changeset.ChangeSet, turn: Any):
+        super().__init__(changes, turn)
+        self.recorded: tuple[dict[int, int] | None, str, str] | None = None
+
+    def finish(self, *, digest: str, answer: str, ahead: Any = None) -> None:
+        self.recorded = (self.changes.finish_facts(self.turn, ahead=ahead), digest, answer)
 
 
 class LocalIndex:

@@ -332,12 +332,20 @@ def _apply_team(
         ) from None
     ids = changes.changed
     result.ids, result.write_id = (min(ids), max(ids)), changes.write_id
-    with store.writing(conn), team.transaction():
-        changes.finish(
+    # The team's part of the write (the record's lines are in already, the vectors are the
+    # members' servers' to catch up), then the ledger's `writes` row in a short transaction of
+    # its own: the ledger's lock is never held while the team answers. Killed between, the team
+    # holds the facts and their changes and the ledger no write: nothing recorded that did not
+    # happen, and the same import run again skips the facts in as duplicates.
+    with team.transaction():
+        revisions = changes.finish_facts(turn, sync=[])
+    with store.writing(conn):
+        changes.record(
             turn,
+            revisions,
             digest=hashlib.sha256(command.encode()).hexdigest(),
             answer=json.dumps({"command": command, **result.to_json()}),
-            sync=[],
+            tool_use_id=None,
         )
     return result
 

@@ -5,6 +5,8 @@ own id (created when it first was, at a revision above any it had, so no session
 the version it was shown), and an inserted fact is deleted. The undo is itself a change like any
 other: one transaction through gate.memory.changeset, logged in write.log before it commits (who: the
 command line; why: the command as typed; `undoes`: the change it reverts), vectors kept in step.
+On a team's memory that transaction is the team's, and the member's ledger is written only
+before and after it, never locked while the network answers (gate.memory.stores: `by_hand`).
 
 A line of write.log its chain does not prove (gate.memory.chain: edited, moved, copied in) is
 not trusted to say what the fact was: that undo is refused.
@@ -26,7 +28,6 @@ from pathlib import Path
 import apsw
 
 from gate import clock
-from gate.engine import store
 from gate.memory import changeset, checking, history
 from gate.search import embeddings, vectors
 
@@ -143,9 +144,10 @@ def revert(
     if back is not None and endpoint is not None:
         ahead = memory.index.embed_ahead(endpoint, [vectors.fact_text(back["topic"], back["text"])], [fact])
     extra = {"undoes": f"{target.entry['write']}:{fact}"}
-    with store.writing(conn), memory.transaction():
-        turn = changeset.cli_turn(conn, command, session)
-        changes = memory.change_set(conn, changeset.author(turn))
+    # Locally one transaction of the file; on a team, the team's transaction with no lock of the
+    # member's ledger held, the write recorded there after the team's commit (Store.by_hand).
+    with memory.by_hand(conn, command, session) as hand:
+        changes = hand.changes
         now = changes.snapshot(fact)
         if now != expected:
             raise CannotUndo(_moved(target, now, expected))
@@ -169,8 +171,7 @@ def revert(
             changes.insert(back, fact_id=fact, bookkeeping=bookkeeping, extra=extra)
             done = "insert"
         result = Undone(target, done, fact, changes.write_id)
-        changes.finish(
-            turn,
+        hand.finish(
             digest=hashlib.sha256(command.encode()).hexdigest(),
             answer=json.dumps(result.to_json()),
             ahead=ahead,

@@ -4,7 +4,9 @@ Each change is one transaction through gate.memory.changeset, like memory_write'
 `import`'s: its record is written before the commit (the write.log line on disk, or on a team's
 memory the row in the team's `changes`, naming the member, in the team's transaction), the
 session is `viewer` and the turn's words say what the owner did on the page, the vectors of the
-changed fact are kept in step. The fields pass the checks memory_write applies
+changed fact are kept in step. On a team the member's ledger (the turn, the `writes` row) is
+written only before and after the team's transaction, never locked while the network answers
+(gate.memory.stores: `by_hand`). The fields pass the checks memory_write applies
 (gate.memory.write: at most 600 characters, one of the four kinds, a real day, no credential).
 
 The form carries the revision the owner was looking at: a fact another session (or, on a team,
@@ -15,12 +17,10 @@ is told who changed it, and what it reads now.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 
 from gate import clock
-from gate.engine import store
 from gate.memory import changeset, checking, history, undo
 from gate.memory.changeset import VIEWER_SESSION
 from gate.memory.opening import Opened
@@ -44,23 +44,23 @@ def edit(
         texts = [vectors.fact_text(checked["topic"], checked["text"])]
         ahead = memory.store.index.embed_ahead(endpoint, texts, [fact_id])
     words = f"memory-gate view: edited fact {fact_id}"
-    with _writing(memory) as conn:
-        changes, turn = _begin(memory, conn, words)
+    with _by_hand(memory, words) as hand:
+        changes = hand.changes
         before = _current(changes, fact_id, rev)
         if before == checked:
             return f"fact {fact_id} already reads so: nothing changed"
         changes.update(fact_id, before, checked)
-        _finish(changes, turn, words, ahead)
+        _finish(hand, words, ahead)
     return f"fact {fact_id} updated (logged in {memory.record.where} as {changes.write_id[:8]}:{fact_id})"
 
 
 def delete(memory: Opened, fact_id: int, *, rev: int) -> str:
     words = f"memory-gate view: deleted fact {fact_id}"
-    with _writing(memory) as conn:
-        changes, turn = _begin(memory, conn, words)
+    with _by_hand(memory, words) as hand:
+        changes = hand.changes
         before = _current(changes, fact_id, rev)
         changes.delete(fact_id, before)
-        _finish(changes, turn, words, None)
+        _finish(hand, words, None)
     return (
         f"fact {fact_id} deleted (logged in {memory.record.where} as {changes.write_id[:8]}:{fact_id}; "
         "undo brings it back)"
@@ -94,18 +94,11 @@ def revert(
     return f"undid {done.reverted.name} (logged in {memory.record.where} as {done.entry})"
 
 
-@contextlib.contextmanager
-def _writing(memory: Opened):
-    """The ledger's write transaction (the turn is the member's own, in their local file) and,
-    on a team, the team's inside it: the team's commits first, as memory_write's does."""
-    conn = memory.ledger()
-    with store.writing(conn), memory.store.transaction():
-        yield conn
-
-
-def _begin(memory: Opened, conn, words: str) -> tuple[changeset.ChangeSet, object]:
-    turn = changeset.cli_turn(conn, words, VIEWER_SESSION)
-    return memory.store.change_set(conn, changeset.author(turn)), turn
+def _by_hand(memory: Opened, words: str):
+    """The change's transaction (Store.by_hand): locally one of the file; on a team the team's,
+    the turn (the member's own, in their local file) opened before it and the write recorded
+    after it commits, as memory_write's."""
+    return memory.store.by_hand(memory.ledger(), words, VIEWER_SESSION)
 
 
 def _current(changes: changeset.ChangeSet, fact_id: int, rev: int) -> dict[str, str]:
@@ -127,8 +120,7 @@ def _current(changes: changeset.ChangeSet, fact_id: int, rev: int) -> dict[str, 
     return before
 
 
-def _finish(changes: changeset.ChangeSet, turn, words: str, ahead) -> None:
+def _finish(hand, words: str, ahead) -> None:
+    changes = hand.changes
     answer = json.dumps({"write": changes.write_id, "done": [], "kept": [], "notes": [words]})
-    changes.finish(
-        turn, digest=hashlib.sha256(f"{changes.write_id}{words}".encode()).hexdigest(), answer=answer, ahead=ahead
-    )
+    hand.finish(digest=hashlib.sha256(f"{changes.write_id}{words}".encode()).hexdigest(), answer=answer, ahead=ahead)
