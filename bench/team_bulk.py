@@ -7,7 +7,7 @@ For each size, on a fresh PostgreSQL on loopback (tests/postgres_server.py, pgse
 
 - import: a file of that many facts (bench/_corpus.py, as `memory-gate export` writes them)
   imported into a team's project through the library `memory-gate import` calls
-  (gate.memory.transfer.import_facts with the member's TeamFacts), while another member writes
+  (gate.memory.transfer.import_into with the member's TeamStore), while another member writes
   one fact a transaction into the same project the whole time. Printed: the import's seconds,
   facts a second and seconds per 1,000 (equal across sizes when the path is linear), and the
   other member's writes during it: how many, p50, and the longest wait.
@@ -40,6 +40,7 @@ import _team  # noqa: E402
 from gate.engine import postgres, store  # noqa: E402
 from gate.engine.teamfacts import TeamFacts, Who, project  # noqa: E402
 from gate.memory import audit, changeset, teamcopy, transfer  # noqa: E402
+from gate.memory.stores import LocalStore, TeamStore  # noqa: E402
 
 STAMP = "2026-12-01T00:00:00Z"
 
@@ -102,8 +103,8 @@ def bench_import(url: str, size: int, rows) -> None:
         ledger = store.connect(Path(folder) / "memory.db")
         writer.start()
         started = time.perf_counter()
-        result = transfer.import_facts(ledger, iter(export_lines(rows)), log=None, command="memory-gate import",
-                                       new_ids=True, team=ana)
+        result = transfer.import_into(ledger, iter(export_lines(rows)), TeamStore(ana), command="memory-gate import",
+                                      new_ids=True)
         took = time.perf_counter() - started
         writer.stop()
         ledger.close()
@@ -117,7 +118,8 @@ def bench_push(url: str, size: int, rows) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "memory.db"
         local = store.connect(path)
-        transfer.import_facts(local, iter(export_lines(rows)), log=audit.log_path(path), command="bench", new_ids=True)
+        transfer.import_into(local, iter(export_lines(rows)), LocalStore(local, audit.log_path(path)), command="bench",
+                             new_ids=True)
         ana = member(url, f"push-{uuid.uuid4().hex[:8]}", "ana@laptop", postgres.COMMAND_DEADLINE_S)
         writer = Writer(url, f"other-{uuid.uuid4().hex[:8]}")
         writer.start()

@@ -10,6 +10,7 @@ import pytest
 
 from gate.engine import store
 from gate.memory import audit, chain, history, ledger, transfer, undo
+from gate.memory.stores import LocalStore
 from gate.serve import tools
 
 
@@ -219,7 +220,7 @@ def test_replaying_the_log_gives_the_database(file_conn, db_path, memory, tmp_pa
     source = tmp_path / "in.jsonl"
     source.write_text(json.dumps({"topic": "ci", "kind": "trap", "text": "CI caches node_modules.", "date": "2026-11-30"}) + "\n")
     with open(source) as handle:
-        transfer.import_facts(file_conn, handle, log=audit.log_path(db_path), command="memory-gate import in.jsonl")
+        transfer.import_into(file_conn, handle, LocalStore(file_conn, audit.log_path(db_path)), command="memory-gate import in.jsonl")
     assert audit.verify(audit.log_path(db_path)).ok
     facts = {row[0]: dict(zip(("topic", "kind", "text", "date", "rev"), row[1:]))
              for row in file_conn.execute("SELECT id, topic, kind, text, date, rev FROM facts")}

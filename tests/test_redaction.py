@@ -216,9 +216,10 @@ def test_the_command_line_never_prints_a_credential_from_old_data(capsys, old_me
 )
 def test_an_import_refusal_never_echoes_a_credential(conn, line):
     from gate.memory import factlines, transfer
+    from gate.memory.stores import LocalStore
 
     with pytest.raises(factlines.Refused) as refused:
-        transfer.import_facts(conn, io.StringIO(json.dumps(line) + "\n"), log=None, command="memory-gate import x")
+        transfer.import_into(conn, io.StringIO(json.dumps(line) + "\n"), LocalStore(conn, None), command="memory-gate import x")
     assert leaked(str(refused.value)) == [] and "line 1" in str(refused.value)
 
 

@@ -5,7 +5,7 @@ index) and calls it; the engine's SQL and connections answer. What this test cou
 which engine it runs on, read from each module's syntax tree:
 
 - a test (if, a conditional expression, while, assert, and/or, a comprehension's if, `not`) of
-  a name or attribute called `team`, `is_team` or `local` (TeamFacts or None, a facts object's
+  a name or attribute called `team`, `is_team` or `local` (TeamFacts or None, a
   `local` flag): `if opened.team is None`, `x if team else y`;
 - any comparison of one of those with None (`shared = memory.team is not None`);
 - `isinstance` with an engine's class (a name holding Team, Postgres, Sqlite or LocalFacts).
@@ -36,11 +36,8 @@ ENGINE_CLASSES = ("Team", "Postgres", "Sqlite", "LocalFacts")
 # The opener: where the project's store is chosen, local or a team's.
 OPENER = {"gate/memory/opening.py"}
 
-ALLOWED = {
-    # import's team path is a bulk algorithm of its own (batches under the project's lock, ids
-    # reserved), not yet behind the seam.
-    "gate/memory/transfer.py": "import's bulk path into a team's project (_apply_team)",
-}
+# None now: import's team path went behind the seam (Store.import_rows, gate.memory.teamimport).
+ALLOWED: dict[str, str] = {}
 
 
 def _named(node: ast.AST) -> str | None:

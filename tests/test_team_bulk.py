@@ -14,6 +14,7 @@ import pytest
 from gate.engine import postgres, store, teamfacts
 from gate.engine.teamfacts import TeamFacts, Who, project
 from gate.memory import transfer
+from gate.memory.stores import TeamStore
 
 STAMP = "2026-12-01T00:00:00Z"
 
@@ -59,8 +60,8 @@ def test_another_members_write_goes_in_between_an_imports_batches(postgres_url, 
             waits.append(write(bo, f"Bo's write after {done} imported."))
 
     try:
-        result = transfer.import_facts(ledger, iter(lines(200)), log=None, command="memory-gate import",
-                                       new_ids=True, team=ana, progress=meanwhile)
+        result = transfer.import_into(ledger, iter(lines(200)), TeamStore(ana), command="memory-gate import",
+                                       new_ids=True, progress=meanwhile)
     finally:
         ana.conn.close()
         bo.conn.close()
@@ -88,15 +89,15 @@ def test_an_import_cut_off_mid_way_keeps_its_batches_and_run_again_adds_the_rest
             ana.conn.pgconn.finish()  # the connection lost between two batches
 
     with pytest.raises(postgres.Unreachable, match="100 of the file's 250 new facts went in before") as told:
-        transfer.import_facts(ledger, iter(lines(250)), log=None, command="memory-gate import", new_ids=True,
-                              team=ana, progress=cut_off)
+        transfer.import_into(ledger, iter(lines(250)), TeamStore(ana), command="memory-gate import", new_ids=True,
+                             progress=cut_off)
     assert "run the same import again" in str(told.value)
     assert len(record(postgres_url)[0]) == 100
 
     ana = member(postgres_url, "ana@laptop", postgres.COMMAND_DEADLINE_S)
     try:
-        again = transfer.import_facts(ledger, iter(lines(250)), log=None, command="memory-gate import",
-                                      new_ids=True, team=ana)
+        again = transfer.import_into(ledger, iter(lines(250)), TeamStore(ana), command="memory-gate import",
+                                      new_ids=True)
     finally:
         ana.conn.close()
         ledger.close()

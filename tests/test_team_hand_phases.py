@@ -19,7 +19,7 @@ from test_team_faults import Proxy, database, port
 from test_team_write_phases import INSERT, Ana
 
 from gate.engine import postgres
-from gate.memory import changeset, opening, stores, transfer, undo
+from gate.memory import changeset, opening, stores, teamimport, transfer, undo
 from gate.memory.changeset import CLI_SESSION, VIEWER_SESSION
 from gate.view import editing
 
@@ -198,11 +198,11 @@ def test_an_import_into_a_team_leaves_the_ledger_free_while_the_team_answers(pos
         if step == "last":
             _stall_at(proxy, facts, "revisions")
         else:
-            _stall_at(proxy, transfer, "_mark_team_duplicates", monkeypatch.setattr)
+            _stall_at(proxy, teamimport, "_mark_duplicates", monkeypatch.setattr)
         free, took, answered = _ledger_free_while_stalled(
             proxy,
             ana,
-            lambda: transfer.import_facts(ana.ledger, iter(lines), log=None, command="memory-gate import", team=facts),
+            lambda: transfer.import_into(ana.ledger, iter(lines), stores.TeamStore(facts), command="memory-gate import"),
         )
         changes, hand = ana.changes(), _hand_writes(ana, CLI_SESSION)
     finally:

@@ -6,6 +6,7 @@ import pytest
 
 from gate.engine import store
 from gate.memory import audit, changeset, factlines, history, ledger, listing, transfer, undo
+from gate.memory.stores import LocalStore
 from gate.search import embeddings, fulltext as search, vectors
 
 
@@ -20,7 +21,7 @@ def facts(conn):
 
 
 def do_import(conn, text, log=None, **options):
-    return transfer.import_facts(conn, io.StringIO(text), log=log, command="memory-gate import facts.jsonl", **options)
+    return transfer.import_into(conn, io.StringIO(text), LocalStore(conn, log), command="memory-gate import facts.jsonl", **options)
 
 
 @pytest.fixture

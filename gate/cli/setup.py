@@ -112,6 +112,7 @@ def cmd_import_auto_memory(args: argparse.Namespace) -> int:
     from gate.cli import terminal
     from gate.engine import store
     from gate.memory import audit, factlines, transfer
+    from gate.memory.stores import LocalStore
 
     settings = opening.settings(args)
     folder = Path(config.claude_dir()) / "projects" / config.project_key(settings.project_dir) / "memory"
@@ -130,8 +131,12 @@ def cmd_import_auto_memory(args: argparse.Namespace) -> int:
     path = Path(config.find_database(settings))
     conn = store.connect(path)
     try:
-        result = transfer.import_facts(
-            conn, lines, log=audit.log_path(path), command=terminal.command_line(args.argv), dry_run=args.dry_run
+        result = transfer.import_into(
+            conn,
+            lines,
+            LocalStore(conn, audit.log_path(path)),
+            command=terminal.command_line(args.argv),
+            dry_run=args.dry_run,
         )
     except factlines.Refused as error:
         raise UserError(str(error)) from error

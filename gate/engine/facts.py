@@ -47,8 +47,6 @@ class LocalFacts:
     the seam gate.engine.teamfacts's TeamFacts also stands on. Inside the caller's write
     transaction; the record of each change (write.log) is the change set's."""
 
-    local = True  # vectors and write.log are the local memory's own
-
     def __init__(self, conn: apsw.Connection):
         self.conn = conn
 

@@ -29,9 +29,6 @@ class Facts(Protocol):
     """The engine's side of a change: LocalFacts (gate.engine.facts) or TeamFacts
     (gate.engine.teamfacts), inside the caller's transaction."""
 
-    @property
-    def local(self) -> bool: ...
-
     def transaction(self) -> AbstractContextManager[Any]: ...
     def existing(self, ids: Sequence[int]) -> set[int]: ...
     def current(self, ids: Sequence[int]) -> dict[int, tuple[int, str, str, str, str | None]]: ...
@@ -181,6 +178,14 @@ class Store(Protocol):
     @property
     def search(self) -> Any:
         """memory_search's ranking over this memory (gate.search.lookup.Search)."""
+
+    def import_rows(
+        self, conn: Any, result: Any, *, command: str, new_ids: bool, dry_run: bool, progress: Progress | None
+    ) -> Any:
+        """`memory-gate import`'s checked lines (the temporary table `incoming` of `conn`, the
+        ledger) into memory, each change in its record; `result` (gate.memory.transfer.Imported)
+        filled in and returned. Locally one write transaction; on a team in batches, the
+        ledger's lock never held while the team answers (gate.memory.teamimport)."""
 
     def by_hand(self, conn: Any, words: str, session: str) -> AbstractContextManager[Any]:
         """A change by hand (an undo, an edit or delete on the page) under way, as

@@ -58,8 +58,6 @@ def project(conn, key: str, now: str) -> int:
 class TeamFacts:
     """The facts of project `project` in the team database `conn`, changed by `who`."""
 
-    local = False  # no write.log and no sqlite-vec: the record is `changes`
-
     def __init__(
         self, conn, project: int, who: Who, *, url: str = "", deadline: float | None = postgres.CALL_DEADLINE_S
     ):

@@ -70,6 +70,13 @@ class LocalStore:
     def search(self) -> lookup.LocalSearch:
         return lookup.LocalSearch(self.conn)
 
+    def import_rows(self, conn: apsw.Connection, result: Any, **options: Any) -> Any:
+        """`memory-gate import`'s checked lines into the file, in one write transaction
+        (gate.memory.transfer.import_rows_into_file)."""
+        from gate.memory import transfer
+
+        return transfer.import_rows_into_file(conn, self, result, **options)
+
     @contextlib.contextmanager
     def by_hand(self, conn: apsw.Connection, words: str, session: str) -> Iterator[HandChange]:
         """A change by hand in one write transaction of the file (`conn`, this memory's own): the
@@ -115,6 +122,14 @@ class TeamStore:
     @property
     def search(self) -> lookup.TeamSearch:
         return lookup.TeamSearch(self.facts)
+
+    def import_rows(self, conn: apsw.Connection, result: Any, **options: Any) -> Any:
+        """`memory-gate import`'s checked lines (held in the member's ledger, `conn`) into the
+        project in batches, never holding the ledger's lock while the team answers
+        (gate.memory.teamimport)."""
+        from gate.memory import teamimport
+
+        return teamimport.import_rows(conn, self, self.facts, result, **options)
 
     @contextlib.contextmanager
     def by_hand(self, conn: apsw.Connection, words: str, session: str) -> Iterator[TeamHandChange]:

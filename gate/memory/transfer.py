@@ -36,13 +36,12 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date as Date
-from pathlib import Path
 from typing import TextIO
 
 import apsw
 
 from gate import credentials
-from gate.engine import postgres, store
+from gate.engine import store
 from gate.memory import changeset
 from gate.memory.factlines import COLUMNS, Refused, check_line
 from gate.search import embeddings, vectors
@@ -50,7 +49,6 @@ from gate.search import embeddings, vectors
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gate.engine.seam import Listing, Store
-    from gate.engine.teamfacts import TeamFacts
 
 # Problems named one by one; past this many, the rest are counted.
 LISTED = 20
@@ -124,33 +122,28 @@ CREATE TEMP TABLE incoming (
 )"""
 
 
-def import_into(conn: apsw.Connection, source: Iterable[str], memory: Store, **options) -> Imported:
-    """import_facts into a store: its facts and its log (`conn` the ledger, a team's member's own)."""
-    team = None if memory.facts.local else memory.facts
-    return import_facts(conn, source, log=memory.log, team=team, **options)  # type: ignore[arg-type]
-
-
-def import_facts(
+def import_into(
     conn: apsw.Connection,
     source: Iterable[str],
+    memory: Store,
     *,
-    log: Path | None,
     command: str,
     new_ids: bool = False,
     dry_run: bool = False,
     today: str | None = None,
     progress: Progress | None = None,
-    team: TeamFacts | None = None,
 ) -> Imported:
-    """Check every line of `source`, then insert its facts in one logged transaction. Raises
-    Refused naming every bad line (and every id conflict), with nothing applied. With a `team`,
-    the facts go into the team's project, each change in its record; `conn` is then the
-    member's ledger, which also holds the lines while they are checked."""
+    """Check every line of `source`, then put its facts into `memory`, each change logged in its
+    record (Store.import_rows: locally one transaction of the file, on a team in batches). Raises
+    Refused naming every bad line (and every id conflict), with nothing applied. `conn` is the
+    ledger (a local memory's own file, a team member's ledger), which also holds the lines, in a
+    temporary table, while they are checked."""
     conn.execute("DROP TABLE IF EXISTS temp.incoming")
     conn.execute(_INCOMING)
     try:
         _load(conn, source, today or Date.today().isoformat(), new_ids)
-        return _apply(conn, log=log, command=command, new_ids=new_ids, dry_run=dry_run, progress=progress, team=team)
+        result = Imported(lines=conn.execute("SELECT count(*) FROM incoming").get)
+        return memory.import_rows(conn, result, command=command, new_ids=new_ids, dry_run=dry_run, progress=progress)
     finally:
         conn.execute("DROP TABLE IF EXISTS temp.incoming")
 
@@ -193,40 +186,42 @@ def _load(conn: apsw.Connection, source: Iterable[str], today: str, new_ids: boo
     conn.execute("CREATE INDEX temp.incoming_by_content ON incoming (topic, kind, text)")
 
 
-def _apply(
+def import_rows_into_file(
     conn: apsw.Connection,
+    memory: Store,
+    result: Imported,
     *,
-    log: Path | None,
     command: str,
     new_ids: bool,
     dry_run: bool,
     progress: Progress | None,
-    team: TeamFacts | None = None,
 ) -> Imported:
-    result = Imported(lines=conn.execute("SELECT count(*) FROM incoming").get)
-    if team is not None:
-        return _apply_team(
-            conn, team, command=command, new_ids=new_ids, dry_run=dry_run, progress=progress, result=result
-        )
+    """The checked lines (the temporary table `incoming` of `conn`, the local memory's own file)
+    into the file's facts in one write transaction, each change logged in write.log before the
+    commit (LocalStore.import_rows)."""
     with store.writing(conn):
         # Inside the transaction: what memory holds cannot change under the comparison.
         conn.execute(
             "UPDATE incoming SET duplicate = 1 WHERE line IN (SELECT i.line FROM main.facts f"
             " JOIN incoming i ON i.topic = f.topic AND i.kind = f.kind AND i.text = f.text)"
         )
-        result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").get
-        result.skipped_lines = [
-            row[0] for row in conn.execute("SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))
-        ]
+        count_duplicates(conn, result)
         if not new_ids:
-            _refuse_conflicts(conn)
+            refuse_taken(
+                list(
+                    conn.execute(
+                        "SELECT i.line, i.id, f.topic FROM incoming i JOIN main.facts f ON f.id = i.id"
+                        " WHERE NOT i.duplicate ORDER BY i.line"
+                    )
+                )
+            )
         wanted = result.lines - result.skipped
         if dry_run or not wanted:
             store.rollback(conn)
             result.inserted = wanted if dry_run else 0
             return result
         turn = changeset.cli_turn(conn, command)
-        changes = changeset.ChangeSet(conn, changeset.author(turn), log)
+        changes = memory.change_set(conn, changeset.author(turn))
         ids: list[int] = []
         for row in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM incoming WHERE NOT duplicate ORDER BY line"):
             fact = dict(zip(COLUMNS, row))
@@ -241,160 +236,21 @@ def _apply(
             if progress and (result.inserted % PROGRESS_EVERY == 0 or result.inserted == wanted):
                 progress(result.inserted, wanted)
         result.ids, result.write_id = (ids[0], ids[1]), changes.write_id
-        changes.finish(
-            turn,
-            digest=hashlib.sha256(command.encode()).hexdigest(),
-            answer=json.dumps({"command": command, **result.to_json()}),
-        )
+        changes.finish(turn, digest=digest(command), answer=answer(command, result))
     return result
 
 
-def _apply_team(
-    conn: apsw.Connection,
-    team: TeamFacts,
-    *,
-    command: str,
-    new_ids: bool,
-    dry_run: bool,
-    progress: Progress | None,
-    result: Imported,
-) -> Imported:
-    """Import into a team's project in bulk: the lines checked against the project with no lock
-    held, ids handed out at once, then the facts and their changes moved in batches
-    (TeamFacts.insert_many), each a short transaction, so that other members' writes wait for a
-    batch at most and never for the whole file. The member's ledger is written only before and
-    after, never held while the team works. Interrupted, the batches in stay: the same import run
-    again adds the rest, the facts already in skipped as duplicates."""
-    with store.writing(conn, lock=False):  # the temporary table only
-        with team.transaction():
-            _mark_team_duplicates(conn, team)
-            last = team.conn.execute("SELECT last_fact FROM projects WHERE id = %s", (team.project,)).fetchone()[0]
-        result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").get
-        result.skipped_lines = [
-            row[0] for row in conn.execute("SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))
-        ]
-        if not new_ids:
-            with team.transaction():
-                _refuse_conflicts(conn, team)
-        rows = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM incoming WHERE NOT duplicate ORDER BY line").fetchall()
-    wanted = len(rows)
-    if dry_run or not wanted:
-        result.inserted = wanted if dry_run else 0
-        return result
-    given: list[int] = [] if new_ids else [int(row[0]) for row in rows if row[0] is not None]
-    try:
-        # Ids a member took between the check above and now are refused as the check refuses them.
-        first = team.reserve(
-            sum(1 for row in rows if new_ids or row[0] is None),
-            max(given, default=0),
-            [fact_id for fact_id in given if fact_id > last],
-        )
-    except ValueError as error:
-        raise Refused([f"{error}: run the import again to see which lines give them."]) from None
-    with store.writing(conn):
-        turn = changeset.cli_turn(conn, command)
-    changes = changeset.ChangeSet(conn, changeset.author(turn), None, team)
-
-    def facts():
-        handed = first
-        for row in rows:
-            fact = dict(zip(COLUMNS, row))
-            given_here = {key: fact[key] for key in changeset.BOOKKEEPING if fact[key] is not None}
-            bookkeeping = None
-            if given_here:
-                bookkeeping = {
-                    "created": changes.stamp,
-                    "updated": changes.stamp,
-                    "confirmed": changes.stamp,
-                    "rev": 1,
-                } | given_here
-            fact_id = fact["id"] if not new_ids and fact["id"] is not None else None
-            if fact_id is None:
-                fact_id, handed = handed, handed + 1
-            yield fact_id, fact, bookkeeping
-
-    done = [0]
-
-    def moved(count: int) -> None:
-        done[0] = count
-        if progress:
-            progress(count, wanted)
-
-    try:
-        result.inserted = changes.insert_many(facts(), progress=moved)
-    except postgres.Unreachable as error:
-        if not done[0]:
-            raise
-        raise postgres.Unreachable(
-            f"{error}. {done[0]} of the file's {wanted} new facts went in before, each with its change: run the "
-            "same import again once the team answers, and it adds the rest (those in are skipped as duplicates)",
-            error.reason,
-        ) from None
-    ids = changes.changed
-    result.ids, result.write_id = (min(ids), max(ids)), changes.write_id
-    # The team's part of the write (the record's lines are in already, the vectors are the
-    # members' servers' to catch up), then the ledger's `writes` row in a short transaction of
-    # its own: the ledger's lock is never held while the team answers. Killed between, the team
-    # holds the facts and their changes and the ledger no write: nothing recorded that did not
-    # happen, and the same import run again skips the facts in as duplicates.
-    with team.transaction():
-        revisions = changes.finish_facts(turn, sync=[])
-    with store.writing(conn):
-        changes.record(
-            turn,
-            revisions,
-            digest=hashlib.sha256(command.encode()).hexdigest(),
-            answer=json.dumps({"command": command, **result.to_json()}),
-            tool_use_id=None,
-        )
-    return result
-
-
-def _content(topic: str, kind: str, text: str) -> str:
-    """What makes two facts duplicates, as PostgreSQL's md5() spells it in _mark_team_duplicates."""
-    return hashlib.md5(f"{topic}\x1f{kind}\x1f{text}".encode()).hexdigest()
-
-
-def _mark_team_duplicates(conn: apsw.Connection, team: TeamFacts) -> None:
-    """Mark the lines whose topic, kind and text a fact of the team's project already has: the
-    project's facts compared by a digest of their content, read once."""
-    held = {
-        row[0]
-        for row in team.conn.execute(
-            "SELECT md5(topic || chr(31) || kind || chr(31) || text) FROM facts WHERE project = %s", (team.project,)
-        )
-    }
-    if not held:
-        return
-    duplicates = [
-        (line,)
-        for line, topic, kind, text in conn.execute("SELECT line, topic, kind, text FROM incoming")
-        if _content(topic, kind, text) in held
+def count_duplicates(conn: apsw.Connection, result: Imported) -> None:
+    """How many lines are marked duplicates, and the first LISTED of them, into `result`."""
+    result.skipped = conn.execute("SELECT count(*) FROM incoming WHERE duplicate").get
+    result.skipped_lines = [
+        row[0] for row in conn.execute("SELECT line FROM incoming WHERE duplicate ORDER BY line LIMIT ?", (LISTED,))
     ]
-    conn.executemany("UPDATE incoming SET duplicate = 1 WHERE line = ?", duplicates)
 
 
-def _refuse_conflicts(conn: apsw.Connection, team: TeamFacts | None = None) -> None:
-    """Refuse the file when a line gives an id another fact of memory (the local file's, or the
-    team's project) holds, naming the lines."""
-    if team is None:
-        taken = list(
-            conn.execute(
-                "SELECT i.line, i.id, f.topic FROM incoming i JOIN main.facts f ON f.id = i.id"
-                " WHERE NOT i.duplicate ORDER BY i.line"
-            )
-        )
-    else:
-        rows = list(conn.execute("SELECT line, id FROM incoming WHERE NOT duplicate AND id IS NOT NULL ORDER BY line"))
-        topics: dict[int, str] = {}
-        for start in range(0, len(rows), 1000):
-            ids = [fact_id for _, fact_id in rows[start : start + 1000]]
-            topics.update(
-                team.conn.execute(
-                    "SELECT id, topic FROM facts WHERE project = %s AND id = ANY(%s)", (team.project, ids)
-                ).fetchall()
-            )
-        taken = [(line, fact_id, topics[fact_id]) for line, fact_id in rows if fact_id in topics]
+def refuse_taken(taken: list[tuple[int, int, str]]) -> None:
+    """Refuse the file when a line gives an id another fact of memory holds: `taken` names each
+    such line, its id and the fact's topic."""
     problems = [
         f"line {line}: id {fact_id} is another fact's here ([{fact_id}] {topic})."
         for line, fact_id, topic in taken[:LISTED]
@@ -405,6 +261,15 @@ def _refuse_conflicts(conn: apsw.Connection, team: TeamFacts | None = None) -> N
             "--new-ids to give every fact of the file a new id."
         )
         raise Refused(problems, max(len(taken) - LISTED, 0))
+
+
+def digest(command: str) -> str:
+    """The import's write as the ledger records it: the command's digest, and its answer."""
+    return hashlib.sha256(command.encode()).hexdigest()
+
+
+def answer(command: str, result: Imported) -> str:
+    return json.dumps({"command": command, **result.to_json()})
 
 
 # -- vectors for what came in ----------------------------------------------------------------------
