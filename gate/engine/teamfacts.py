@@ -136,6 +136,29 @@ class TeamFacts:
         self._record("insert", fact_id, rev, None, after, stamp)
         return fact_id
 
+    def last_id(self) -> int:
+        """The highest id the project has handed out (a fact may no longer hold it)."""
+        return self.conn.execute("SELECT last_fact FROM projects WHERE id = %s", (self.project,)).fetchone()[0]
+
+    def content_digests(self) -> set[str]:
+        """Each fact's topic, kind and text as one md5 digest (hex, the three joined by chr(31)),
+        read in one pass: what a bulk import compares its lines with to find duplicates."""
+        return {
+            row[0]
+            for row in self.conn.execute(
+                "SELECT md5(topic || chr(31) || kind || chr(31) || text) FROM facts WHERE project = %s",
+                (self.project,),
+            )
+        }
+
+    def topics(self, ids: Sequence[int]) -> dict[int, str]:
+        """The topic of each of `ids` a fact of the project holds."""
+        return dict(
+            self.conn.execute(
+                "SELECT id, topic FROM facts WHERE project = %s AND id = ANY(%s)", (self.project, list(ids))
+            ).fetchall()
+        )
+
     def reserve(self, count: int, above: int = 0, given: Sequence[int] = ()) -> int:
         """Hand out `count` new ids at once, in a short transaction of its own, after lifting the
         project's last id to `above` (the highest id a bulk insert brings), so that no member's

@@ -42,7 +42,7 @@ def import_rows(
     with store.writing(conn, lock=False):  # the temporary table only
         with team.transaction():
             _mark_duplicates(conn, team)
-            last = team.conn.execute("SELECT last_fact FROM projects WHERE id = %s", (team.project,)).fetchone()[0]
+            last = team.last_id()
         transfer.count_duplicates(conn, result)
         if not new_ids:
             with team.transaction():
@@ -122,19 +122,14 @@ def import_rows(
 
 
 def _content(topic: str, kind: str, text: str) -> str:
-    """What makes two facts duplicates, as PostgreSQL's md5() spells it in _mark_duplicates."""
+    """What makes two facts duplicates, as TeamFacts.content_digests spells it (PostgreSQL's md5())."""
     return hashlib.md5(f"{topic}\x1f{kind}\x1f{text}".encode()).hexdigest()
 
 
 def _mark_duplicates(conn: apsw.Connection, team: TeamFacts) -> None:
     """Mark the lines whose topic, kind and text a fact of the team's project already has: the
     project's facts compared by a digest of their content, read once."""
-    held = {
-        row[0]
-        for row in team.conn.execute(
-            "SELECT md5(topic || chr(31) || kind || chr(31) || text) FROM facts WHERE project = %s", (team.project,)
-        )
-    }
+    held = team.content_digests()
     if not held:
         return
     duplicates = [
@@ -152,9 +147,5 @@ def _refuse_conflicts(conn: apsw.Connection, team: TeamFacts) -> None:
     topics: dict[int, str] = {}
     for start in range(0, len(rows), 1000):
         ids = [fact_id for _, fact_id in rows[start : start + 1000]]
-        topics.update(
-            team.conn.execute(
-                "SELECT id, topic FROM facts WHERE project = %s AND id = ANY(%s)", (team.project, ids)
-            ).fetchall()
-        )
+        topics.update(team.topics(ids))
     transfer.refuse_taken([(line, fact_id, topics[fact_id]) for line, fact_id in rows if fact_id in topics])
