@@ -603,6 +603,23 @@ def test_the_plugin_beside_a_settings_install_says_so_and_still_holds(tmp_path):
         assert box.fake.errors == []
 
 
+def test_a_gate_tool_claude_code_refused_counts_no_hold(tmp_path):
+    """The mod asks the gate at the first answer that owes memory and only then registers its
+    tool; refused (an MCP server of the session owns the name), that hold never happened: the
+    plugin's Stop hook still holds the answer three times before letting it out."""
+    with Sandbox(tmp_path) as box:
+        gate = Gate(box, "settings")  # held_messages: the Stop hook's feedback
+        box.fake.add(*["I will not touch memory."] * 6)
+        run = box.run("Hello?", env=gate.env(), debug=True, plugin_dirs=[PLUGIN], mcp_config=MCP_CONFIG)
+        assert run.returncode == 0 and run.load_errors() == [], run.explain()
+        assert any("could not register its gate tool" in text for text in run.ui_logs("memory-gate"))
+        assert run.result_text == "I will not touch memory."
+        assert len(held_messages(run, gate)) == 3
+        [turn] = gate.turns()
+        assert (turn["holds"], turn["outcome"]) == (3, "released")
+        assert box.fake.errors == []
+
+
 def test_a_stop_mark_an_earlier_process_left_is_cleared_by_the_next_ones_first_step(plugin_gate):
     """A mark says the mod ruled this turn's answer; one left by an earlier process of the session
     (an answer interrupted before its Stop hook ran) must not let a later turn's Stop hook pass
