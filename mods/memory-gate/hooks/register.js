@@ -83,6 +83,9 @@ function noteCall(turn, e, answer) {
     const kept = parsed && Array.isArray(parsed.kept) ? parsed.kept : e.kept;
     const changed = parsed && Array.isArray(parsed.done) ? parsed.done : Array.isArray(e.ops) ? e.ops : [];
     for (const id of [...ids(kept), ...ids(changed.map((op) => op && op.id))]) turn.owed.delete(id);
+    // Facts read this turn that another session deleted since, as the server found them: no
+    // write can answer for them (one naming them is refused), so they are owed no more.
+    for (const id of ids(parsed?.gone)) turn.owed.delete(id);
   }
 }
 
