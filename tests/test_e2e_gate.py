@@ -603,6 +603,23 @@ def test_the_plugin_beside_a_settings_install_says_so_and_still_holds(tmp_path):
         assert box.fake.errors == []
 
 
+def test_a_gate_tool_claude_code_refused_counts_no_hold(tmp_path):
+    """The mod asks the gate at the first answer that owes memory and only then registers its
+    tool; refused (an MCP server of the session owns the name), that hold never happened: the
+    plugin's Stop hook still holds the answer three times before letting it out."""
+    with Sandbox(tmp_path) as box:
+        gate = Gate(box, "settings")  # held_messages: the Stop hook's feedback
+        box.fake.add(*["I will not touch memory."] * 6)
+        run = box.run("Hello?", env=gate.env(), debug=True, plugin_dirs=[PLUGIN], mcp_config=MCP_CONFIG)
+        assert run.returncode == 0 and run.load_errors() == [], run.explain()
+        assert any("could not register its gate tool" in text for text in run.ui_logs("memory-gate"))
+        assert run.result_text == "I will not touch memory."
+        assert len(held_messages(run, gate)) == 3
+        [turn] = gate.turns()
+        assert (turn["holds"], turn["outcome"]) == (3, "released")
+        assert box.fake.errors == []
+
+
 def test_a_stop_mark_an_earlier_process_left_is_cleared_by_the_next_ones_first_step(plugin_gate):
     """A mark says the mod ruled this turn's answer; one left by an earlier process of the session
     (an answer interrupted before its Stop hook ran) must not let a later turn's Stop hook pass
@@ -674,6 +691,45 @@ def test_a_fact_read_then_struck_from_the_ledger_is_still_owed(gate):
     assert "Fact 1 read this turn is not answered for" in message
     assert run.result_text == "Still true."
     assert gate.turns()[-1]["outcome"] == "met"
+
+
+def delete_elsewhere(gate: Gate, fact: int) -> None:
+    """Another session deletes the fact, through the tools, its change logged."""
+    from gate.engine import store
+    from gate.memory import audit
+    from gate.serve import tools
+
+    conn = store.connect(str(gate.database()))
+    try:
+        log = audit.log_path(gate.database())
+        tools.memory_write(conn, [{"op": "delete", "id": fact}], [], tools.Caller("another-session"), log=log)
+    finally:
+        conn.close()
+
+
+def test_a_fact_another_session_deleted_after_the_search_is_owed_no_more(gate):
+    """The turn was shown fact 1, and another session deleted it before the turn's write: no write
+    can answer for it (one naming it is refused). The write's answer says it is gone, and the
+    mod's record, or the server's the Stop hook asks, owes it no more: the answer goes out met."""
+    new = {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}
+    gate.box.fake.add(gate.search("deploy"), gate.write([new]), "Noted.")
+    assert gate.run("Deploys go through staging.").result_text == "Noted."
+
+    def write_after_the_delete(body):
+        [fact] = must_answer(body)
+        delete_elsewhere(gate, fact)
+        return gate.write([], [])
+
+    gate.box.fake.add(gate.search("deploy"), write_after_the_delete, *["Staging is gone from memory."] * 4)
+    run = gate.run("Do deploys still go through staging?")
+    assert run.returncode == 0, run.explain()
+    accepted = json.loads(last_tool_result_text(run.requests[2]))
+    assert accepted["gone"] == [1], accepted
+    assert held_messages(run, gate) == []
+    assert run.result_text == "Staging is gone from memory."
+    [turn] = [turn for turn in gate.turns() if turn["prompt"] == "Do deploys still go through staging?"]
+    assert (turn["holds"], turn["outcome"]) == (0, "met")
+    assert gate.facts() == []
 
 
 def test_with_no_server_to_ask_the_stop_hook_judges_on_the_ledger_and_says_so(tmp_path):

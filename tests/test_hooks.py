@@ -274,6 +274,19 @@ def test_hold_counts_the_mods_holds_and_knows_its_release(home, project):
     assert hook(home, project, "Hold", payload, "--tools", PREFIX)[1] == {"action": "pass"}
 
 
+def test_a_dry_hold_rules_without_counting_a_hold(home, project):
+    """The mod asks dry before its gate tool is registered: Claude Code may refuse the tool, and
+    then no hold happened. The Stop hook, ruling next, still has all three holds."""
+    prompt(home, project)
+    payload = {"session_id": "s1", "prompt_id": "p1", "seen": _seen(), "dry": True}
+    _, out, _ = hook(home, project, "Hold", payload, "--tools", PREFIX)
+    assert out["action"] == "hold" and "has not searched memory" in out["reason"]
+    assert turn(home, project)[2:4] == (0, None)
+    del payload["dry"]
+    assert hook(home, project, "Hold", payload, "--tools", PREFIX)[1]["action"] == "hold"
+    assert turn(home, project)[2] == 1
+
+
 def test_hold_reopens_a_turn_row_that_is_gone(home, project):
     prompt(home, project)
     _edit_ledger(home, project, "DELETE FROM turns")

@@ -109,6 +109,9 @@ def test_a_write_another_member_deleted_the_fact_of_is_refused(members):
     with pytest.raises(write.Refused, match=f"fact {done['id']} was deleted .* after this turn read it"):
         ana.write([{"op": "update", "id": done["id"], "text": "Deploys go through prod."}])
     assert ana.team.execute("SELECT count(*) FROM facts WHERE project = %s", (ana.project,)).fetchone()[0] == 0
+    # Left out, it is accepted and said to be gone: the turn owes it no more (the mod's record, the server's).
+    answer = ana.write([])
+    assert answer.outcome.gone == [done["id"]] and answer.structured()["gone"] == [done["id"]]
 
 
 def test_a_refused_write_leaves_the_team_database_as_it_was(members):

@@ -44,6 +44,33 @@ def test_a_turn_owes_what_its_searches_returned_until_a_write_answers_for_it():
     assert record.answer("s2", "p1")["searched"] is False
 
 
+def test_a_fact_another_session_deleted_is_owed_no_more_after_the_turns_write(tmp_path):
+    """The record learns from the write's answer which facts the turn read are gone: no write can
+    answer for them, and the Stop hook would hold the turn for them three times for nothing."""
+    from gate.engine import store
+    from gate.serve import tools
+
+    conn = store.connect(str(tmp_path / "memory.db"))
+    record = sightings.Record()
+    other = tools.Caller("s2")
+
+    def mine(call: str, tool: str) -> tools.Caller:  # a call of turn p1, as the PreToolUse hook maps it
+        with store.writing(conn):
+            ledger.record_tool_call(conn, call, "s1", "p1", f"mcp__memory-gate__{tool}", None)
+        return tools.Caller("s1", tool_use_id=call)
+
+    new = {"op": "insert", "topic": "deploy", "kind": "state", "text": "Deploys go through staging."}
+    tools.memory_write(conn, [new], [], other, log=None)
+    found = tools.memory_search(conn, "deploy", mine("t1", "memory_search"))
+    record.searched(found.turn, [result.fact.id for result in found.results])
+    [fact] = record.answer("s1", "p1")["unanswered"]
+    tools.memory_search(conn, "deploy", other)
+    tools.memory_write(conn, [{"op": "delete", "id": fact}], [], other, log=None)
+    written = tools.memory_write(conn, [], [], mine("t2", "memory_write"), log=None)
+    record.wrote(written.turn, written.answered)
+    assert record.answer("s1", "p1") == {"searched": True, "wrote": True, "unanswered": []}
+
+
 def test_a_server_turn_is_not_recorded_and_old_turns_go_first(monkeypatch):
     record = sightings.Record()
     record.searched(turn(None), [1])

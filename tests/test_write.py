@@ -177,6 +177,31 @@ def test_a_fact_deleted_elsewhere_after_it_was_read(conn, writer):
     assert "deleted by another session" in answer.outcome.notes[0]
 
 
+@pytest.mark.parametrize("kept_it", [False, True])
+def test_a_write_says_which_facts_read_this_turn_are_gone(conn, writer, kept_it):
+    """Another session deleted a fact this turn was shown: no write can answer for it, so the
+    accepted write says it is gone, and the server's record and the mod's owe it no more."""
+    fact = writer.insert("deploy", "Deploys go through staging.")
+    other_fact = writer.insert("build", "Builds use make.")
+    writer.search("deploy")
+    other = tools.Caller("other-session")
+    tools.memory_search(conn, "deploy", other)
+    tools.memory_write(conn, [{"op": "delete", "id": fact}], [], other, log=None)
+    # A write changing it is refused: the write's answer is where the turn learns it is gone.
+    assert "was deleted (by another session)" in refused(writer, [{"op": "delete", "id": fact}], [])
+    answer = writer.write([], [fact] if kept_it else [])
+    assert answer.outcome.gone == [fact] and fact in answer.answered and other_fact not in answer.answered
+    assert answer.structured()["gone"] == [fact]
+    assert f"nothing to answer for: [{fact}]" in answer.text
+
+
+def test_a_write_with_nothing_gone_says_no_gone(conn, writer):
+    fact = writer.insert("deploy", "Deploys go through staging.")
+    writer.search("deploy")
+    answer = writer.write([], [fact])
+    assert answer.outcome.gone == [] and "gone" not in answer.structured()
+
+
 def test_insert_date_defaults_to_today_and_can_be_given(conn, writer):
     fact = writer.insert("release", "v2 shipped.", kind="event", date="2026-03-01")
     assert conn.execute("SELECT date FROM facts WHERE id = ?", (fact,)).fetchone()[0] == "2026-03-01"

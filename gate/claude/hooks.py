@@ -217,6 +217,7 @@ def _rule(
     seen: Seen | None = None,
     sighting: "witness.Sighting | None" = None,
     conn=None,
+    count: bool = True,
 ) -> tuple[str, str | None]:
     """The gate's ruling on a final answer, for the Stop hook and the mod's Hold alike: ("pass",
     None) with nothing to judge, ("met", None), ("release", why) or ("hold", what is missing),
@@ -225,7 +226,8 @@ def _rule(
     None when unknown. With the mod's record (`seen`), what the turn searched, wrote and owes, how
     often it was held and whether it was let out are the record's; with the memory servers'
     (`sighting`, asked by the Stop hook), what it searched, wrote and owes. Either way the
-    ledger's counts decide nothing."""
+    ledger's counts decide nothing. With `count` False a "hold" is ruled but not counted (the mod
+    asks so before its gate tool is registered: refused, no hold happened)."""
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
     conn = conn if conn is not None else _open(payload, create=False)
     with store.writing(conn):
@@ -256,7 +258,8 @@ def _rule(
         if not _affordable(state, step, limit):
             ledger.settle(conn, state.turn.id, "released")
             return "release", released_by_limit(limit)
-        ledger.hold(conn, state.turn.id)
+        if count:
+            ledger.hold(conn, state.turn.id)
         return "hold", missing(state, prefix)
 
 
@@ -307,7 +310,9 @@ def hold(payload: dict, prefix: str) -> dict:
     """The mod's question before a final answer goes out: pass, hold (with what is missing),
     or release, once the turn has been held MAX_HOLDS times or when --max-turns leaves no room
     for a hold (`step` in the input: the turn's model requests so far, this one included).
-    `seen` in the input is the mod's own record of the turn (Seen): the ruling rests on it."""
+    `seen` in the input is the mod's own record of the turn (Seen): the ruling rests on it.
+    `dry` true in the input: a hold is ruled but not counted (the mod's gate tool is not yet
+    registered; the mod asks again, counting, once it is)."""
 
     def budget() -> tuple[int | None, int | None]:
         # The mod counts the turn's model requests, this one included.
@@ -324,7 +329,7 @@ def hold(payload: dict, prefix: str) -> dict:
         # The mod's own record counts the holds where it runs; the ledger where none does.
         return (state.turn.holds if seen is None else seen.holds) >= MAX_HOLDS
 
-    action, reason = _rule(payload, prefix, held_enough, budget, seen)
+    action, reason = _rule(payload, prefix, held_enough, budget, seen, count=payload.get("dry") is not True)
     action = "pass" if action == "met" else action
     return {"action": action} if reason is None else {"action": action, "reason": reason}
 

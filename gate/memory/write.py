@@ -60,6 +60,10 @@ class Outcome:
     kept: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     replayed: bool = False
+    # Facts this turn read that memory no longer holds (another session deleted them): no write
+    # can answer for them, so nothing is owed for them. The mod's record and the server's learn it
+    # from here (a write naming one is refused).
+    gone: list[int] = field(default_factory=list)
     # The write's turn is gated (a hook opened it) and has not searched: the gate still wants a
     # search, whose results the turn must then answer for.
     owes_search: bool = False
@@ -69,11 +73,12 @@ class Outcome:
         return [item["id"] for item in self.done if item["op"] == "insert"]
 
     def to_json(self) -> dict[str, Any]:
-        return {"write": self.write_id, "done": self.done, "kept": self.kept, "notes": self.notes}
+        data = {"write": self.write_id, "done": self.done, "kept": self.kept, "notes": self.notes}
+        return data | ({"gone": self.gone} if self.gone else {})
 
     @classmethod
     def from_json(cls, data: dict[str, Any], *, replayed: bool) -> Outcome:
-        return cls(data["write"], data["done"], data["kept"], data["notes"], replayed)
+        return cls(data["write"], data["done"], data["kept"], data["notes"], replayed, gone=data.get("gone", []))
 
 
 def apply(
@@ -125,7 +130,7 @@ def apply(
         if replay is not None:
             replay.owes_search = owes_search
             return replay
-        found, changed = _check_against_memory(conn, facts, turn, parsed, kept_ids)
+        found, changed, gone = _check_against_memory(conn, facts, turn, parsed, kept_ids)
         problems += found
         if problems and not changed:
             raise Refused(problems)  # nothing of it kept
@@ -139,6 +144,7 @@ def apply(
             refused = None
             changes = memory.change_set(conn, changeset.author(turn), write_id=write_id)
             outcome = _apply(changes, parsed, kept_ids, today or Date.today().isoformat())
+            outcome.gone = gone
             # An update that changed nothing is in `done` too: its fact may still be owed a vector.
             changes.finish(
                 turn,
@@ -203,11 +209,12 @@ def _apply_apart(
             replay.owes_search = owes_search
             return replay
         with team.transaction():
-            found, changed = _check_against_memory(conn, team, turn, parsed, kept_ids)
+            found, changed, gone = _check_against_memory(conn, team, turn, parsed, kept_ids)
             problems += found
             if not problems:
                 changes = memory.change_set(conn, changeset.author(turn), write_id=write_id)
                 outcome = _apply(changes, parsed, kept_ids, today or Date.today().isoformat())
+                outcome.gone = gone
                 # An update that changed nothing is in `done` too: its fact may still be owed a vector.
                 revisions = changes.finish_facts(turn, ahead=ahead, sync=[item["id"] for item in outcome.done])
         if problems:
@@ -318,12 +325,15 @@ def _replay(conn: apsw.Connection, turn: ledger.Turn, key: str, tool_use_id: str
 
 def _check_against_memory(
     conn: apsw.Connection, facts: changeset.Facts, turn: ledger.Turn, ops: list[Op], kept: list[int]
-) -> tuple[list[str], dict[int, int]]:
-    """The write's problems with memory as it is, and the facts it names that were changed since
-    this turn read them, with their revision now."""
+) -> tuple[list[str], dict[int, int], list[int]]:
+    """The write's problems with memory as it is, the facts it names that were changed since
+    this turn read them, with their revision now, and the facts this turn read that memory no
+    longer holds (Outcome.gone)."""
     read = ledger.read_revisions(conn, turn.id)
     wanted = sorted({op.id for op in ops if op.id is not None} | set(kept))
-    existing = facts.existing(wanted)
+    # The facts read too, in the same question: which of them are gone.
+    existing = facts.existing(sorted(set(wanted) | set(read)))
+    gone = sorted(fact for fact in read if fact not in existing)
     problems, changed = _changed_since_read(facts, read, ops, kept)
     for op in ops:
         if op.id is not None and op.id not in existing:
@@ -364,7 +374,7 @@ def _check_against_memory(
         problems.append(
             f"{noun} {listed} read this turn {'is' if len(missing) == 1 else 'are'} not answered for: {mend}"
         )
-    return problems, changed
+    return problems, changed, gone
 
 
 def _changed_since_read(

@@ -102,11 +102,17 @@ OWES_SEARCH = (
 
 
 def write_data(
-    done: Sequence[dict], kept: Sequence[int], notes: Sequence[str], replayed: bool, owes_search: bool = False
+    done: Sequence[dict],
+    kept: Sequence[int],
+    notes: Sequence[str],
+    replayed: bool,
+    owes_search: bool = False,
+    gone: Sequence[int] = (),
 ) -> dict:
     """The structured write answer. `next` says whether the turn still owes memory a search: the
     write itself has answered for everything read (it is refused otherwise), so that is all that
-    can be left. The mod reads it too, to let a clear turn's answer out without asking again."""
+    can be left. The mod reads it too, to let a clear turn's answer out without asking again, and
+    `gone`, the facts read this turn that another session deleted since, to owe them no more."""
     data: dict = {
         "done": [{"op": item["op"], "id": item["id"]} for item in done],
         "new_ids": [item["id"] for item in done if item["op"] == "insert"],
@@ -115,6 +121,8 @@ def write_data(
     }
     if notes:
         data["notes"] = list(notes)
+    if gone:
+        data["gone"] = list(gone)
     data["next"] = OWES_SEARCH if owes_search else CLEAR
     return data
 
@@ -155,7 +163,12 @@ def search_text(
 
 
 def write_text(
-    done: Sequence[dict], kept: Sequence[int], notes: Sequence[str], replayed: bool, owes_search: bool = False
+    done: Sequence[dict],
+    kept: Sequence[int],
+    notes: Sequence[str],
+    replayed: bool,
+    owes_search: bool = False,
+    gone: Sequence[int] = (),
 ) -> str:
     parts = []
     for item in done:
@@ -174,5 +187,8 @@ def write_text(
         lines.append("This write was already applied (the same call arrived again); nothing changed now.")
     lines.append("memory_write accepted: " + ("; ".join(parts) if parts else "nothing to change") + ".")
     lines += [f"Note: {note}" for note in notes]
+    if gone:
+        listed = ", ".join(f"[{fact}]" for fact in gone)
+        lines.append(f"Read this turn and deleted since by another session, nothing to answer for: {listed}.")
     lines.append(OWES_SEARCH if owes_search else CLEAR)
     return "\n".join(lines)

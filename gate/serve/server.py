@@ -71,6 +71,9 @@ class WriteOut(BaseModel):
     kept: list[int]
     replayed: bool = Field(description="true: the same write had already been applied; nothing changed now")
     notes: list[str] | None = None
+    gone: list[int] | None = Field(
+        default=None, description="facts read this turn that another session deleted since: nothing to answer for"
+    )
     next: str = Field(description="what the turn still owes memory, if anything")
 
 

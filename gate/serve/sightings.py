@@ -3,8 +3,9 @@ Stop hook asks it on (gate.memory.witness: the question, the address file, and w
 
 The record is the server's, from the calls it answered: a turn searched when a search of it was
 answered, wrote when a write of it was accepted, and owes every fact a search of it returned that
-no accepted write kept, updated or deleted since (as the plugin's mod keeps its own record in
-Claude Code's process). Nothing read from the ledger's counts decides it, so a command that edits
+no accepted write kept, updated or deleted since, nor found gone (another session deleted it: no
+write can answer for it; gate.memory.write's Outcome.gone), as the plugin's mod keeps its own
+record in Claude Code's process. Nothing read from the ledger's counts decides it, so a command that edits
 the ledger changes no answer. Only turns the hooks opened (with a prompt_id) are recorded.
 """
 

@@ -197,18 +197,19 @@ class WriteAnswer:
 
     @property
     def answered(self) -> list[int]:
-        """The facts the write answered for: kept, or changed (updated, deleted)."""
+        """The facts the write answered for: kept, or changed (updated, deleted), and those read
+        that memory no longer holds (nothing can answer for them)."""
         o = self.outcome
-        return [*o.kept, *(item["id"] for item in o.done if isinstance(item.get("id"), int))]
+        return [*o.kept, *(item["id"] for item in o.done if isinstance(item.get("id"), int)), *o.gone]
 
     @property
     def text(self) -> str:
         o = self.outcome
-        return render.write_text(o.done, o.kept, o.notes, o.replayed, o.owes_search)
+        return render.write_text(o.done, o.kept, o.notes, o.replayed, o.owes_search, o.gone)
 
     def structured(self) -> dict[str, Any]:
         o = self.outcome
-        return render.write_data(o.done, o.kept, o.notes, o.replayed, o.owes_search)
+        return render.write_data(o.done, o.kept, o.notes, o.replayed, o.owes_search, o.gone)
 
 
 def memory_write(

@@ -83,6 +83,9 @@ function noteCall(turn, e, answer) {
     const kept = parsed && Array.isArray(parsed.kept) ? parsed.kept : e.kept;
     const changed = parsed && Array.isArray(parsed.done) ? parsed.done : Array.isArray(e.ops) ? e.ops : [];
     for (const id of [...ids(kept), ...ids(changed.map((op) => op && op.id))]) turn.owed.delete(id);
+    // Facts read this turn that another session deleted since, as the server found them: no
+    // write can answer for them (one naming them is refused), so they are owed no more.
+    for (const id of ids(parsed?.gone)) turn.owed.delete(id);
   }
 }
 
@@ -368,19 +371,21 @@ export function register(on) {
     if (turn && turn.automated) {
       if (stop) verdict = { action: "pass" };
     } else if (turn && !refused && stop && (stop.stopReason === "end_turn" || stop.stopReason === "max_tokens")) {
-      try {
-        // step: this turn's model requests so far, so that Python can tell whether --max-turns
-        // leaves room for a hold (a hold past it would lose the answer).
-        verdict = await askGate($, "Hold", promptId, { step: e.index + 1, seen: recordView(turn) });
-      } catch (error) {
-        verdict = null;
-      }
+      // step: this turn's model requests so far, so that Python can tell whether --max-turns
+      // leaves room for a hold (a hold past it would lose the answer).
+      const ask = (dry) =>
+        askGate($, "Hold", promptId, { step: e.index + 1, seen: recordView(turn), ...(dry ? { dry: true } : {}) }).catch(() => null);
+      // Before the gate tool is registered, a hold is asked for dry (ruled, not counted): Claude
+      // Code may refuse the tool, and then no hold happens.
+      const unregistered = gateTool === null;
+      verdict = await ask(unregistered);
       // The gate tool only for a hold, which is a call of it: with memory off (no verdict) it is
       // never registered, so /mcp tells one story, the memory server's failure and its mend.
-      // Refused (said once), the answer goes out and the Stop hook holds it.
+      // Refused (said once), the answer goes out and the Stop hook holds it, no hold counted.
       if (verdict && verdict.action === "hold") {
         name = await gateToolName($).catch(() => null);
         if (!name) verdict = null;
+        else if (unregistered) verdict = await ask(false); // registered: the hold is made, and counted
       }
     }
     if (name && verdict && verdict.action === "hold" && typeof verdict.reason === "string") {
