@@ -1,5 +1,6 @@
 from datetime import datetime, timezone
 
+from gate.engine.listing import SqliteListing, topic_match
 from gate.memory import listing
 
 
@@ -14,7 +15,7 @@ def test_facts_come_newest_change_first_and_filter(writer):
     stamp(writer.conn, a, "2026-03-01T00:00:00Z", "2026-03-01T00:00:00Z")
     stamp(writer.conn, b, "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")
     stamp(writer.conn, c, "2026-02-01T00:00:00Z", "2026-02-01T00:00:00Z")
-    ids = lambda **filters: [fact.id for fact in listing.facts(writer.conn, **filters)]  # noqa: E731
+    ids = lambda **filters: [fact.id for fact in SqliteListing(writer.conn).facts(**filters)]  # noqa: E731
     assert ids() == [a, c, b]
     assert ids(topic="DEPLOY") == [a, b] and ids(kind="trap") == [b]
     assert ids(since="2026-02-01") == [a, c] and ids(limit=1) == [a]
@@ -29,8 +30,8 @@ def test_unconfirmed_facts_come_longest_first(writer):
     stamp(writer.conn, b, "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z")
     before = listing.cutoff(30, now=datetime(2026, 3, 1, tzinfo=timezone.utc))
     assert before == "2026-01-30T00:00:00Z"
-    assert [fact.id for fact in listing.unconfirmed(writer.conn, before)] == [b, a]
-    assert listing.count_unconfirmed(writer.conn, before) == 2
+    assert [fact.id for fact in SqliteListing(writer.conn).unconfirmed(before)] == [b, a]
+    assert SqliteListing(writer.conn).count_unconfirmed(before) == 2
 
 
 def test_pages_topic_words_and_unconfirmed_filter_as_the_viewer_asks(writer):
@@ -40,13 +41,13 @@ def test_pages_topic_words_and_unconfirmed_filter_as_the_viewer_asks(writer):
     stamp(writer.conn, a, "2026-03-01T00:00:00Z", "2026-01-01T00:00:00Z")
     stamp(writer.conn, b, "2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z")
     stamp(writer.conn, c, "2026-01-01T00:00:00Z", "2026-03-01T00:00:00Z")
-    ids = lambda **filters: [fact.id for fact in listing.facts(writer.conn, **filters)]  # noqa: E731
+    ids = lambda **filters: [fact.id for fact in SqliteListing(writer.conn).facts(**filters)]  # noqa: E731
     assert ids(limit=2, offset=1) == [b, c] and ids(offset=2) == [c]
     assert ids(topic_words="DEPLO") == [a, b] and ids(topic_words="stag depl") == [a]
     assert ids(topic_words="cafe") == [c]  # accents folded, as the word index folds them
     assert ids(topic_words="ploy") == []  # words that start so, not letters anywhere
     assert ids(topic_words='"') == [] and ids(topic_words="-") == []  # no word: LIKE, nothing holds it
     assert ids(unconfirmed_before="2026-02-01T00:00:00Z") == [a]
-    assert listing.count(writer.conn) == 3
-    assert listing.count(writer.conn, topic_words="deploy", kind="trap") == 1
-    assert listing.topic_match('say "hi"') == 'topic : ("say"* "hi"*)'
+    assert SqliteListing(writer.conn).count() == 3
+    assert SqliteListing(writer.conn).count(topic_words="deploy", kind="trap") == 1
+    assert topic_match('say "hi"') == 'topic : ("say"* "hi"*)'

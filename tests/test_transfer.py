@@ -5,7 +5,8 @@ import tracemalloc
 import pytest
 
 from gate.engine import store
-from gate.memory import audit, changeset, factlines, history, ledger, listing, transfer, undo
+from gate.engine.listing import SqliteListing
+from gate.memory import audit, changeset, factlines, history, ledger, transfer, undo
 from gate.memory.stores import LocalStore
 from gate.search import embeddings, fulltext as search, vectors
 
@@ -245,12 +246,12 @@ def test_export_of_a_large_memory_streams(big):
 
 @pytest.mark.slow
 def test_listing_a_large_memory_streams(big):
-    rows = listing.facts(big)
+    rows = SqliteListing(big).facts()
     first = next(rows)
     assert first.updated.startswith("2026-12")
     used = peak(lambda: sum(1 for _ in rows))
     assert used < 200_000, used
-    assert sum(1 for _ in listing.unconfirmed(big, "2026-02-01T00:00:00Z")) == BIG // 12 + (BIG % 12 > 0)
+    assert sum(1 for _ in SqliteListing(big).unconfirmed("2026-02-01T00:00:00Z")) == BIG // 12 + (BIG % 12 > 0)
 
 
 def test_the_largest_id_import_takes_leaves_memory_ids_for_later_facts(writer):

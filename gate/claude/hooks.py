@@ -24,6 +24,8 @@ from gate.memory import ledger
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # imported by the Stop hook alone, where it asks (a share of every other hook's start)
+    import apsw
+
     from gate.memory import witness
 
 # gate.credentials and gate.claude.maxturns are imported where they are needed: a PreToolUse hook, and
@@ -76,24 +78,18 @@ CONTRACT = (
 )
 
 
-def _database(payload: dict, *, create: bool) -> str:
+def _database(payload: dict, *, create: bool) -> tuple[str, bool]:
+    """The turn ledger's path, and whether the project's facts are in that file too or in a
+    team's memory (config.facts_here: the ledger's reads are owed as the facts' store says)."""
     settings = config.load(cwd=payload.get("cwd") or None)
     path = config.find_database(settings)
     if not create and not os.path.exists(path):
         raise hookio.Skip
-    return path
+    return path, config.facts_here(settings, path)
 
 
 def _open(payload: dict, *, create: bool):
-    return store.connect(_database(payload, create=create), busy_ms=BUSY_MS)
-
-
-def _gate(conn, payload: dict, session: str, prompt_id: str) -> ledger.Gate | None:
-    """The turn's gate in the ledger, its reads owed as the project's facts say: in this file, or
-    in a team's memory (then every read no write answered for is owed)."""
-    settings = config.load(cwd=payload.get("cwd") or None)
-    here = config.facts_here(settings, config.find_database(settings))
-    return ledger.gate(conn, session, prompt_id, facts_here=here)
+    return store.connect(_database(payload, create=create)[0], busy_ms=BUSY_MS)
 
 
 def _text(payload: dict, key: str) -> str:
@@ -216,7 +212,7 @@ def _rule(
     budget,
     seen: Seen | None = None,
     sighting: "witness.Sighting | None" = None,
-    conn=None,
+    opened: "tuple[apsw.Connection, bool] | None" = None,
     count: bool = True,
 ) -> tuple[str, str | None]:
     """The gate's ruling on a final answer, for the Stop hook and the mod's Hold alike: ("pass",
@@ -229,9 +225,12 @@ def _rule(
     ledger's counts decide nothing. With `count` False a "hold" is ruled but not counted (the mod
     asks so before its gate tool is registered: refused, no hold happened)."""
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
-    conn = conn if conn is not None else _open(payload, create=False)
+    if opened is None:
+        path, here = _database(payload, create=False)
+        opened = store.connect(path, busy_ms=BUSY_MS), here
+    conn, here = opened
     with store.writing(conn):
-        state = _gate(conn, payload, session, prompt_id)
+        state = ledger.gate(conn, session, prompt_id, facts_here=here)
         if seen is not None and seen.released:
             return "pass", None
         if sighting is not None and state is not None and hookio.automated(state.turn.prompt):
@@ -290,13 +289,13 @@ def stop(payload: dict, prefix: str) -> dict | None:
     from gate.memory import witness
 
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
-    path = _database(payload, create=False)
+    path, here = _database(payload, create=False)
     asking = witness.Asking(path, session, prompt_id)  # the servers answer while the database opens
     conn = store.connect(path, busy_ms=BUSY_MS)
     sighting = asking.sighting()
     limit = stop_limit()
     action, reason = _rule(
-        payload, prefix, lambda state: state.turn.holds >= limit, budget, sighting=sighting, conn=conn
+        payload, prefix, lambda state: state.turn.holds >= limit, budget, sighting=sighting, opened=(conn, here)
     )
     said = [] if sighting is not None or action == "pass" else [LEDGER_ONLY]
     if action in ("pass", "met"):
@@ -338,8 +337,9 @@ def status(payload: dict, prefix: str) -> dict:
     """What the turn still owes, without holding anything (the mod's tool, called by the model)."""
     session, prompt_id = _text(payload, "session_id"), _text(payload, "prompt_id")
     seen = _seen(payload)
-    conn = _open(payload, create=False)
-    state = _gate(conn, payload, session, prompt_id)
+    path, here = _database(payload, create=False)
+    conn = store.connect(path, busy_ms=BUSY_MS)
+    state = ledger.gate(conn, session, prompt_id, facts_here=here)
     if state is not None and seen is not None:
         state = ledger.Gate(state.turn, seen.searched, seen.wrote, seen.unanswered)
     if state is None or state.met:

@@ -61,7 +61,13 @@ class Listing(Protocol):
         topic_words: str | None = None,
         limit: int | None = None,
         offset: int = 0,
-    ) -> Iterator[Fact]: ...
+    ) -> Iterator[Fact]:
+        """Facts, the most recently changed (or created) first. `topic`: the topic holds these
+        letters (any case); `kind`: exactly this kind; `since`: changed on or after this day;
+        `unconfirmed_before`: no turn kept or updated it since this ledger time
+        (gate.memory.listing.cutoff); `topic_words`: the topic holds words starting so
+        (gate.engine.listing.topic_match); `offset`: skip that many (a page further down)."""
+
     def count(
         self,
         *,

@@ -30,7 +30,7 @@ TURNS_PER_PAGE = 20
 class Filters:
     """The facts list's filters, as the page's form sends them (empty: no filter)."""
 
-    topic: str = ""  # the topic holds words starting so (listing.topic_match)
+    topic: str = ""  # the topic holds words starting so (gate.engine.listing.topic_match)
     kind: str = ""
     since: str = ""  # changed on or after this day
     stale: int = 0  # not confirmed by a turn in this many days (what `review` finds)
