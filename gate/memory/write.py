@@ -362,8 +362,7 @@ def _check_against_memory(
     # What the turn read and no write answered for, that memory still holds (the facts' store
     # says, a team's as a file's).
     owed = [fact for fact in ledger.unanswered(conn, turn.id, facts_here=False) if fact not in answered]
-    still = facts.existing(owed) if owed else set()
-    missing = [fact for fact in owed if fact in still]
+    missing = [fact for fact in owed if fact in existing]  # every read fact was in that question
     if missing:
         listed = ", ".join(str(fact) for fact in missing)
         noun = "fact" if len(missing) == 1 else "facts"
