@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from gate.memory import ledger
 from gate.search import lookup, ranking, fulltext as search
+from gate.search.embeddings import Vectors
+from gate.search.vectors import Neighbourhood
 from gate.serve import tools
 
 # A memory where the stale fact and the correction share words the agent's keywords do not.
@@ -67,6 +69,26 @@ def test_a_fact_both_queries_find_is_on_the_subject(conn, writer):
     assert [search.judge(search.candidates_in(index, text)).ranked() for text in queries] == [[], []]
     assert [ranking.rank(index, [text]).ids for text in queries] == [[], []]
     assert ranking.rank(index, queries).ids[:1] == [fact]
+
+
+def test_words_and_meaning_agreeing_on_a_fact_put_the_subject_there(conn, writer, facts):
+    # The owner's long sentence covers no fact well enough for the judgement (its words are
+    # spread over all five), and meaning calls nothing STAND_OUT near; but one fact is among the
+    # AGREE best of both signals.
+    sentence = "We review the standard plan each month, branch by branch, for every app with real users."
+    elsewhere = writer.insert("queues", "Kafka consumers lag on Fridays.")
+    index = search.Index(conn)
+    assert search.judge(search.candidates_in(index, sentence)).ranked() == []
+    vector = Vectors("model", [(1.0, 0.0)])
+
+    def near(fact):
+        # Meaning's nearest, 2 standard deviations out: under STAND_OUT.
+        return lambda _: Neighbourhood([(fact, 0.10)], mean=0.2, spread=0.05)
+
+    assert ranking.rank(index, [sentence]).ids == []
+    assert ranking.rank(index, [sentence], [vector], near(facts["hosting"])).ids[:1] == [facts["hosting"]]
+    # Meaning's nearest is elsewhere: the signals do not agree, nothing comes back.
+    assert ranking.rank(index, [sentence], [vector], near(elsewhere)).ids == []
 
 
 WORDS = ["deploy", "staging", "heroku", "api", "billing", "stripe", "react", "vite", "tests", "ci", "postgresql",

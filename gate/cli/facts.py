@@ -31,7 +31,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         )
         print(
             f"keep   every fact scoring >= {ranking.SHARE:g} of the best, when memory holds something on the subject: "
-            f"words whose terms carry >= {fulltext.COVERAGE:g} of the query's weight, or a fact meaning calls near"
+            f"words whose terms carry >= {fulltext.COVERAGE:g} of the query's weight, or a fact meaning calls near, "
+            f"or a fact among the {ranking.AGREE} best of both"
         )
         return 0
     settings = opening.settings(args)
