@@ -15,6 +15,10 @@ import _credential_blind  # noqa: E402  (bench/_credential_blind.py)
 from credentials import generated_figures  # noqa: E402  (bench/credentials.py)
 
 TARGET_CAUGHT, TARGET_REFUSED = 0.97, 0.005
+# The first measuring run, after the part was committed (d3d49c3) and against the detector as it
+# was then (main at 36b09ae): 514 of 688 credentials caught on every path (74.7 %), 31 of 490
+# look-alikes refused (6.33 %). Below these is a regression, whatever the targets.
+BEFORE_CAUGHT, BEFORE_REFUSED = 514, 31
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +50,11 @@ def test_the_blind_part_is_the_same_every_run():
 
 def test_blind_credentials_are_caught_on_every_path(figures):
     if figures["caught"] < TARGET_CAUGHT:
+        assert figures["secrets"] - len(figures["missed"]) >= BEFORE_CAUGHT, f"blind part: {_caught(figures)}"
         pytest.xfail(f"blind part: {_caught(figures)}, short of {100 * TARGET_CAUGHT:.0f} %")
 
 
 def test_blind_look_alikes_are_refused_at_most_half_a_percent(figures):
     if figures["refused_rate"] > TARGET_REFUSED:
+        assert len(figures["refused"]) <= BEFORE_REFUSED, f"blind part: {_refused(figures)}"
         pytest.xfail(f"blind part: {_refused(figures)}, over {100 * TARGET_REFUSED:.1f} %")
