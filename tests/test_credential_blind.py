@@ -1,0 +1,60 @@
+"""The credential check on the blind part of the generated set (bench/_credential_blind.py): written
+without reading the detector, its tests or its misses, while the detector was widened on the other
+parts. The rates issue 30 asks for, on every path where text lands. A shortfall is an expected
+failure that states the measured figure; no failure here names a sample (that would spend the part)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import _credential_blind  # noqa: E402  (bench/_credential_blind.py)
+from credentials import generated_figures  # noqa: E402  (bench/credentials.py)
+
+TARGET_CAUGHT, TARGET_REFUSED = 0.97, 0.005
+# The first measuring run, after the part was committed (d3d49c3) and against the detector as it
+# was then (main at 36b09ae): 514 of 688 credentials caught on every path (74.7 %), 31 of 490
+# look-alikes refused (6.33 %). Below these is a regression, whatever the targets.
+BEFORE_CAUGHT, BEFORE_REFUSED = 514, 31
+
+
+@pytest.fixture(scope="module")
+def figures():
+    return generated_figures("blind")
+
+
+def _caught(found) -> str:
+    n = found["secrets"]
+    return f"{n - len(found['missed'])} of {n} credentials caught on every path ({100 * found['caught']:.1f} %)"
+
+
+def _refused(found) -> str:
+    return f"{len(found['refused'])} of {found['benign']} look-alikes refused ({100 * found['refused_rate']:.2f} %)"
+
+
+def test_the_blind_part_is_as_large_as_asked():
+    secrets, benign = _credential_blind.samples()
+    providers = {sample.group for sample in secrets if not sample.group.startswith("password")}
+    passwords = {sample.group for sample in secrets if sample.group.startswith("password")}
+    assert len(secrets) >= 400 and len(benign) >= 350
+    assert len(providers) >= 40 and len(passwords) >= 5
+    assert len(set(benign)) == len(benign) and all(sample.value in sample.text for sample in secrets)
+
+
+def test_the_blind_part_is_the_same_every_run():
+    assert _credential_blind.samples() == _credential_blind.samples()
+
+
+def test_blind_credentials_are_caught_on_every_path(figures):
+    if figures["caught"] < TARGET_CAUGHT:
+        assert figures["secrets"] - len(figures["missed"]) >= BEFORE_CAUGHT, f"blind part: {_caught(figures)}"
+        pytest.xfail(f"blind part: {_caught(figures)}, short of {100 * TARGET_CAUGHT:.0f} %")
+
+
+def test_blind_look_alikes_are_refused_at_most_half_a_percent(figures):
+    if figures["refused_rate"] > TARGET_REFUSED:
+        assert len(figures["refused"]) <= BEFORE_REFUSED, f"blind part: {_refused(figures)}"
+        pytest.xfail(f"blind part: {_refused(figures)}, over {100 * TARGET_REFUSED:.1f} %")
