@@ -69,6 +69,10 @@ def _present(low: str) -> set[str]:
     return {trigger for rare, triggers in _FILED if rare in low for trigger in triggers if trigger in low}
 
 
+# Groups whose shapes' checks are also given the match: the value is judged by its user, flag or prefix.
+_WITH_MATCH = frozenset(("user", "flag", "prefix"))
+
+
 def _shape_hits(text: str, present: set[str], shapes: list[tuple[str, tuple[str, ...], str, object]]):
     """(start, end, kind) of the matches of `shapes` whose check holds."""
     for kind, triggers, source, check in shapes:
@@ -79,7 +83,7 @@ def _shape_hits(text: str, present: set[str], shapes: list[tuple[str, tuple[str,
             value = text[span[0] : span[1]]
             if isinstance(check, _Near):
                 ok = check(value, text, match.start())
-            elif "user" in match.re.groupindex or "flag" in match.re.groupindex:
+            elif not _WITH_MATCH.isdisjoint(match.re.groupindex):
                 ok = check(value, match)  # type: ignore[operator]
             else:
                 ok = check is None or check(value)  # type: ignore[operator]

@@ -5,6 +5,7 @@ pass (gate.credentials.values). Patterns are compiled, and `re` imported, only w
 a trigger (`_pattern`): on the hooks' path an ordinary prompt imports nothing.
 """
 
+from gate.credentials.providers import PROVIDER_TOKENS
 from gate.credentials.values import (
     _aws_secret,
     _is_word_like,
@@ -129,50 +130,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     ("a Django secret key", ("django-insecure-",), r"django-insecure-[^\s'\"]{20,}", None),
     ("a Mapbox secret token", ("sk.eyj",), _L + r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", None),
     ("a JSON Web Token", ("eyj",), _L + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", None),
-    (
-        "a provider token",
-        (
-            "lin_",
-            "ntn_",
-            "secret_",
-            "pmak-",
-            "atatt",
-            "glsa_",
-            "glc_",
-            "nrak-",
-            "gsk_",
-            "r8_",
-            "dckr_pat_",
-            "dp.st.",
-            "dp.sa.",
-            "dp.ct.",
-            "dp.pt.",
-            "dp.scim.",
-            "dp.audit.",
-            "sntry",
-            "xai-",
-            "pplx-",
-            "eaaa",
-            "sq0",
-            "atlasv1",
-            "pul-",
-            "hrku-",
-            "sl.",
-            "oy2",
-            "ico-",
-            "flwseck",
-            "pat",
-        ),
-        _L + r"(?:lin_(?:api|oauth)_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}|"
-        r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}|ATATT3[A-Za-z0-9_=-]{100,}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|"
-        r"glc_[A-Za-z0-9+/=]{32,}|NRAK-[A-Z0-9]{27}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|"
-        r"dckr_pat_[A-Za-z0-9_-]{27,}|dp\.(?:st|sa|ct|pt|scim|audit)\.[A-Za-z0-9_.-]{40,}|"
-        r"sntry[su]_[A-Za-z0-9+/=_-]{40,}|xai-[A-Za-z0-9]{70,}|pplx-[A-Za-z0-9]{40,}|EAAA[A-Za-z0-9_-]{60,}|"
-        r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}|pul-[a-f0-9]{40}|"
-        r"HRKU-[A-Za-z0-9_-]{40,}|sl\.[A-Za-z0-9_-]{120,}|oy2[a-z0-9]{43}|ico-[A-Za-z0-9]{32}|"
-        r"FLWSECK(?:_TEST)?-[a-f0-9]{32}-X|pat[A-Za-z0-9]{14}\.[a-f0-9]{64})",
-        _token,
-    ),
+    *PROVIDER_TOKENS,
     # A secret of 40 characters of base64 near a word that says AWS or secret, or after a key id.
     (
         "an AWS secret access key",

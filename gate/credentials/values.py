@@ -82,17 +82,20 @@ def _words(value: str) -> list[str]:
     return words + [word] if word else words
 
 
-def _crossed_out(low: str) -> bool:
-    """A run of x standing for hidden characters (`ghp_XXXX`, `xxx-xxx`), not one inside a
-    word (`Maxxxine1`)."""
-    at = low.find("xxx")
-    while at >= 0:
-        end = at
-        while end < len(low) and low[end] == "x":
-            end += 1
-        if end - at >= 5 or ((at == 0 or not low[at - 1].isalpha()) and (end == len(low) or not low[end].isalpha())):
-            return True
-        at = low.find("xxx", end)
+def _crossed_out(value: str) -> bool:
+    """A run of x of one case standing for hidden characters (`ghp_XXXX`, `xxx-xxx`), not one
+    inside a word (`Maxxxine1`) nor one a random key holds by chance (`...B2xxX`)."""
+    for x in "xX":
+        at = value.find(x * 3)
+        while at >= 0:
+            end = at
+            while end < len(value) and value[end] == x:
+                end += 1
+            if end - at >= 5 or (
+                (at == 0 or not value[at - 1].isalpha()) and (end == len(value) or not value[end].isalpha())
+            ):
+                return True
+            at = value.find(x * 3, end)
     return False
 
 
@@ -103,8 +106,9 @@ def _reference_lead(value: str) -> bool:
     lead, rest = value[:1], value[1:]
     if lead in "!*@":
         return rest.replace("_", "").replace("-", "").replace(".", "").isalpha() or "(" in rest or "/" in rest
-    if lead == "%":
-        return "%" in rest or rest.startswith("(") or rest.startswith("{")
+    if lead == "%":  # `%VAR%`, `%(name)s`, `%{name}`; not `%**-E9hiT4%?U!w`
+        name = rest[: rest.find("%")] if "%" in rest else ""
+        return rest.startswith(("(", "{")) or (name.replace("_", "").isalnum() and name[:1].isalpha())
     if lead == "/":
         return "/" in rest or "." in rest or rest.replace("_", "").replace("-", "").isalpha()
     return False
@@ -118,7 +122,7 @@ def _placeholder(value: str) -> bool:
         or any(mark in low for mark in _MARKS)
         or low.startswith(_LEADS)
         or _reference_lead(value)
-        or _crossed_out(low)
+        or _crossed_out(value)
         or (len(words) > 1 and not _MARK_WORDS.isdisjoint(words))
         or (low.startswith("your") and low.endswith(("here", "key", "token", "password", "secret")))
         or len(set(low)) <= 3
@@ -232,7 +236,10 @@ def _token(body: str) -> bool:
     """A provider-shaped token, unless it is a placeholder (`ghp_XXXX...`, `xoxb-your-token`)."""
     low = body.lower()
     return (
-        not any(mark in low for mark in ("xxx", "...", "\u2026", "***", "your", "<", "0000000")) and len(set(low)) > 4
+        not any(mark in low for mark in ("...", "\u2026", "***", "your", "<", "0000000"))
+        and ("xxxx" not in low or "xxxx" in body or "XXXX" in body)
+        and not _crossed_out(body)
+        and len(set(low)) > 4
     )
 
 
