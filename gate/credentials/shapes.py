@@ -142,7 +142,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     (
         "a connection string with a password",
         ("://",),
-        r"(?i)\b[a-z][a-z0-9+.-]*://(?P<user>[^\s:/@]*(?:@[^\s:/@]+)?):(?P<value>[/@]?[^\s@/]+)@[^\s/]+",
+        r"(?i)\b[a-z][a-z0-9+.-]*://(?P<user>[^\s:/@]*(?:@[^\s:/@]+)?):(?P<value>/?[^\s/]+)@[^\s/@]+",
         lambda v, match: v.lower() != match.group("user").lower() and literal(v, password=True),
     ),
     (
@@ -203,6 +203,32 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         ("docker login",),
         r"\s(?:-p|--password)[= ]\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
         _Near(("docker login",), _password_literal),
+    ),
+    # A user then a password as flags: `-u admin -p <password>` (az, docker, mysql, sshpass alike).
+    (
+        "a password on a command line",
+        (" -u ",),
+        r"\s-u[ \t]+[\"']?[^\s\"']+[\"']?[ \t]+-p[ \t]*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        lambda v: _password_literal(v) and not all(ch.isdigit() or ch in ".:/-" for ch in v),
+    ),
+    # A command that stores a secret, and the value it is given: `gh secret set X --body <value>`,
+    # `az keyvault secret set ... --value <value>`, `aws ssm put-parameter --type SecureString
+    # --value <value>`, `aws secretsmanager create-secret --secret-string <value>`.
+    (
+        "a secret on a command line",
+        ("--value", "--body", "--secret-string", "--secret-value"),
+        r"\s(?:--value|--body|--secret-string|--secret-value)[= \t]+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        _Near(
+            ("secret", "securestring", "password", "token", "api-key", "api_key", "apikey"),
+            lambda v: literal(v, quoted=True) and not v.isdigit() and not v.startswith(("-", "@", "file")),
+        ),
+    ),
+    # A Twilio account SID and its auth token side by side: `Client("AC...", "<32 hex>")`.
+    (
+        "a Twilio auth token",
+        ("ac",),
+        r"(?<![A-Za-z0-9])AC[0-9a-f]{32}[\"']?[ \t]*[,:;/][ \t]*[\"']?(?P<value>[0-9a-f]{32})(?![A-Za-z0-9])",
+        _token,
     ),
     # A flag that names what it takes, then a space: `--token <value>`, `--db-password <value>`
     # (`--token=<value>` is an assignment).
