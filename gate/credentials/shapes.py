@@ -204,13 +204,6 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"\s(?:-p|--password)[= ]\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
         _Near(("docker login",), _password_literal),
     ),
-    # A user then a password as flags: `-u admin -p <password>` (az, docker, mysql, sshpass alike).
-    (
-        "a password on a command line",
-        (" -u ",),
-        r"\s-u[ \t]+[\"']?[^\s\"']+[\"']?[ \t]+-p[ \t]*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        lambda v: _password_literal(v) and not all(ch.isdigit() or ch in ".:/-" for ch in v),
-    ),
     # A command that stores a secret, and the value it is given: `gh secret set X --body <value>`,
     # `az keyvault secret set ... --value <value>`, `aws ssm put-parameter --type SecureString
     # --value <value>`, `aws secretsmanager create-secret --secret-string <value>`.
@@ -251,6 +244,13 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         (" -p ", " -t ", " -a ", " -k "),
         r" -[ptakPTAK] +(?P<q>[\"']?)(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)(?P=q)",
         _random_key,
+    ),
+    # A user then a password as flags: `-u admin -p <password>` (az, docker, mysql, sshpass alike).
+    (
+        "a password on a command line",
+        (" -u ",),
+        r"\s-u[ \t]+[\"']?[^\s\"']+[\"']?[ \t]+-p[ \t]*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        lambda v: _password_literal(v) and not all(ch.isdigit() or ch in ".:/-" for ch in v),
     ),
     # A secret piped into a login: `echo <token> | gh auth login --with-token`.
     (
