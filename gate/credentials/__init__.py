@@ -42,7 +42,14 @@ from gate.credentials.values import (
 
 # The longest value of a setting searched again for an assignment inside it.
 NESTED_MAX = 256
-_TRIGGERS = frozenset(trigger for _, triggers, _, _ in _SHAPES + _ASSIGNMENTS + _LATE for trigger in triggers)
+# A markdown table column whose header holds one of these words holds secrets in its cells.
+_TABLE_PASSWORDS = frozenset(("password", "passwd", "pwd", "senha", "pass"))
+_TABLE_KEYS = frozenset(("secret", "segredo", "token", "key", "chave", "credential", "credencial", "value", "valor"))
+_TRIGGERS = (
+    frozenset(trigger for _, triggers, _, _ in _SHAPES + _ASSIGNMENTS + _LATE for trigger in triggers)
+    | _TABLE_PASSWORDS
+    | _TABLE_KEYS
+)
 # Characters from the most to the least frequent in English prose. A text holding a trigger
 # holds each of its characters, so each trigger is filed under its rarest one (a character not
 # listed counts as rarer than all of them) and searched for only in a text holding that one.
@@ -136,11 +143,6 @@ def _hits(text: str, *, first: bool = False):
         yield hit
         if first:
             return
-
-
-# A markdown table column whose header holds one of these words holds secrets in its cells.
-_TABLE_PASSWORDS = frozenset(("password", "passwd", "pwd", "senha", "pass"))
-_TABLE_KEYS = frozenset(("secret", "segredo", "token", "key", "chave", "credential", "credencial", "value", "valor"))
 
 
 def _table_hits(text: str):

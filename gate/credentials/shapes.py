@@ -299,6 +299,11 @@ _NAMES = {
 }
 # What may stand between a secret's name and "is" in prose: "for prod", "do banco", "de produção".
 _OF = r"(?:\s+(?:for|of|on|to|in|at|do|da|de|dos|das|no|na|para)(?:\s+[\w.@/-]+){1,4}?)?"
+# And what may follow the name: "(prod)", "novo", "new": "server token (prod): ...".
+_QUALIFIED = (
+    r"(?:[ \t]*\([^()\n]{1,30}\)|[ \t]+(?:novo|nova|new|atual|current|antigo|antiga|old|temporary|"
+    r"tempor[aá]ri[oa])(?=[ \t]*[:=]|[ \t]+(?:is|é)\b))?"
+)
 _PROSE_VALUE = r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^\s\"'`,;]+))"
 _ASSIGNMENTS = [
     (
@@ -310,8 +315,8 @@ _ASSIGNMENTS = [
     # An environment variable followed by its value after a space: `AWS_SECRET_ACCESS_KEY <key>`.
     (
         "a password or key assignment",
-        ("pass", "pwd", "secret", "token", "key"),
-        r"(?<![\w-])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|_PASS|_PWD)[ \t]+(?P<q>[\"']?)"
+        ("pass", "pwd", "secret", "token", "key", "appid"),
+        r"(?<![\w-])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|APPID|_PASS|_PWD)[ \t]+(?P<q>[\"']?)"
         r"(?P<value>[^\s\"']+)(?P=q)",
         "weak",
     ),
@@ -323,6 +328,7 @@ _ASSIGNMENTS = [
         ("pass", "pw", "pin ", "pin:", "pin=", "senha"),
         r"(?i)\b(?:passwords?|passphrase|passwd|pw|pwd|passcode|pin|senhas?)\b"
         + _OF
+        + _QUALIFIED
         + r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|just\s+|set\s+to\s+|agora\s+)?"
         + _PROSE_VALUE,
         "password",
@@ -330,9 +336,10 @@ _ASSIGNMENTS = [
     (
         "a key or token in prose",
         ("secret", "token", "key", "credential", "chave", "segredo"),
-        r"(?i)\b(?P<name>secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin)\s+(?:key|token)|token|"
+        r"(?i)\b(?P<name>secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin|server)\s+(?:key|token)|token|"
         r"(?<!public )key|credentials?|chave|segredo)\b"
         + _OF
+        + _QUALIFIED
         + r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
         + _PROSE_VALUE,
         "weak",
@@ -346,8 +353,9 @@ _ASSIGNMENTS = [
     ),
     (
         "a key or token in prose",
-        ("token", "key", "secret", "chave", "segredo"),
-        r"(?i)\b(?:(?<!public )key|token|secret|chave|segredo)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,})",
+        ("token", "key", "secret", "chave", "segredo", "cred"),
+        r"(?i)\b(?P<name>(?:api|access|auth|server|secret|admin)\s+(?:key|token)|(?<!public )key|token|secret|chave|"
+        r"segredo|credentials?|creds|credenciais)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,})",
         "bare",
     ),
     # A name and its value as a call's two strings or a subscript's assignment: PHP's
@@ -380,6 +388,14 @@ _ASSIGNMENTS = [
 ]
 
 
+def _user_password(value: str) -> bool:
+    """The password of a user-and-password pair: a password, not a word nor a product's name
+    (`1Password`)."""
+    value = value.rstrip(".,;)")
+    letters = "".join(ch for ch in value if not ch.isdigit()).lower()
+    return _password(value) and letters not in ("password", "passwords", "secret", "secrets", "vault")
+
+
 # Shapes read after the assignments (so that `api_key: ...` is named an assignment): a value
 # whose name stands before it on its line, some words away.
 _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
@@ -390,7 +406,13 @@ _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
         ("key", "token", "secret", "chave", "segredo", "credential", "pat"),
         r"(?i)\?[ \t]*(?:\n[ \t>]*)?(?:-+>|\u2192|:)?[ \t]*(?:(?:it'?s|it is|here|aqui|é|segue)[ \t:,]*)?"
         r"(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
-        _Near(("key", "token", "secret", "chave", "segredo", "credential", "pat"), _random_key, 50, unless=("public",)),
+        _Near(
+            ("key", "token", "secret", "chave", "segredo", "credential", "pat"),
+            _random_key,
+            50,
+            unless=("public",),
+            loose=(("token", "key", "secret", "chave", "senha", "password"), 10, random_looking),
+        ),
     ),
     # A key named a few words before its value on the same line: "I rotated the admin key
     # yesterday, the new one is ...", "using DEPLOY_TOKEN from the command line: ...". The value
@@ -400,7 +422,26 @@ _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
         "a key or token in prose",
         ("key", "token", "secret", "chave", "segredo", "credential"),
         r"(?i)(?:\bis|\bé|\bagora|:|=|->|\u2192)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
-        _Near(("key", "token", "secret", "chave", "segredo", "credential"), _random_key, 80, unless=("public",)),
+        _Near(
+            ("key", "token", "secret", "chave", "segredo", "credential"),
+            _random_key,
+            80,
+            unless=("public",),
+            loose=(
+                ("api key", "api token", "access token", "auth token", "server token", "secret key"),
+                30,
+                random_looking,
+            ),
+        ),
+    ),
+    # A user and a password given together in prose: "creds for staging are deploy / <password>",
+    # "o login do painel é admin / <senha>".
+    (
+        "a password in prose",
+        ("login", "creds", "credential", "credencia", "acesso", "access"),
+        r"(?i)\b(?:logins?|creds|credentials|credenciais|acesso|access)\b[^\n]{0,40}?(?:\bis|\bare|\bé|\bsão|:)[ \t]+"
+        r"[\w.@+-]{1,40}[ \t]+/[ \t]+(?P<value>[^\s\"'`]+)",
+        _user_password,
     ),
 ]
 
@@ -427,8 +468,8 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
             return True
         # (`strength` has few vowels but is a word: only unspeakable runs and three humps count)
         return letters_password(value) and (_unspeakable(value) if value.islower() else len(_words(value)) >= 3)
-    if how == "bare":
-        return random_looking(value) and not _digest(value)
+    if how == "bare":  # a hex id or hash is a key only after a name of two words ("API key <hex>")
+        return random_looking(value) and (not _digest(value) or (name is not None and " " in name.strip()))
     return random_looking(value)
 
 

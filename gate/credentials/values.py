@@ -286,12 +286,24 @@ class _Near:
     linear time."""
 
     def __init__(
-        self, words: tuple[str, ...], check, window: int = 1000, *, lines: bool = False, unless: tuple[str, ...] = ()
+        self,
+        words: tuple[str, ...],
+        check,
+        window: int = 1000,
+        *,
+        lines: bool = False,
+        unless: tuple[str, ...] = (),
+        loose: tuple = ((), 0, None),
     ):
         self.words, self.check, self.window, self.lines, self.unless = words, check, window, lines, unless
+        # (words, window, check): with one of these words that close before the value, `check`
+        # is enough ("API key <40 hex>": a hash that a name of two words makes a key)
+        self.loose = loose
 
     def __call__(self, value: str, text: str, start: int) -> bool:
-        if not self.check(value):
+        words, window, loose = self.loose
+        close = text[max(0, start - window) : start].lower() if words else ""
+        if not (loose(value) if any(word in close for word in words) else self.check(value)):
             return False
         before = text[max(0, start - self.window) : start]
         if not self.lines:
