@@ -5,6 +5,7 @@ pass (gate.credentials.values). Patterns are compiled, and `re` imported, only w
 a trigger (`_pattern`): on the hooks' path an ordinary prompt imports nothing.
 """
 
+from gate.credentials.commands import COMMAND_LINES
 from gate.credentials.providers import PROVIDER_TOKENS
 from gate.credentials.values import (
     _aws_secret,
@@ -185,37 +186,6 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"(?m)^[ \t]+[\w.-]+:[ \t]*(?:[|>][-+]?[ \t]*\n[ \t]+)?[\"']?(?P<value>[A-Za-z0-9+/]{10,}={0,2})[\"']?[ \t]*$",
         lambda v: len(v) % 4 == 0 and not _is_word_like(v) and not v.isdigit(),
     ),
-    ("a password on a command line", ("mysql",), r"\s-p(?P<value>[^\s'\"]{4,})", _Near(("mysql",), _password_literal)),
-    (
-        "a password on a command line",
-        ("redis-cli",),
-        r"\s-a\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        _Near(("redis-cli",), _password_literal),
-    ),
-    (
-        "a password on a command line",
-        ("sshpass",),
-        r"\s-p\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        _Near(("sshpass",), _password_literal),
-    ),
-    (
-        "a password on a command line",
-        ("docker login",),
-        r"\s(?:-p|--password)[= ]\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        _Near(("docker login",), _password_literal),
-    ),
-    # A command that stores a secret, and the value it is given: `gh secret set X --body <value>`,
-    # `az keyvault secret set ... --value <value>`, `aws ssm put-parameter --type SecureString
-    # --value <value>`, `aws secretsmanager create-secret --secret-string <value>`.
-    (
-        "a secret on a command line",
-        ("--value", "--body", "--secret-string", "--secret-value"),
-        r"\s(?:--value|--body|--secret-string|--secret-value)[= \t]+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        _Near(
-            ("secret", "securestring", "password", "token", "api-key", "api_key", "apikey"),
-            lambda v: literal(v, quoted=True) and not v.isdigit() and not v.startswith(("-", "@", "file")),
-        ),
-    ),
     # A Twilio account SID and its auth token side by side: `Client("AC...", "<32 hex>")`.
     (
         "a Twilio auth token",
@@ -223,57 +193,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"(?<![A-Za-z0-9])AC[0-9a-f]{32}[\"']?[ \t]*[,:;/][ \t]*[\"']?(?P<value>[0-9a-f]{32})(?![A-Za-z0-9])",
         _token,
     ),
-    # A flag that names what it takes, then a space: `--token <value>`, `--db-password <value>`
-    # (`--token=<value>` is an assignment).
-    (
-        "a password or key on a command line",
-        ("--",),
-        r"(?<![\w-])--(?P<flag>[\w-]*?(?:token|key|secret|password|passwd|pass|pwd|senha|auth))[ \t]+(?P<q>[\"']?)"
-        r"(?P<value>[^\s\"']+)(?P=q)",
-        lambda v, match: (
-            random_looking(v)
-            if match.group("flag").lower().endswith("key")
-            else literal(
-                v, password=match.group("flag").lower().endswith(("password", "passwd", "pass", "pwd", "senha"))
-            )
-        ),
-    ),
-    # A short flag then a machine-made value: `az login -p <secret>`, `doctl auth init -t <token>`.
-    (
-        "a password or key on a command line",
-        (" -p ", " -t ", " -a ", " -k "),
-        r" -[ptakPTAK] +(?P<q>[\"']?)(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)(?P=q)",
-        _random_key,
-    ),
-    # A user then a password as flags: `-u admin -p <password>` (az, docker, mysql, sshpass alike).
-    (
-        "a password on a command line",
-        (" -u ",),
-        r"\s-u[ \t]+[\"']?[^\s\"']+[\"']?[ \t]+-p[ \t]*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        lambda v: _password_literal(v) and not all(ch.isdigit() or ch in ".:/-" for ch in v),
-    ),
-    # A secret piped into a login: `echo <token> | gh auth login --with-token`.
-    (
-        "a password or key on a command line",
-        ("echo",),
-        r"\becho[ \t]+(?:-n[ \t]+)?(?P<q>[\"']?)(?P<value>[^\s\"'|]+)(?P=q)[ \t]*\|[^\n|]*"
-        r"(?:--with-token|--password-stdin|\blogin\b)",
-        _password_literal,
-    ),
-    # `npm config set //registry/:_authToken <token>`, `yarn config set npmAuthToken <token>`.
-    (
-        "a password or key assignment",
-        ("config set",),
-        r"(?i)\bconfig[ \t]+set[ \t]+(?:\S*?(?:token|password|secret|key|auth)\S*)[ \t]+(?P<q>[\"']?)"
-        r"(?P<value>[^\s\"']+)(?P=q)",
-        lambda v: literal(v, quoted=True) and not v.startswith("-"),
-    ),
-    (
-        "a password or key assignment",
-        ("requirepass", "masterauth"),
-        r"\b(?:requirepass|masterauth)\s+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        literal,
-    ),
+    *COMMAND_LINES,
 ]
 
 # Names whose value is a secret: `DB_PASSWORD`, `client_secret`, `apiKey`, `x-api-key`,
