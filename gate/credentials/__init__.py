@@ -171,7 +171,7 @@ def _table_hits(text: str):
                     and (
                         literal(value, password=True)
                         if columns[index]
-                        else random_looking(value) and not _digest(value)
+                        else (random_looking(value) and not _digest(value)) or _symbol_password(value)
                     )
                 ):
                     start = offset + cell.index(value)
@@ -181,6 +181,17 @@ def _table_hits(text: str):
             columns = {}
         previous = cells
         at += len(line)
+
+
+def _symbol_password(value: str) -> bool:
+    """A cell of a key column that is a password: a digit and a symbol in one word (`Ipe#Amarelo9`),
+    not a place (`1Password`, `vault/prod`)."""
+    return (
+        any(ch.isdigit() for ch in value)
+        and any(ch in "!@#$%^&*?+=~" for ch in value)
+        and not any(ch.isspace() for ch in value)
+        and literal(value, password=True)
+    )
 
 
 def triggered(text: str) -> bool:

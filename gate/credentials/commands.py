@@ -69,9 +69,16 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
     # A user then a password as flags: `-u admin -p <password>` (az, docker, mysql, sshpass alike).
     (
         "a password on a command line",
-        (" -u ",),
-        r"\s-u[ \t]+[\"']?[^\s\"']+[\"']?[ \t]+-p[ \t]*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        (" -u ",),  # (lowercased: `-U sa -P ...` too)
+        r"\s-[uU][ \t]+[\"']?[^\s\"']+[\"']?[ \t]+-[pP][ \t]*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
         lambda v: _password_literal(v) and not all(ch.isdigit() or ch in ".:/-" for ch in v),
+    ),
+    # PowerShell's plain text made a secure string: `ConvertTo-SecureString '<password>' -AsPlainText`.
+    (
+        "a password on a command line",
+        ("convertto-securestring",),
+        r"(?i)ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?(?P<q>[\"'])(?P<value>[^\"'\n]+)(?P=q)",
+        lambda v: literal(v, quoted=True, password=True),
     ),
     # A secret piped into a login: `echo <token> | gh auth login --with-token`.
     (

@@ -4,7 +4,7 @@ way most now issue them: a short lowercase name, `_` or `-`, then a long random 
 and digits (`figd_...`, `pcsk_...`, `nvapi-...`). gate.credentials.shapes reads them first.
 """
 
-from gate.credentials.values import _token, random_looking
+from gate.credentials.values import _token, _words, random_looking
 
 _L, _R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
 
@@ -21,9 +21,13 @@ _NOT_SECRET_PREFIXES = frozenset(
 def _prefixed_random(value: str, match) -> bool:
     """A run issued by an unlisted provider: its name is no id's or hash's, and the run after it
     mixes both cases and digits in a long unbroken stretch."""
-    if match.group("prefix").lower() in _NOT_SECRET_PREFIXES:
+    prefix = match.group("prefix").lower()
+    if prefix in _NOT_SECRET_PREFIXES or (prefix[0] == "v" and prefix[1:].isdigit()):
         return False
     longest = max(len(part) for part in value.replace("-", "_").split("_"))
+    humps = _words(value)
+    if sum(map(len, humps)) >= 4 * len(humps):  # whole words: `OAuth2RefreshTokenExpires3600`
+        return False
     return (
         longest >= 20
         and any(ch.isupper() for ch in value)

@@ -222,7 +222,12 @@ _OF = r"(?:\s+(?:for|of|on|to|in|at|do|da|de|dos|das|no|na|para)(?:\s+[\w.@/-]+)
 # And what may follow the name: "(prod)", "novo", "new": "server token (prod): ...".
 _QUALIFIED = (
     r"(?:[ \t]*\([^()\n]{1,30}\)|[ \t]+(?:novo|nova|new|atual|current|antigo|antiga|old|temporary|"
-    r"tempor[aá]ri[oa])(?=[ \t]*[:=]|[ \t]+(?:is|é)\b))?"
+    r"tempor[aá]ri[oa]|provis[oó]ri[oa])(?=[ \t]*[:=]|[ \t]+(?:is|é|ficou)\b))?"
+)
+# A word saying which, before a place: "o token novo do GitHub ficou ...".
+_NEW = (
+    r"(?:[ \t]+(?:novo|nova|new|atual|current|antigo|antiga|old|temporary|tempor[aá]ri[oa]|provis[oó]ri[oa])"
+    r"(?=\s+(?:for|of|on|to|in|at|do|da|de|dos|das|no|na|para)\b))?"
 )
 _PROSE_VALUE = r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^\s\"'`,;]+))"
 _ASSIGNMENTS = [
@@ -247,9 +252,10 @@ _ASSIGNMENTS = [
         "a password in prose",
         ("pass", "pw", "pin ", "pin:", "pin=", "senha"),
         r"(?i)\b(?:passwords?|passphrase|passwd|pw|pwd|passcode|pin|senhas?)\b"
+        + _NEW
         + _OF
         + _QUALIFIED
-        + r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|just\s+|set\s+to\s+|agora\s+)?"
+        + r"\s*(?:is|was|are|=|:|é|era|ficou)\s+(?:now\s+|still\s+|just\s+|set\s+to\s+|agora\s+)?"
         + _PROSE_VALUE,
         "password",
     ),
@@ -258,9 +264,10 @@ _ASSIGNMENTS = [
         ("secret", "token", "key", "credential", "chave", "segredo"),
         r"(?i)\b(?P<name>secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin|server)\s+(?:key|token)|token|"
         r"(?<!public )key|credentials?|chave|segredo)\b"
+        + _NEW
         + _OF
         + _QUALIFIED
-        + r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
+        + r"\s*(?:is|was|are|=|:|é|era|ficou)\s+(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
         + _PROSE_VALUE,
         "weak",
     ),
@@ -284,6 +291,13 @@ _ASSIGNMENTS = [
         "a password or key assignment",
         ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "appid"),
         r"[\"'](?P<name>[\w.-]+)[\"'][ \t]*(?:,|\][ \t]*(?:\|\|=|\?\?=|=))[ \t]*" + _VALUE,
+        "name",
+    ),
+    # An XML element named for a secret: `<password>...</password>`, `<apiKey>...</apiKey>`.
+    (
+        "a password or key assignment",
+        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential"),
+        r"<(?P<name>[\w.:-]+)>(?P<value>[^<>\s\"'`]+)</(?P=name)>",
         "name",
     ),
     # A setting given as a name and a value apart: a pod spec's `- name: X` then `value: ...`, a
@@ -324,7 +338,7 @@ _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
     (
         "a key or token in prose",
         ("key", "token", "secret", "chave", "segredo", "credential", "pat"),
-        r"(?i)\?[ \t]*(?:\n[ \t>]*)?(?:-+>|\u2192|:)?[ \t]*(?:(?:it'?s|it is|here|aqui|é|segue)[ \t:,]*)?"
+        r"(?i)\?[ \t]*(?:\n[ \t>]*)?(?:-+>|\u2192|:)?[ \t]*(?:(?:it'?s|it is|[\w']{1,12})(?:[ \t]*[:,!.-][ \t]*|[ \t]+))?"
         r"(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
         _Near(
             ("key", "token", "secret", "chave", "segredo", "credential", "pat"),
@@ -369,6 +383,8 @@ _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
 def _check_assignment(how: str, value: str, quoted: bool, name: str | None = None) -> bool:
     if how == "name":  # `name = value`: how strong a name decides how the value is checked
         assert name is not None, "a `name = value` assignment comes with its name"
+        if value.startswith("base64:"):  # Laravel's `APP_KEY=base64:...`: the key follows
+            value = value[len("base64:") :]
         if _pattern(_NAMES["strong"]).search(name):
             return literal(value, quoted=quoted, password=bool(_pattern(_NAMES["password"]).search(name)))
         low = name.lower()

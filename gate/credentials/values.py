@@ -165,6 +165,8 @@ def letters_password(value: str) -> bool:
         return True
     if not value.islower():
         return False
+    if len(value) >= 16 and not any(word in value for word in _CODE_WORDS if len(word) >= 4):
+        return True  # words run together past any word's length: `correcthorsebatterystaple`
     vowels = sum(ch in "aeiouy" for ch in value)
     run = longest = 0
     for ch in value:
@@ -279,6 +281,10 @@ def _pem_private(value: str) -> bool:
     return b"PRIVATE" in head
 
 
+# Words that say a hex run near a key's name is a hash or an id after all.
+_HASH_WORDS = ("commit", "hash", "sha", "digest", "checksum", "merge", "build", "version", "fingerprint", "?")
+
+
 class _Near:
     """A check that also wants one of `words` at most `window` characters before the match, and
     unless `lines`, on the same command line (continuation lines included), and none of `unless`
@@ -303,6 +309,8 @@ class _Near:
     def __call__(self, value: str, text: str, start: int) -> bool:
         words, window, loose = self.loose
         close = text[max(0, start - window) : start].lower() if words else ""
+        if close and any(word in close for word in _HASH_WORDS):
+            close = ""  # "the API key rotation commit? -> <sha>": a hash after all
         if not (loose(value) if any(word in close for word in words) else self.check(value)):
             return False
         before = text[max(0, start - self.window) : start]
