@@ -14,7 +14,8 @@ _NOT_SECRET_PREFIXES = frozenset(
     "pk pub public publishable phc cs pi ch cus in evt txn acct price prod sub seti src pm py po tr "
     "chatcmpl msg toolu req request file batch run asst thread resp call id uuid guid trace span build "
     "job commit sha sha1 sha224 sha256 sha384 sha512 md5 hash digest nonce csrf xsrf state rev ver "
-    "v release image layer blob tree session sess cache etag".split()
+    "v release image layer blob tree session sess cache etag usr user org team ws doc obj item node conv chat "
+    "ticket inv ord cust tx test spec".split()
 )
 
 

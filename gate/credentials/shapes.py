@@ -327,7 +327,15 @@ def _user_password(value: str) -> bool:
     (`1Password`)."""
     value = value.rstrip(".,;)")
     letters = "".join(ch for ch in value if not ch.isdigit()).lower()
-    return _password(value) and letters not in ("password", "passwords", "secret", "secrets", "vault")
+    if not _password(value) or letters in ("password", "passwords", "secret", "secrets", "vault") or len(value) < 8:
+        return False
+    # (not `dev-2024`: a symbol other than a dash, both cases and a digit, or a passphrase's words)
+    return (
+        any(not ch.isalnum() and ch != "-" for ch in value)
+        or (value != value.lower() and any(ch.isdigit() for ch in value))
+        or value.count("-") >= 2
+        or letters_password(value)
+    )
 
 
 # Shapes read after the assignments (so that `api_key: ...` is named an assignment): a value
@@ -372,8 +380,8 @@ _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
     # "o login do painel é admin / <senha>".
     (
         "a password in prose",
-        ("login", "creds", "credential", "credencia", "acesso", "access"),
-        r"(?i)\b(?:logins?|creds|credentials|credenciais|acesso|access)\b[^\n]{0,40}?(?:\bis|\bare|\bé|\bsão|:)[ \t]+"
+        ("login", "creds", "credential", "credencia"),
+        r"(?i)\b(?:logins?|creds|credentials|credenciais)\b[^\n]{0,40}?(?:\bis|\bare|\bé|\bsão|:)[ \t]+"
         r"[\w.@+-]{1,40}[ \t]+/[ \t]+(?P<value>[^\s\"'`]+)",
         _user_password,
     ),
