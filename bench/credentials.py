@@ -16,12 +16,12 @@ detector, so they are no evidence, only a check.
 Then the generated set (bench/_credential_samples.py): the tuning part (331 credentials of 45
 providers and 5 password shapes and 310 look-alikes, plus bench/_credential_tuning.py's 226 and
 140), a contaminated part (331 and 311: once held out, but its misses were read while tuning),
-and the fresh held-out part (bench/_credential_fresh.py: 929 credentials of 76 providers, 31 of
-them only there, 5 password shapes and 3 kinds of pair, and 317 look-alikes, in contexts neither
-other part holds). Of the fresh part only the counts are printed, never which samples were missed
-or refused, so that running the bench does not spend it (`--spend-fresh` prints them, and from
-then on it is no longer held out; its look-alikes were printed once, see docs/reliability.md).
-A credential is
+and the fresh part (bench/_credential_fresh.py: 929 credentials of 76 providers, 31 of them only
+there, 5 password shapes and 3 kinds of pair, and 317 look-alikes, in contexts neither other part
+holds). The fresh part was held out until issue 30's second widening, which spent it to tune: its
+misses were printed (`--spend-fresh`, now the default) and read, so it is tuning data like the
+others and no evidence. A blind held-out part, written by another hand and never seen while
+tuning, judges the detector now (see docs/reliability.md). A credential is
 caught only when it is caught on every path where text lands: a fact's text (insert, update,
 import and the page's edit all check it with gate.memory.checking.check_field), its topic when the
 sample fits on one (one line, 100 characters), and the owner's prompt (redacted: no 8 characters
@@ -180,8 +180,6 @@ def generated_figures(part: str) -> dict:
 def report_generated(show: int, spend_fresh: bool = False) -> None:
     for part in generated.PARTS:
         figures = generated_figures(part)
-        if part == "fresh" and not spend_fresh:
-            show = 0
         print(
             f"generated, {part}: caught {figures['secrets'] - len(figures['missed'])} of {figures['secrets']} "
             f"credentials of {figures['providers']} groups on every path ({100 * figures['caught']:.1f} %); "
@@ -206,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--show", type=int, default=3, help="examples printed per group (default 3)")
     parser.add_argument(
-        "--spend-fresh", action="store_true", help="print the fresh part's misses too (it is then no longer held out)"
+        "--spend-fresh",
+        action="store_true",
+        help="kept for old command lines: the fresh part was spent to tune, its misses are printed like the others'",
     )
     args = parser.parse_args(argv)
     sets = samples()
