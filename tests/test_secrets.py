@@ -345,6 +345,23 @@ WIDENED_SHAPES = {
     "a temporary password in Portuguese": "senha provisória: Pitanga#77",
     "a new token and where it went": "o token novo do GitHub ficou Xk29fLq8Zr4Tn7Wb2Yc5Vd1Ps6Gh3Jm0",
     "words run together as a password": "My GitHub password: correcthorsebatterystaple",
+    "an Authorization scheme of a provider's own": "Authorization: Splunk 5b8d1f4a-7c0e-4b6d-9f2a-5c8e1b4d7f0a",
+    "an X bearer token": "TWITTER_BEARER="
+    + "A" * 22
+    + "MLheAAAAAAA0%2BuSeid%2BULvsea4JtiGRiSDSJSI%3DEUifiRBkKG5E2XzMD",
+    "a Facebook token": "fb EAAGm0PX4ZCpsBAKq8Zr4Tn7Wb2Yc5Vd1Ps6Gh3Jm0Xk29fLq8Zr4Tn7Wb2Yc5Vd1Ps6Gh3Jm0Xk29fLq8Zr",
+    "a Plaid access token": "plaid access-production-5b8d1f4a-7c0e-4b6d-9f2a-5c8e1b4d7f0a",
+    "an Asaas key starting with $": "ASAAS='$aact_YTU5YTE0M2M2N2I4MTliNzk0YTI5N2U5MzdjNWZmNDQ6OjAwMDAwMDAwMDAw'",
+    "a one-dash flag naming a password": "keytool -importkeystore -srckeystore a.p12 -storepass Cerrado#2031",
+    "a password changed to a value": "I changed the root password to Caju!2031 yesterday",
+    "a senha mudada para um valor": "mudei a senha do wifi para Laranja#2024",
+    "a password named some words away": "A senha do root no servidor de staging: Caju!2031",
+    "a password said where it was sent": "mandei a senha por aqui: Caju!2031",
+    "a chat line holding only a token": "[10:32] joao: segue o token da Vercel\n[10:33] joao: Xk29fLq8Zr4Tn7Wb2Yc5Vd1Ps6Gh3Jm0",
+    "a Terraform variable's default": 'variable "db_password" {\n  default = "Caju!2031"\n}',
+    "httpie's -a user:password": "http -a deploy:Caju!2031 https://api.example.com",
+    "a password piped into sudo -S": "echo 'Caju!2031' | sudo -S apt update",
+    "a user and password joined by a colon": "The staging admin creds: admin:Caju!2031",
 }
 
 
@@ -377,6 +394,20 @@ def test_each_widened_shape_is_refused_and_redacted(text):
         "| Item | Valor |\n|---|---|\n| total | R$ 1.234,56 |",
         "| name | value |\n|---|---|\n| build | 3f1c9a2e5b7d4c1ea9f80e7d6c5b4a3912345678 |",
         "chave pix aleatória para o reembolso: 3c6a9c5a-c555-4888-a085-cccceceb77a4",
+        "Authorization: required on every endpoint except /health",
+        "I changed the password policy to 12 characters",
+        "mudei a senha para a padrão do time",
+        "segue o token\n[10:33] joao: valeu",
+        "deploy key (public):\nAAAAC3NzaC1lZDI1NTE5AAAAIepQXBI6ZT8xNr0Hyj4qBW",
+        "deploy key added\nAAAAC3NzaC1lZDI1NTE5AAAAIepQXBI6ZT8xNr0Hyj4qBW",
+        "the token cache was cleared; md5 of the file:\n8a587d97b58bc66457e48b5e0a5bda5e",
+        "key_size = 256\ngroup_order = (\n    0xA9FB57DBA1EEA9BC3E660A909D838D718C397AA3B561A6F7901E0E82974856A7\n)",
+        '"$keywords": (\n    _legacy_keywords.unevaluatedProperties_draft2019\n)',
+        "sig = '%s : %s rank-0 array(%s)' % (a, b, c)",
+        "-token-file /run/secrets/token",
+        "| Ambiente | Usuário | Senha |\n|---|---|---|\n| prod | admin | no cofre |",
+        "credentials: vault:secret/data/app",
+        "EAAG is the prefix of Facebook tokens",
     ],
 )
 def test_the_look_alikes_of_the_widened_shapes_stay_allowed(text):

@@ -164,12 +164,13 @@ def _table_hits(text: str):
         elif cells and columns:
             offset = at + line.index("|") + 1
             for index, cell in enumerate(cells):
+                quoted = cell.strip().startswith("`")
                 value = cell.strip().strip("`")
                 if (
                     index in columns
                     and value
                     and (
-                        literal(value, password=True)
+                        literal(value, password=True) and (quoted or not any(ch.isspace() for ch in value))
                         if columns[index]
                         else (random_looking(value) and not _digest(value)) or _symbol_password(value)
                     )

@@ -48,8 +48,8 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
     # (`--token=<value>` is an assignment).
     (
         "a password or key on a command line",
-        ("--",),
-        r"(?<![\w-])--(?P<flag>[\w-]*?(?:token|key|secret|password|passwd|pass|pwd|senha|auth))[ \t]+(?P<q>[\"']?)"
+        ("-",),  # (one dash too: Java's `-storepass <value>`, Go's `-token <value>`)
+        r"(?<![\w-])--?(?P<flag>[\w-]*?(?:token|key|secret|password|passwd|pass|pwd|senha|auth))[ \t]+(?P<q>[\"']?)"
         r"(?P<value>[^\s\"']+)(?P=q)",
         lambda v, match: (
             random_looking(v)
@@ -85,7 +85,7 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
         "a password or key on a command line",
         ("echo",),
         r"\becho[ \t]+(?:-n[ \t]+)?(?P<q>[\"']?)(?P<value>[^\s\"'|]+)(?P=q)[ \t]*\|[^\n|]*"
-        r"(?:--with-token|--password-stdin|\blogin\b)",
+        r"(?:--with-token|--password-stdin|\blogin\b|\bsudo[ \t]+-S\b|\bchpasswd\b|\bpasswd[ \t]+--stdin)",
         _password_literal,
     ),
     # `npm config set //registry/:_authToken <token>`, `yarn config set npmAuthToken <token>`.

@@ -4,7 +4,7 @@ way most now issue them: a short lowercase name, `_` or `-`, then a long random 
 and digits (`figd_...`, `pcsk_...`, `nvapi-...`). gate.credentials.shapes reads them first.
 """
 
-from gate.credentials.values import _token, _words, random_looking
+from gate.credentials.values import _token, _wordy, random_looking
 
 _L, _R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
 
@@ -26,8 +26,7 @@ def _prefixed_random(value: str, match) -> bool:
     if prefix in _NOT_SECRET_PREFIXES or (prefix[0] == "v" and prefix[1:].isdigit()):
         return False
     longest = max(len(part) for part in value.replace("-", "_").split("_"))
-    humps = _words(value)
-    if sum(map(len, humps)) >= 4 * len(humps):  # whole words: `OAuth2RefreshTokenExpires3600`
+    if _wordy(value):  # whole words: `OAuth2RefreshTokenExpires3600`
         return False
     return (
         longest >= 20
@@ -66,7 +65,7 @@ PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
             "sntry",
             "xai-",
             "pplx-",
-            "eaaa",
+            "eaa",
             "sq0",
             "atlasv1",
             "pul-",
@@ -81,7 +80,7 @@ PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
         r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}|ATATT3[A-Za-z0-9_=-]{100,}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|"
         r"glc_[A-Za-z0-9+/=]{32,}|NRAK-[A-Z0-9]{27}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|"
         r"dckr_pat_[A-Za-z0-9_-]{27,}|dp\.(?:st|sa|ct|pt|scim|audit)\.[A-Za-z0-9_.-]{40,}|"
-        r"sntry[su]_[A-Za-z0-9+/=_-]{40,}|xai-[A-Za-z0-9]{70,}|pplx-[A-Za-z0-9]{40,}|EAAA[A-Za-z0-9_-]{60,}|"
+        r"sntry[su]_[A-Za-z0-9+/=_-]{40,}|xai-[A-Za-z0-9]{70,}|pplx-[A-Za-z0-9]{40,}|EAA[A-Z][A-Za-z0-9_-]{60,}|"
         r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}|pul-[a-f0-9]{40}|"
         r"HRKU-[A-Za-z0-9_-]{40,}|sl\.[A-Za-z0-9_-]{120,}|oy2[a-z0-9]{43}|ico-[A-Za-z0-9]{32}|"
         r"FLWSECK(?:_TEST)?-[a-f0-9]{32}-X|pat[A-Za-z0-9]{14}\.[a-f0-9]{64})",
@@ -108,6 +107,10 @@ PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
             "dt0c01.",
             "xkeysib-",
             "cfpat-",
+            "aaaaaaaaaaaaaaaaaaaa",
+            "access-",
+            "$aact_",
+            "client_secret_",
         ),
         _L
         + r"(?:ATBB[A-Za-z0-9_=-]{28,}|AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}|LTAI[A-Za-z0-9]{12,24}"
@@ -117,7 +120,9 @@ PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
         r"nfp_[A-Za-z0-9]{36,}|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}|tskey-[a-z]+-[A-Za-z0-9]+-[A-Za-z0-9]{20,}|"
         r"sq[upa]_[a-f0-9]{40}|CCIPAT_[A-Za-z0-9]{20,}_[a-f0-9]{40}|rubygems_[a-f0-9]{48}|"
         r"pat-(?:na|eu|ap)\d-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}|"
-        r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|CFPAT-[A-Za-z0-9_-]{40,})",
+        r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|CFPAT-[A-Za-z0-9_-]{40,}|"
+        r"A{20,}[A-Za-z0-9%]{40,}|access-(?:sandbox|development|production)-[a-f0-9]{8}-[a-f0-9-]{27}|"
+        r"\$aact_[A-Za-z0-9_=+/-]{40,}|Client_Secret_[A-Za-z0-9]{40})",
         _token,
     ),
     # `sk-` then a provider's name: `sk-or-v1-...`, `sk-lf-...`.

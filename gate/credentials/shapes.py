@@ -19,6 +19,7 @@ from gate.credentials.values import (
     _token,
     _unspeakable,
     _words,
+    _wordy,
     letters_password,
     literal,
     random_looking,
@@ -168,6 +169,12 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     ),
     (
         "an Authorization header",
+        ("authorization",),  # a scheme of the provider's own: `Splunk <uuid>`, `GenieKey <uuid>`
+        r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?[A-Za-z][\w-]{1,24}\s+(?P<value>[A-Za-z0-9._~+/=@-]{16,})",
+        random_looking,
+    ),
+    (
+        "an Authorization header",
         ("authorization",),  # a credential without a scheme
         r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?P<value>[A-Za-z0-9._~+/=@-]{8,})",
         literal,
@@ -175,9 +182,9 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     ("a bearer token", ("bearer",), r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{20,}=*)", random_looking),
     (
         "a password on a command line",
-        ("curl", "wget"),
-        r"\s(?:-u|--user)[= ]?\s*[\"']?[^\s:\"']*:[\"']?(?P<value>[^\s\"']+)",
-        _Near(("curl", "wget"), lambda v: literal(v, quoted=True)),
+        ("curl", "wget", "http"),  # (httpie: `http -a user:<password>`)
+        r"\s(?:-u|--user|-a|--auth)[= ]?\s*[\"']?[^\s:\"']*:[\"']?(?P<value>[^\s\"']+)",
+        _Near(("curl", "wget", "http"), lambda v: literal(v, quoted=True)),
     ),  # a shell word: a literal, whatever its letters
     # A Kubernetes Secret's data: base64 values (padded, so a length of 4n) under `kind: Secret`.
     (
@@ -218,10 +225,10 @@ _NAMES = {
     "password": r"(?i)(?:password|passwd|passphrase|pass|pwd|senha)$",
 }
 # What may stand between a secret's name and "is" in prose: "for prod", "do banco", "de produção".
-_OF = r"(?:\s+(?:for|of|on|to|in|at|do|da|de|dos|das|no|na|para)(?:\s+[\w.@/-]+){1,4}?)?"
+_OF = r"(?:\s+(?:for|of|on|to|in|at|from|with|do|da|de|dos|das|no|na|para|por|pelo|pela|com)(?:\s+[\w.@/-]+){1,6}?)?"
 # And what may follow the name: "(prod)", "novo", "new": "server token (prod): ...".
 _QUALIFIED = (
-    r"(?:[ \t]*\([^()\n]{1,30}\)|[ \t]+(?:novo|nova|new|atual|current|antigo|antiga|old|temporary|"
+    r"(?:[ \t]*\((?![^()\n]*publi)[^()\n]{1,30}\)|[ \t]+(?:novo|nova|new|atual|current|antigo|antiga|old|temporary|"
     r"tempor[aá]ri[oa]|provis[oó]ri[oa])(?=[ \t]*[:=]|[ \t]+(?:is|é|ficou)\b))?"
 )
 # A word saying which, before a place: "o token novo do GitHub ficou ...".
@@ -309,6 +316,23 @@ _ASSIGNMENTS = [
         r"[\"']?value" + _ASSIGN + _VALUE,
         "name",
     ),
+    # Terraform's variable named for a secret, and its default: `variable "db_password" {
+    # default = "..." }`.
+    (
+        "a password or key assignment",
+        ("variable",),
+        r"\bvariable[ \t]+\"(?P<name>[\w.-]+)\"[ \t]*\{[^{}]{0,200}?\bdefault[ \t]*=[ \t]*" + _VALUE,
+        "name",
+    ),
+    # A secret set to a value: "I changed the root password to ...", "mudei a senha do wifi para ...".
+    (
+        "a password in prose",
+        ("pass", "senha", "pw"),
+        r"(?i)\b(?:changed|set|reset|updated|rotated|mudei|troquei|alterei|mudamos|trocamos)\b[^\n]{0,40}?"
+        r"\b(?:password|passwd|passphrase|pw|senha)\b(?:\s+(?:do|da|de|of|for|on)(?:\s+[\w.@-]+){1,3}?)?"
+        r"\s+(?:to|para|pra)\s+" + _PROSE_VALUE,
+        "password",
+    ),
     # The value first, then what it is: "use <value> as the Twilio API key", "coloquei <value>
     # como token do ...".
     (
@@ -320,6 +344,15 @@ _ASSIGNMENTS = [
         "bare",
     ),
 ]
+
+
+def _lone_key(value: str) -> bool:
+    return (
+        _random_key(value)
+        and not all(ch in "0123456789abcdefABCDEF" for ch in value.removeprefix("0x"))
+        and not value.startswith("AAAA")
+        and not _wordy(value)
+    )
 
 
 def _user_password(value: str) -> bool:
@@ -376,13 +409,28 @@ _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
             ),
         ),
     ),
+    # A machine-made value alone on its line (after a chat's time and speaker) below a line naming a
+    # key: "[10:32] ana: segue o token da Vercel" then "[10:33] ana: <token>". Not hex (a hash or an
+    # id), nor an SSH public key's base64 (`AAAA...`).
+    (
+        "a key or token in prose",
+        ("key", "token", "secret", "chave", "segredo", "senha", "password"),
+        r"(?m)^[ \t>]*(?:\[[^\]\n]{1,20}\][ \t]*)?(?:[\w.@-]{1,20}:[ \t]*)?(?P<value>[A-Za-z0-9+/=_.~-]{20,}+)[ \t]*$",
+        _Near(
+            ("key", "token", "secret", "chave", "segredo", "senha", "password"),
+            _lone_key,
+            120,
+            lines=True,
+            unless=("public", "pública", "fingerprint", "certificate", "certificado"),
+        ),
+    ),
     # A user and a password given together in prose: "creds for staging are deploy / <password>",
     # "o login do painel é admin / <senha>".
     (
         "a password in prose",
         ("login", "creds", "credential", "credencia"),
         r"(?i)\b(?:logins?|creds|credentials|credenciais)\b[^\n]{0,40}?(?:\bis|\bare|\bé|\bsão|:)[ \t]+"
-        r"[\w.@+-]{1,40}[ \t]+/[ \t]+(?P<value>[^\s\"'`]+)",
+        r"[\w.@+-]{1,40}(?:[ \t]+/[ \t]+|:(?=[^\s/]+(?:\s|$)))(?P<value>[^\s\"'`]+)",
         _user_password,
     ),
 ]

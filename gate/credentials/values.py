@@ -82,6 +82,13 @@ def _words(value: str) -> list[str]:
     return words + [word] if word else words
 
 
+def _wordy(value: str) -> bool:
+    """Letters in whole words, as an identifier has them (`OAuth2RefreshTokenExpires3600`,
+    `unevaluatedProperties_draft2019`), not the short runs of a random key."""
+    humps = _words(value)
+    return sum(map(len, humps)) >= 4 * len(humps)
+
+
 def _crossed_out(value: str) -> bool:
     """A run of x of one case standing for hidden characters (`ghp_XXXX`, `xxx-xxx`), not one
     inside a word (`Maxxxine1`) nor one a random key holds by chance (`...B2xxX`)."""
@@ -106,9 +113,11 @@ def _reference_lead(value: str) -> bool:
     lead, rest = value[:1], value[1:]
     if lead in "!*@":
         return rest.replace("_", "").replace("-", "").replace(".", "").isalpha() or "(" in rest or "/" in rest
-    if lead == "%":  # `%VAR%`, `%(name)s`, `%{name}`; not `%**-E9hiT4%?U!w`
+    if lead == "%":  # `%VAR%`, `%(name)s`, `%{name}`, printf's `%s`, `%-10d`; not `%**-E9hiT4%?U!w`
         name = rest[: rest.find("%")] if "%" in rest else ""
-        return rest.startswith(("(", "{")) or (name.replace("_", "").isalnum() and name[:1].isalpha())
+        spec = rest.lstrip("-+ #0123456789.")
+        printf = spec[:1] in tuple("sdifrxXoeEgGc") and not spec[1:2].isalnum()
+        return rest.startswith(("(", "{")) or printf or (name.replace("_", "").isalnum() and name[:1].isalpha())
     if lead == "/":
         return "/" in rest or "." in rest or rest.replace("_", "").replace("-", "").isalpha()
     return False
