@@ -135,7 +135,7 @@ PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
     (
         "a provider token",
         ("_", "-"),
-        r"(?<![A-Za-z0-9_.-])(?P<prefix>[A-Za-z][A-Za-z0-9]{1,11})[_-](?:[A-Za-z0-9]{1,6}[_-]){0,2}"
+        r"(?<![A-Za-z0-9_.-])(?P<prefix>[A-Za-z][A-Za-z0-9]{1,11})[_-]"
         r"(?P<value>[A-Za-z0-9][A-Za-z0-9_-]{29,}+)(?![A-Za-z0-9+/=.])",
         _prefixed_random,
     ),
