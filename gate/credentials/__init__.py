@@ -23,6 +23,7 @@ Here, finding and redacting; gate.credentials.shapes holds the shapes, gate.cred
 what a value must look like. May import: the standard library only (part of the ground floor).
 """
 
+from gate.credentials.providers import UNLISTED
 from gate.credentials.shapes import (
     _ASSIGNMENTS,
     _LATE,
@@ -223,6 +224,8 @@ def redact(text: str) -> str:
     for start, end, kind in spans:
         if merged and start < merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], end)
+            if merged[-1][2] == UNLISTED:  # `GH_TOKEN_ghp_...`: the GitHub token's name, not the guess's
+                merged[-1][2] = kind
         else:
             merged.append([start, end, kind])
     parts, at = [], 0

@@ -19,6 +19,10 @@ _NOT_SECRET_PREFIXES = frozenset(
 )
 
 
+# What a refusal names a token of an unlisted provider; a listed shape's name wins where both match.
+UNLISTED = "a token of some provider"
+
+
 def _prefixed_random(value: str, match) -> bool:
     """A run issued by an unlisted provider: its name is no id's or hash's, and the run after it
     mixes both cases and digits in a long unbroken stretch."""
@@ -133,7 +137,7 @@ PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
         _secret_key,
     ),
     (
-        "a provider token",
+        UNLISTED,
         ("_", "-"),
         r"(?<![A-Za-z0-9_.-])(?P<prefix>[A-Za-z][A-Za-z0-9]{1,11})[_-]"
         r"(?P<value>[A-Za-z0-9][A-Za-z0-9_-]{29,}+)(?![A-Za-z0-9+/=.])",
