@@ -72,6 +72,13 @@ ADVERSARIAL = {
     "eyJ.": "eyJ.",
     "Authorization: ": "Authorization: ",
     "word": "word ",
+    "sk-or-v1-": "sk-or-v1-",
+    "ab_": "ab_",
+    "token novo do": "token novo do ",
+    "changed password to": "changed password to ",
+    "| secret | table": "| secret |\n|---|\n",
+    "-u a -p": "-u a -p ",
+    "[1] a: (chat lines)": "[1] a: ",
 }
 
 

@@ -26,6 +26,9 @@ UNLISTED = "a token of some provider"
 def _prefixed_random(value: str, match) -> bool:
     """A run issued by an unlisted provider: its name is no id's or hash's, and the run after it
     mixes both cases and digits in a long unbroken stretch."""
+    after = match.string[match.end() : match.end() + 1]
+    if after and after in "+/=." or len(value) > 400:  # base64 going on (`sha512-...+/`), or no token
+        return False
     prefix = match.group("prefix").lower()
     if prefix in _NOT_SECRET_PREFIXES or (prefix[0] == "v" and prefix[1:].isdigit()):
         return False
@@ -42,7 +45,7 @@ def _prefixed_random(value: str, match) -> bool:
 
 
 def _secret_key(value: str) -> bool:
-    return random_looking(value) and _token(value)
+    return len(value) <= 400 and random_looking(value) and _token(value)
 
 
 PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
@@ -140,7 +143,7 @@ PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
         UNLISTED,
         ("_", "-"),
         r"(?<![A-Za-z0-9_.-])(?P<prefix>[A-Za-z][A-Za-z0-9]{1,11})[_-]"
-        r"(?P<value>[A-Za-z0-9][A-Za-z0-9_-]{29,}+)(?![A-Za-z0-9+/=.])",
+        r"(?P<value>[A-Za-z0-9][A-Za-z0-9_-]{29,}+)",
         _prefixed_random,
     ),
 ]

@@ -69,17 +69,23 @@ _LEADS = (
 
 
 def _words(value: str) -> list[str]:
-    """The lowercase words of a value, split at non-letters and at camelCase humps."""
+    """The lowercase words of a value, split at non-letters and at camelCase humps (in linear
+    time: a 200,000-character paste may be one value)."""
     words: list[str] = []
     word = ""
     for at, ch in enumerate(value):
         if not ch.isalpha():
-            words, word = words + [word] if word else words, ""
+            if word:
+                words.append(word)
+            word = ""
             continue
         if word and ch.isupper() and value[at - 1].islower():
-            words, word = words + [word], ""
+            words.append(word)
+            word = ""
         word += ch.lower()
-    return words + [word] if word else words
+    if word:
+        words.append(word)
+    return words
 
 
 def _wordy(value: str) -> bool:
