@@ -362,6 +362,10 @@ WIDENED_SHAPES = {
     "httpie's -a user:password": "http -a deploy:Caju!2031 https://api.example.com",
     "a password piped into sudo -S": "echo 'Caju!2031' | sudo -S apt update",
     "a user and password joined by a colon": "The staging admin creds: admin:Caju!2031",
+    "a user and password after an arrow": "Credenciais do painel -> admin / Caju!2031",
+    "an app key of hex": "datadog app key: 5b8d1f4a7c0e3b6d9f2a5c8e1b4d7f0a3c6e9b2d",
+    "user <name> pass <password>": "smtp.office365.com:587 user noreply@acme.com pass Caju!2031",
+    "an Asana personal access token": "Asana PAT 2/1203456789012345/1209876543210987:8f14e45fceea167a5a36dedd4bea2543",
 }
 
 
@@ -408,6 +412,10 @@ def test_each_widened_shape_is_refused_and_redacted(text):
         "| Ambiente | Usuário | Senha |\n|---|---|---|\n| prod | admin | no cofre |",
         "credentials: vault:secret/data/app",
         "EAAG is the prefix of Facebook tokens",
+        "username, password = request.url.username, request.url.password",
+        "the cache key is 5b8d1f4a7c0e3b6d9f2a5c8e1b4d7f0a3c6e9b2d",
+        "user alice passed the review",
+        "user proxy passthrough_mode_v2 is on",
     ],
 )
 def test_the_look_alikes_of_the_widened_shapes_stay_allowed(text):

@@ -132,6 +132,13 @@ PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
         r"\$aact_[A-Za-z0-9_=+/-]{40,}|Client_Secret_[A-Za-z0-9]{40})",
         _token,
     ),
+    # An Asana personal access token: `2/<user id>/<app id>:<32 hex>`.
+    (
+        "a provider token",
+        ("/",),
+        r"(?<![\w/])[0-9]/[0-9]{13,19}(?:/[0-9]{13,19})?:(?P<value>[a-f0-9]{32})" + _R,
+        _token,
+    ),
     # `sk-` then a provider's name: `sk-or-v1-...`, `sk-lf-...`.
     (
         "a provider token",

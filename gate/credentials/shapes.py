@@ -269,7 +269,7 @@ _ASSIGNMENTS = [
     (
         "a key or token in prose",
         ("secret", "token", "key", "credential", "chave", "segredo"),
-        r"(?i)\b(?P<name>secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin|server)\s+(?:key|token)|token|"
+        r"(?i)\b(?P<name>secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin|server|app|master|signing|encryption|private)\s+(?:key|token)|token|"
         r"(?<!public )key|credentials?|chave|segredo)\b"
         + _NEW
         + _OF
@@ -285,10 +285,18 @@ _ASSIGNMENTS = [
         r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+(?P<value>[^\s\"'`,;]+)",
         "password-bare",
     ),
+    # A user, then `pass` and a value: "smtp user noreply@acme.com pass ...", a .netrc-like line.
+    (
+        "a password in prose",
+        ("pass",),
+        r"(?i)\b(?:user|username|usu[aá]rio|login)\b[ \t]*[:=]?[ \t]*[^\s:=]+[ \t,;|]+pass\b[ \t]*[:=]?[ \t]*"
+        r"(?P<value>[^\s\"'`,;]+)",
+        "password-bare",
+    ),
     (
         "a key or token in prose",
         ("token", "key", "secret", "chave", "segredo", "cred"),
-        r"(?i)\b(?P<name>(?:api|access|auth|server|secret|admin)\s+(?:key|token)|(?<!public )key|token|secret|chave|"
+        r"(?i)\b(?P<name>(?:api|access|auth|server|secret|admin|app|master|signing|encryption|private)\s+(?:key|token)|(?<!public )key|token|secret|chave|"
         r"segredo|credentials?|creds|credenciais)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,})",
         "bare",
     ),
@@ -403,7 +411,7 @@ _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
             80,
             unless=("public",),
             loose=(
-                ("api key", "api token", "access token", "auth token", "server token", "secret key"),
+                ("api key", "api token", "access token", "auth token", "server token", "secret key", "app key"),
                 30,
                 random_looking,
             ),
@@ -429,7 +437,7 @@ _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
     (
         "a password in prose",
         ("login", "creds", "credential", "credencia"),
-        r"(?i)\b(?:logins?|creds|credentials|credenciais)\b[^\n]{0,40}?(?:\bis|\bare|\bé|\bsão|:)[ \t]+"
+        r"(?i)\b(?:logins?|creds|credentials|credenciais)\b[^\n]{0,40}?(?:\bis|\bare|\bé|\bsão|:|=|->|\u2192)[ \t]+"
         r"[\w.@+-]{1,40}(?:[ \t]+/[ \t]+|:(?=[^\s/]+(?:\s|$)))(?P<value>[^\s\"'`]+)",
         _user_password,
     ),
