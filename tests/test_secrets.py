@@ -416,6 +416,8 @@ def test_each_widened_shape_is_refused_and_redacted(text):
         "the cache key is 5b8d1f4a7c0e3b6d9f2a5c8e1b4d7f0a3c6e9b2d",
         "user alice passed the review",
         "user proxy passthrough_mode_v2 is on",
+        "the file is https://drive.google.com/file/d/qxi-MVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms",
+        "shared as ?id=Bxi-MVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms",
     ],
 )
 def test_the_look_alikes_of_the_widened_shapes_stay_allowed(text):

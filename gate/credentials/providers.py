@@ -29,7 +29,10 @@ def _prefixed_random(value: str, match) -> bool:
     after = match.string[match.end() : match.end() + 1]
     if after and after in "+/=." or len(value) > 400:  # base64 going on (`sha512-...+/`), or no token
         return False
-    prefix = match.group("prefix").lower()
+    prefix = match.group("prefix")
+    if not (prefix.islower() or prefix.isupper()):  # `Bxi-...`: a random id's chunk, not a name
+        return False
+    prefix = prefix.lower()
     if prefix in _NOT_SECRET_PREFIXES or (prefix[0] == "v" and prefix[1:].isdigit()):
         return False
     longest = max(len(part) for part in value.replace("-", "_").split("_"))
@@ -149,7 +152,7 @@ PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
     (
         UNLISTED,
         ("_", "-"),
-        r"(?<![A-Za-z0-9_.-])(?P<prefix>[A-Za-z][A-Za-z0-9]{1,11})[_-]"
+        r"(?<![A-Za-z0-9_./-])(?P<prefix>[A-Za-z][A-Za-z0-9]{1,11})[_-]"
         r"(?P<value>[A-Za-z0-9][A-Za-z0-9_-]{29,}+)",
         _prefixed_random,
     ),
