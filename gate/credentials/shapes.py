@@ -417,13 +417,14 @@ _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
             ),
         ),
     ),
-    # A machine-made value alone on its line (after a chat's time and speaker) below a line naming a
+    # A machine-made value alone on its line (or after a chat's time and speaker; not after a YAML
+    # or log key, `payment: pi_...`) below a line naming a
     # key: "[10:32] ana: segue o token da Vercel" then "[10:33] ana: <token>". Not hex (a hash or an
     # id), nor an SSH public key's base64 (`AAAA...`).
     (
         "a key or token in prose",
         ("key", "token", "secret", "chave", "segredo", "senha", "password"),
-        r"(?m)^[ \t>]*(?:\[[^\]\n]{1,20}\][ \t]*)?(?:[\w.@-]{1,20}:[ \t]*)?(?P<value>[A-Za-z0-9+/=_.~-]{20,}+)[ \t]*$",
+        r"(?m)^[ \t>]*(?:\[[^\]\n]{1,20}\][ \t]*(?:[\w.@-]{1,20}:[ \t]*)?)?(?P<value>[A-Za-z0-9+/=_.~-]{20,}+)[ \t]*$",
         _Near(
             ("key", "token", "secret", "chave", "segredo", "senha", "password"),
             _lone_key,
