@@ -8,9 +8,24 @@ from gate.credentials.values import (
     _Near,
     _password_literal,
     _random_key,
+    letters_password,
     literal,
     random_looking,
 )
+
+
+def _stored_secret(value: str) -> bool:
+    """The value a secret-storing command is given: a literal that looks made, not a word, a
+    number, a file (`@file`, `file://`) or a slug (`fix-token-v2`, the body of a pull request)."""
+    if not literal(value, quoted=True) or value.isdigit() or value.startswith(("-", "@", "file")):
+        return False
+    return (
+        random_looking(value)
+        or any(not ch.isalnum() and ch not in "-_." for ch in value)
+        or (value != value.lower() and any(ch.isdigit() for ch in value))
+        or letters_password(value)
+    )
+
 
 COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
     ("a password on a command line", ("mysql",), r"\s-p(?P<value>[^\s'\"]{4,})", _Near(("mysql",), _password_literal)),
@@ -41,7 +56,7 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"\s(?:--value|--body|--secret-string|--secret-value)[= \t]+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
         _Near(
             ("secret", "securestring", "password", "token", "api-key", "api_key", "apikey"),
-            lambda v: literal(v, quoted=True) and not v.isdigit() and not v.startswith(("-", "@", "file")),
+            _stored_secret,
         ),
     ),
     # A flag that names what it takes, then a space: `--token <value>`, `--db-password <value>`
@@ -71,7 +86,7 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
         "a password on a command line",
         (" -u ",),  # (lowercased: `-U sa -P ...` too)
         r"\s-[uU][ \t]+[\"']?[^\s\"']+[\"']?[ \t]+-[pP][ \t]*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        lambda v: _password_literal(v) and not all(ch.isdigit() or ch in ".:/-" for ch in v),
+        lambda v: _password_literal(v) and not all(ch.isdigit() or ch in ".:/-," for ch in v),
     ),
     # PowerShell's plain text made a secure string: `ConvertTo-SecureString '<password>' -AsPlainText`.
     (
