@@ -418,6 +418,7 @@ def test_each_widened_shape_is_refused_and_redacted(text):
         "user proxy passthrough_mode_v2 is on",
         "gh pr create --title 'token refresh' --body fix-token-refresh-v2",
         "top -u deploy -p 1234,5678,9012",
+        "API key id: 5b8d1f4a7c0e3b6d9f2a5c8e1b4d7f0a3c6e9b2d",
         "Idempotency-Key: 3f1c9a2e-5b7d-4c1e-a9f8-0e7d6c5b4a39\npayment: pi_3MtwBwLkdIwHu7ix28a3tqPa",
         "the file is https://drive.google.com/file/d/qxi-MVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms",
         "shared as ?id=Bxi-MVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms",

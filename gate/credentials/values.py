@@ -297,7 +297,25 @@ def _pem_private(value: str) -> bool:
 
 
 # Words that say a hex run near a key's name is a hash or an id after all.
-_HASH_WORDS = ("commit", "hash", "sha", "digest", "checksum", "merge", "build", "version", "fingerprint", "?")
+_HASH_WORDS = (
+    "commit",
+    "hash",
+    "sha",
+    "digest",
+    "checksum",
+    "merge",
+    "build",
+    "version",
+    "fingerprint",
+    "?",
+    " id",
+    "_id",
+    "-id",
+    "uuid",
+    "trace",
+    "span",
+    "request",
+)
 
 
 class _Near:
