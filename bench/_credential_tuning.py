@@ -2,7 +2,7 @@
 on 2026-12-07 for issue 30 while the detector was widened: contexts, providers and look-alikes
 thought of then (pod specs, Helm values, Terraform, SDK calls, .npmrc, httpie and PowerShell
 lines, log lines, questions and answers in chat, Oracle and ADO.NET connection strings), written
-apart from the fresh held-out part (bench/_credential_fresh.py) and never copied from it. The
+apart from the fresh part (bench/_credential_fresh.py, held out then) and never copied from it. The
 detector may be tuned on these. Seed 11, so the older tuning samples stay as they were.
 """
 

@@ -16,16 +16,15 @@ detector, so they are no evidence, only a check.
 Then the generated set (bench/_credential_samples.py): the tuning part (331 credentials of 45
 providers and 5 password shapes and 310 look-alikes, plus bench/_credential_tuning.py's 226 and
 140), a contaminated part (331 and 311: once held out, but its misses were read while tuning),
-and the fresh held-out part (bench/_credential_fresh.py: 929 credentials of 76 providers, 31 of
-them only there, 5 password shapes and 3 kinds of pair, and 317 look-alikes, in contexts neither
-other part holds). Of the fresh part only the counts are printed, never which samples were missed
-or refused, so that running the bench does not spend it (`--spend-fresh` prints them, and from
-then on it is no longer held out; its look-alikes were printed once, see docs/reliability.md).
-Last, the blind part (bench/_credential_blind.py: 688 credentials of 78 provider groups, 54 of them
-providers no other part holds and 6 new formats of ones they hold, 8 password shapes, and 490
-look-alikes), written without reading the detector while it was widened on the others: counts only
-as well (`--spend-blind` prints its misses and refusals, and then it is no longer blind).
-A credential is
+and the fresh part (bench/_credential_fresh.py: 929 credentials of 76 providers, 31 of them only
+there, 5 password shapes and 3 kinds of pair, and 317 look-alikes, in contexts neither other part
+holds). The fresh part was held out until issue 30's second widening, which spent it to tune: its
+misses were printed (`--spend-fresh`, now the default) and read, so it is tuning data like the
+others and no evidence. A blind held-out part, written by another hand and never seen while
+tuning, judges the detector now (bench/_credential_blind.py: 688 credentials of 78 provider groups, 54 of
+them providers no other part holds and 6 new formats of ones they hold, 8 password shapes, and 490
+look-alikes): of it only the counts are printed (`--spend-blind` prints its misses and refusals,
+and then it is no longer blind; see docs/reliability.md). A credential is
 caught only when it is caught on every path where text lands: a fact's text (insert, update,
 import and the page's edit all check it with gate.memory.checking.check_field), its topic when the
 sample fits on one (one line, 100 characters), and the owner's prompt (redacted: no 8 characters
@@ -76,6 +75,13 @@ ADVERSARIAL = {
     "eyJ.": "eyJ.",
     "Authorization: ": "Authorization: ",
     "word": "word ",
+    "sk-or-v1-": "sk-or-v1-",
+    "ab_": "ab_",
+    "token novo do": "token novo do ",
+    "changed password to": "changed password to ",
+    "| secret | table": "| secret |\n|---|\n",
+    "-u a -p": "-u a -p ",
+    "[1] a: (chat lines)": "[1] a: ",
 }
 
 
@@ -186,11 +192,10 @@ def generated_figures(part: str) -> dict:
     }
 
 
-def report_generated(show: int, spend_fresh: bool = False, spend_blind: bool = False) -> None:
+def report_generated(show: int, spend_blind: bool = False) -> None:
     for part in (*generated.PARTS, "blind"):
         figures = generated_figures(part)
-        if part == "fresh" and not spend_fresh or part == "blind" and not spend_blind:
-            show = 0
+        shown = 0 if part == "blind" and not spend_blind else show
         print(
             f"generated, {part}: caught {figures['secrets'] - len(figures['missed'])} of {figures['secrets']} "
             f"credentials of {figures['providers']} groups on every path ({100 * figures['caught']:.1f} %); "
@@ -199,14 +204,14 @@ def report_generated(show: int, spend_fresh: bool = False, spend_blind: bool = F
         by_context = defaultdict(int)
         for sample, _ in figures["missed"]:
             by_context[sample.context] += 1
-        if by_context and show:
+        if by_context and shown:
             print(
                 "    missed by context: "
                 + ", ".join(f"{context} {count}" for context, count in sorted(by_context.items()))
             )
-        for sample, paths in figures["missed"][:show]:
+        for sample, paths in figures["missed"][:shown]:
             print(f"        missed on {'/'.join(paths)} ({sample.group}, {sample.context}): {sample.text[:90]!r}")
-        for sample in figures["refused"][:show]:
+        for sample in figures["refused"][:shown]:
             print(f"        refused ({sample.group}): {sample.text[:90]!r}")
     print()
 
@@ -215,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--show", type=int, default=3, help="examples printed per group (default 3)")
     parser.add_argument(
-        "--spend-fresh", action="store_true", help="print the fresh part's misses too (it is then no longer held out)"
+        "--spend-fresh",
+        action="store_true",
+        help="kept for old command lines: the fresh part was spent to tune, its misses are printed like the others'",
     )
     parser.add_argument(
         "--spend-blind", action="store_true", help="print the blind part's misses too (it is then no longer blind)"
@@ -223,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sets = samples()
     failed = False
-    report_generated(args.show, args.spend_fresh, args.spend_blind)
+    report_generated(args.show, args.spend_blind)
     for half, kinds in sets.items():
         secret, benign = kinds["secret"], kinds["benign"]
         print(f"{half}: {len(secret)} credentials, {len(benign)} benign texts")

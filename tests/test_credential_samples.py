@@ -1,7 +1,8 @@
 """The credential check on the generated set (bench/_credential_samples.py): the rates the
 issue asks for, on every path where text lands, on the part it was tuned on, the contaminated one
-(once held out, its misses read while tuning) and the fresh held-out one (bench/_credential_fresh.py).
-A failure here names the fresh part's samples only by count: printing them would spend it."""
+(once held out, its misses read while tuning) and the fresh one (bench/_credential_fresh.py: held
+out until issue 30's second widening spent it to tune; a blind part nobody tuned on judges now).
+Each must meet the target; a failure names the samples."""
 
 from __future__ import annotations
 
@@ -22,8 +23,6 @@ def figures(request):
 
 
 def _named(part, found, key):
-    if part == "fresh":
-        return f"{len(found[key])} (not named: the fresh part is held out)"
     return [sample.text if key == "refused" else (sample[0].text, sample[1]) for sample in found[key]]
 
 
@@ -34,16 +33,13 @@ def test_the_generated_set_is_as_large_as_asked(figures):
 
 def test_look_alikes_are_refused_at_most_half_a_percent(figures):
     # The fresh part's look-alikes were refused 10 of 317 (one shape) before they were looked at,
-    # then mended: they are no longer held out, its credentials still are.
+    # then mended; its credentials were spent to tune later.
     part, found = figures
     assert found["refused_rate"] <= TARGET_REFUSED, (part, _named(part, found, "refused"))
 
 
 def test_credentials_are_caught_on_every_path(figures):
+    # The fresh part, measured only until then, was caught 817 of 929 (87.9 %) as the detector was
+    # when it was written (0b7bd1c) and 868 (93.4 %) after the tuning part's widening; then spent.
     part, found = figures
-    if part == "fresh" and found["caught"] < TARGET_CAUGHT:
-        # Measured only, never tuned on: 817 of 929 (87.9 %) with the detector as it was when the
-        # fresh part was written (0b7bd1c), 868 of 929 (93.4 %) after the tuning part's widening.
-        assert found["caught"] >= 0.934, _named(part, found, "missed")
-        pytest.xfail(f"fresh held-out part caught {100 * found['caught']:.1f} %, short of {100 * TARGET_CAUGHT:.0f} %")
     assert found["caught"] >= TARGET_CAUGHT, (part, _named(part, found, "missed"))

@@ -407,7 +407,10 @@ HOOK_PATH = {"gate", "gate.cli", "gate.cli.entry", "gate.config", "gate.claude",
 # What each hook needs for its work in the test's situation below (a turn opened, nothing searched):
 # gate.credentials only where a prompt is stored, gate.claude.maxturns only where an answer may be held.
 GATE = HOOK_PATH | {"gate.claude.hooks", "gate.memory", "gate.memory.ledger", "gate.clock"}
-CREDENTIALS = {"gate.credentials", "gate.credentials.shapes", "gate.credentials.values"}
+CREDENTIALS = {
+    "gate.credentials", "gate.credentials.shapes", "gate.credentials.values", "gate.credentials.providers",
+    "gate.credentials.commands",
+}
 MODULES = {
     "hook UserPromptSubmit": GATE | CREDENTIALS,
     "hook PreToolUse": GATE,

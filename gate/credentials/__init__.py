@@ -23,6 +23,7 @@ Here, finding and redacting; gate.credentials.shapes holds the shapes, gate.cred
 what a value must look like. May import: the standard library only (part of the ground floor).
 """
 
+from gate.credentials.providers import UNLISTED
 from gate.credentials.shapes import (
     _ASSIGNMENTS,
     _LATE,
@@ -42,7 +43,14 @@ from gate.credentials.values import (
 
 # The longest value of a setting searched again for an assignment inside it.
 NESTED_MAX = 256
-_TRIGGERS = frozenset(trigger for _, triggers, _, _ in _SHAPES + _ASSIGNMENTS + _LATE for trigger in triggers)
+# A markdown table column whose header holds one of these words holds secrets in its cells.
+_TABLE_PASSWORDS = frozenset(("password", "passwd", "pwd", "senha", "pass"))
+_TABLE_KEYS = frozenset(("secret", "segredo", "token", "key", "chave", "credential", "credencial", "value", "valor"))
+_TRIGGERS = (
+    frozenset(trigger for _, triggers, _, _ in _SHAPES + _ASSIGNMENTS + _LATE for trigger in triggers)
+    | _TABLE_PASSWORDS
+    | _TABLE_KEYS
+)
 # Characters from the most to the least frequent in English prose. A text holding a trigger
 # holds each of its characters, so each trigger is filed under its rarest one (a character not
 # listed counts as rarer than all of them) and searched for only in a text holding that one.
@@ -69,6 +77,10 @@ def _present(low: str) -> set[str]:
     return {trigger for rare, triggers in _FILED if rare in low for trigger in triggers if trigger in low}
 
 
+# Groups whose shapes' checks are also given the match: the value is judged by its user, flag or prefix.
+_WITH_MATCH = frozenset(("user", "flag", "prefix"))
+
+
 def _shape_hits(text: str, present: set[str], shapes: list[tuple[str, tuple[str, ...], str, object]]):
     """(start, end, kind) of the matches of `shapes` whose check holds."""
     for kind, triggers, source, check in shapes:
@@ -79,7 +91,7 @@ def _shape_hits(text: str, present: set[str], shapes: list[tuple[str, tuple[str,
             value = text[span[0] : span[1]]
             if isinstance(check, _Near):
                 ok = check(value, text, match.start())
-            elif "user" in match.re.groupindex or "flag" in match.re.groupindex:
+            elif not _WITH_MATCH.isdisjoint(match.re.groupindex):
                 ok = check(value, match)  # type: ignore[operator]
             else:
                 ok = check is None or check(value)  # type: ignore[operator]
@@ -134,11 +146,6 @@ def _hits(text: str, *, first: bool = False):
             return
 
 
-# A markdown table column whose header holds one of these words holds secrets in its cells.
-_TABLE_PASSWORDS = frozenset(("password", "passwd", "pwd", "senha", "pass"))
-_TABLE_KEYS = frozenset(("secret", "segredo", "token", "key", "chave", "credential", "credencial", "value", "valor"))
-
-
 def _table_hits(text: str):
     """(start, end, kind) of each secret in a markdown table's password or key column: a header
     row, a `|---|` row, then cells checked as a password's or a key's value."""
@@ -158,14 +165,15 @@ def _table_hits(text: str):
         elif cells and columns:
             offset = at + line.index("|") + 1
             for index, cell in enumerate(cells):
+                quoted = cell.strip().startswith("`")
                 value = cell.strip().strip("`")
                 if (
                     index in columns
                     and value
                     and (
-                        literal(value, password=True)
+                        literal(value, password=True) and (quoted or not any(ch.isspace() for ch in value))
                         if columns[index]
-                        else random_looking(value) and not _digest(value)
+                        else (random_looking(value) and not _digest(value)) or _symbol_password(value)
                     )
                 ):
                     start = offset + cell.index(value)
@@ -175,6 +183,17 @@ def _table_hits(text: str):
             columns = {}
         previous = cells
         at += len(line)
+
+
+def _symbol_password(value: str) -> bool:
+    """A cell of a key column that is a password: a digit and a symbol in one word (`Ipe#Amarelo9`),
+    not a place (`1Password`, `vault/prod`)."""
+    return (
+        any(ch.isdigit() for ch in value)
+        and any(ch in "!@#$%^&*?+=~" for ch in value)
+        and not any(ch.isspace() for ch in value)
+        and literal(value, password=True)
+    )
 
 
 def triggered(text: str) -> bool:
@@ -205,6 +224,8 @@ def redact(text: str) -> str:
     for start, end, kind in spans:
         if merged and start < merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], end)
+            if merged[-1][2] == UNLISTED:  # `GH_TOKEN_ghp_...`: the GitHub token's name, not the guess's
+                merged[-1][2] = kind
         else:
             merged.append([start, end, kind])
     parts, at = [], 0

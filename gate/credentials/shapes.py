@@ -5,6 +5,8 @@ pass (gate.credentials.values). Patterns are compiled, and `re` imported, only w
 a trigger (`_pattern`): on the hooks' path an ordinary prompt imports nothing.
 """
 
+from gate.credentials.commands import COMMAND_LINES
+from gate.credentials.providers import PROVIDER_TOKENS
 from gate.credentials.values import (
     _aws_secret,
     _is_word_like,
@@ -17,6 +19,7 @@ from gate.credentials.values import (
     _token,
     _unspeakable,
     _words,
+    _wordy,
     letters_password,
     literal,
     random_looking,
@@ -129,50 +132,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     ("a Django secret key", ("django-insecure-",), r"django-insecure-[^\s'\"]{20,}", None),
     ("a Mapbox secret token", ("sk.eyj",), _L + r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", None),
     ("a JSON Web Token", ("eyj",), _L + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", None),
-    (
-        "a provider token",
-        (
-            "lin_",
-            "ntn_",
-            "secret_",
-            "pmak-",
-            "atatt",
-            "glsa_",
-            "glc_",
-            "nrak-",
-            "gsk_",
-            "r8_",
-            "dckr_pat_",
-            "dp.st.",
-            "dp.sa.",
-            "dp.ct.",
-            "dp.pt.",
-            "dp.scim.",
-            "dp.audit.",
-            "sntry",
-            "xai-",
-            "pplx-",
-            "eaaa",
-            "sq0",
-            "atlasv1",
-            "pul-",
-            "hrku-",
-            "sl.",
-            "oy2",
-            "ico-",
-            "flwseck",
-            "pat",
-        ),
-        _L + r"(?:lin_(?:api|oauth)_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}|"
-        r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}|ATATT3[A-Za-z0-9_=-]{100,}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|"
-        r"glc_[A-Za-z0-9+/=]{32,}|NRAK-[A-Z0-9]{27}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|"
-        r"dckr_pat_[A-Za-z0-9_-]{27,}|dp\.(?:st|sa|ct|pt|scim|audit)\.[A-Za-z0-9_.-]{40,}|"
-        r"sntry[su]_[A-Za-z0-9+/=_-]{40,}|xai-[A-Za-z0-9]{70,}|pplx-[A-Za-z0-9]{40,}|EAAA[A-Za-z0-9_-]{60,}|"
-        r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}|pul-[a-f0-9]{40}|"
-        r"HRKU-[A-Za-z0-9_-]{40,}|sl\.[A-Za-z0-9_-]{120,}|oy2[a-z0-9]{43}|ico-[A-Za-z0-9]{32}|"
-        r"FLWSECK(?:_TEST)?-[a-f0-9]{32}-X|pat[A-Za-z0-9]{14}\.[a-f0-9]{64})",
-        _token,
-    ),
+    *PROVIDER_TOKENS,
     # A secret of 40 characters of base64 near a word that says AWS or secret, or after a key id.
     (
         "an AWS secret access key",
@@ -184,7 +144,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     (
         "a connection string with a password",
         ("://",),
-        r"(?i)\b[a-z][a-z0-9+.-]*://(?P<user>[^\s:/@]*(?:@[^\s:/@]+)?):(?P<value>[/@]?[^\s@/]+)@[^\s/]+",
+        r"(?i)\b[a-z][a-z0-9+.-]*://(?P<user>[^\s:/@]*(?:@[^\s:/@]+)?):(?P<value>/?[^\s/]+)@[^\s/@]+",
         lambda v, match: v.lower() != match.group("user").lower() and literal(v, password=True),
     ),
     (
@@ -209,6 +169,12 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     ),
     (
         "an Authorization header",
+        ("authorization",),  # a scheme of the provider's own: `Splunk <uuid>`, `GenieKey <uuid>`
+        r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?[A-Za-z][\w-]{1,24}\s+(?P<value>[A-Za-z0-9._~+/=@-]{16,})",
+        random_looking,
+    ),
+    (
+        "an Authorization header",
         ("authorization",),  # a credential without a scheme
         r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?P<value>[A-Za-z0-9._~+/=@-]{8,})",
         literal,
@@ -216,9 +182,9 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     ("a bearer token", ("bearer",), r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{20,}=*)", random_looking),
     (
         "a password on a command line",
-        ("curl", "wget"),
-        r"\s(?:-u|--user)[= ]?\s*[\"']?[^\s:\"']*:[\"']?(?P<value>[^\s\"']+)",
-        _Near(("curl", "wget"), lambda v: literal(v, quoted=True)),
+        ("curl", "wget", "http"),  # (httpie: `http -a user:<password>`)
+        r"\s(?:-u|--user|-a|--auth)[= ]?\s*[\"']?[^\s:\"']*:[\"']?(?P<value>[^\s\"']+)",
+        _Near(("curl", "wget", "http"), lambda v: literal(v, quoted=True)),
     ),  # a shell word: a literal, whatever its letters
     # A Kubernetes Secret's data: base64 values (padded, so a length of 4n) under `kind: Secret`.
     (
@@ -227,69 +193,14 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"(?m)^[ \t]+[\w.-]+:[ \t]*(?:[|>][-+]?[ \t]*\n[ \t]+)?[\"']?(?P<value>[A-Za-z0-9+/]{10,}={0,2})[\"']?[ \t]*$",
         lambda v: len(v) % 4 == 0 and not _is_word_like(v) and not v.isdigit(),
     ),
-    ("a password on a command line", ("mysql",), r"\s-p(?P<value>[^\s'\"]{4,})", _Near(("mysql",), _password_literal)),
+    # A Twilio account SID and its auth token side by side: `Client("AC...", "<32 hex>")`.
     (
-        "a password on a command line",
-        ("redis-cli",),
-        r"\s-a\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        _Near(("redis-cli",), _password_literal),
+        "a Twilio auth token",
+        ("ac",),
+        r"(?<![A-Za-z0-9])AC[0-9a-f]{32}[\"']?[ \t]*[,:;/][ \t]*[\"']?(?P<value>[0-9a-f]{32})(?![A-Za-z0-9])",
+        _token,
     ),
-    (
-        "a password on a command line",
-        ("sshpass",),
-        r"\s-p\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        _Near(("sshpass",), _password_literal),
-    ),
-    (
-        "a password on a command line",
-        ("docker login",),
-        r"\s(?:-p|--password)[= ]\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        _Near(("docker login",), _password_literal),
-    ),
-    # A flag that names what it takes, then a space: `--token <value>`, `--db-password <value>`
-    # (`--token=<value>` is an assignment).
-    (
-        "a password or key on a command line",
-        ("--",),
-        r"(?<![\w-])--(?P<flag>[\w-]*?(?:token|key|secret|password|passwd|pass|pwd|senha|auth))[ \t]+(?P<q>[\"']?)"
-        r"(?P<value>[^\s\"']+)(?P=q)",
-        lambda v, match: (
-            random_looking(v)
-            if match.group("flag").lower().endswith("key")
-            else literal(
-                v, password=match.group("flag").lower().endswith(("password", "passwd", "pass", "pwd", "senha"))
-            )
-        ),
-    ),
-    # A short flag then a machine-made value: `az login -p <secret>`, `doctl auth init -t <token>`.
-    (
-        "a password or key on a command line",
-        (" -p ", " -t ", " -a ", " -k "),
-        r" -[ptakPTAK] +(?P<q>[\"']?)(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)(?P=q)",
-        _random_key,
-    ),
-    # A secret piped into a login: `echo <token> | gh auth login --with-token`.
-    (
-        "a password or key on a command line",
-        ("echo",),
-        r"\becho[ \t]+(?:-n[ \t]+)?(?P<q>[\"']?)(?P<value>[^\s\"'|]+)(?P=q)[ \t]*\|[^\n|]*"
-        r"(?:--with-token|--password-stdin|\blogin\b)",
-        _password_literal,
-    ),
-    # `npm config set //registry/:_authToken <token>`, `yarn config set npmAuthToken <token>`.
-    (
-        "a password or key assignment",
-        ("config set",),
-        r"(?i)\bconfig[ \t]+set[ \t]+(?:\S*?(?:token|password|secret|key|auth)\S*)[ \t]+(?P<q>[\"']?)"
-        r"(?P<value>[^\s\"']+)(?P=q)",
-        lambda v: literal(v, quoted=True) and not v.startswith("-"),
-    ),
-    (
-        "a password or key assignment",
-        ("requirepass", "masterauth"),
-        r"\b(?:requirepass|masterauth)\s+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        literal,
-    ),
+    *COMMAND_LINES,
 ]
 
 # Names whose value is a secret: `DB_PASSWORD`, `client_secret`, `apiKey`, `x-api-key`,
@@ -314,7 +225,17 @@ _NAMES = {
     "password": r"(?i)(?:password|passwd|passphrase|pass|pwd|senha)$",
 }
 # What may stand between a secret's name and "is" in prose: "for prod", "do banco", "de produção".
-_OF = r"(?:\s+(?:for|of|on|to|in|at|do|da|de|dos|das|no|na|para)(?:\s+[\w.@/-]+){1,4}?)?"
+_OF = r"(?:\s+(?:for|of|on|to|in|at|from|with|do|da|de|dos|das|no|na|para|por|pelo|pela|com)(?:\s+[\w.@/-]+){1,6}?)?"
+# And what may follow the name: "(prod)", "novo", "new": "server token (prod): ...".
+_QUALIFIED = (
+    r"(?:[ \t]*\((?![^()\n]*publi)[^()\n]{1,30}\)|[ \t]+(?:novo|nova|new|atual|current|antigo|antiga|old|temporary|"
+    r"tempor[aá]ri[oa]|provis[oó]ri[oa])(?=[ \t]*[:=]|[ \t]+(?:is|é|ficou)\b))?"
+)
+# A word saying which, before a place: "o token novo do GitHub ficou ...".
+_NEW = (
+    r"(?:[ \t]+(?:novo|nova|new|atual|current|antigo|antiga|old|temporary|tempor[aá]ri[oa]|provis[oó]ri[oa])"
+    r"(?=\s+(?:for|of|on|to|in|at|do|da|de|dos|das|no|na|para)\b))?"
+)
 _PROSE_VALUE = r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^\s\"'`,;]+))"
 _ASSIGNMENTS = [
     (
@@ -326,8 +247,8 @@ _ASSIGNMENTS = [
     # An environment variable followed by its value after a space: `AWS_SECRET_ACCESS_KEY <key>`.
     (
         "a password or key assignment",
-        ("pass", "pwd", "secret", "token", "key"),
-        r"(?<![\w-])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|_PASS|_PWD)[ \t]+(?P<q>[\"']?)"
+        ("pass", "pwd", "secret", "token", "key", "appid"),
+        r"(?<![\w-])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|APPID|_PASS|_PWD)[ \t]+(?P<q>[\"']?)"
         r"(?P<value>[^\s\"']+)(?P=q)",
         "weak",
     ),
@@ -338,18 +259,22 @@ _ASSIGNMENTS = [
         "a password in prose",
         ("pass", "pw", "pin ", "pin:", "pin=", "senha"),
         r"(?i)\b(?:passwords?|passphrase|passwd|pw|pwd|passcode|pin|senhas?)\b"
+        + _NEW
         + _OF
-        + r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|just\s+|set\s+to\s+|agora\s+)?"
+        + _QUALIFIED
+        + r"\s*(?:is|was|are|=|:|é|era|ficou)\s+(?:now\s+|still\s+|just\s+|set\s+to\s+|agora\s+)?"
         + _PROSE_VALUE,
         "password",
     ),
     (
         "a key or token in prose",
         ("secret", "token", "key", "credential", "chave", "segredo"),
-        r"(?i)\b(?P<name>secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin)\s+(?:key|token)|token|"
+        r"(?i)\b(?P<name>secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin|server|app|master|signing|encryption|private)\s+(?:key|token)|token|"
         r"(?<!public )key|credentials?|chave|segredo)\b"
+        + _NEW
         + _OF
-        + r"\s*(?:is|was|are|=|:|é|era)\s+(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
+        + _QUALIFIED
+        + r"\s*(?:is|was|are|=|:|é|era|ficou)\s+(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
         + _PROSE_VALUE,
         "weak",
     ),
@@ -360,10 +285,19 @@ _ASSIGNMENTS = [
         r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+(?P<value>[^\s\"'`,;]+)",
         "password-bare",
     ),
+    # A user, then `pass` and a value: "smtp user noreply@acme.com pass ...", a .netrc-like line.
+    (
+        "a password in prose",
+        ("pass",),
+        r"(?i)\b(?:user|username|usu[aá]rio|login)\b[ \t]*[:=]?[ \t]*[^\s:=]+[ \t,;|]+pass\b[ \t]*[:=]?[ \t]*"
+        r"(?P<value>[^\s\"'`,;]+)",
+        "password-bare",
+    ),
     (
         "a key or token in prose",
-        ("token", "key", "secret", "chave", "segredo"),
-        r"(?i)\b(?:(?<!public )key|token|secret|chave|segredo)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,})",
+        ("token", "key", "secret", "chave", "segredo", "cred"),
+        r"(?i)\b(?P<name>(?:api|access|auth|server|secret|admin|app|master|signing|encryption|private)\s+(?:key|token)|(?<!public )key|token|secret|chave|"
+        r"segredo|credentials?|creds|credenciais)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,})",
         "bare",
     ),
     # A name and its value as a call's two strings or a subscript's assignment: PHP's
@@ -374,6 +308,13 @@ _ASSIGNMENTS = [
         r"[\"'](?P<name>[\w.-]+)[\"'][ \t]*(?:,|\][ \t]*(?:\|\|=|\?\?=|=))[ \t]*" + _VALUE,
         "name",
     ),
+    # An XML element named for a secret: `<password>...</password>`, `<apiKey>...</apiKey>`.
+    (
+        "a password or key assignment",
+        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential"),
+        r"<(?P<name>[\w.:-]+)>(?P<value>[^<>\s\"'`]+)</(?P=name)>",
+        "name",
+    ),
     # A setting given as a name and a value apart: a pod spec's `- name: X` then `value: ...`, a
     # JSON `{"name": "X", "value": "..."}`, an XML `key="X" value="..."`. The name decides.
     (
@@ -382,6 +323,23 @@ _ASSIGNMENTS = [
         r"(?i)\b(?:name|key)[\"']?[ \t]*[:=][ \t]*[\"']?(?P<name>[\w.-]+)[\"']?[ \t]*,?[ \t]*(?:\r?\n[ \t]*)?"
         r"[\"']?value" + _ASSIGN + _VALUE,
         "name",
+    ),
+    # Terraform's variable named for a secret, and its default: `variable "db_password" {
+    # default = "..." }`.
+    (
+        "a password or key assignment",
+        ("variable",),
+        r"\bvariable[ \t]+\"(?P<name>[\w.-]+)\"[ \t]*\{[^{}]{0,200}?\bdefault[ \t]*=[ \t]*" + _VALUE,
+        "name",
+    ),
+    # A secret set to a value: "I changed the root password to ...", "mudei a senha do wifi para ...".
+    (
+        "a password in prose",
+        ("pass", "senha", "pw"),
+        r"(?i)\b(?:changed|set|reset|updated|rotated|mudei|troquei|alterei|mudamos|trocamos)\b[^\n]{0,40}?"
+        r"\b(?:password|passwd|passphrase|pw|senha)\b(?:\s+(?:do|da|de|of|for|on)(?:\s+[\w.@-]+){1,3}?)?"
+        r"\s+(?:to|para|pra)\s+" + _PROSE_VALUE,
+        "password",
     ),
     # The value first, then what it is: "use <value> as the Twilio API key", "coloquei <value>
     # como token do ...".
@@ -396,6 +354,31 @@ _ASSIGNMENTS = [
 ]
 
 
+def _lone_key(value: str) -> bool:
+    return (
+        _random_key(value)
+        and not all(ch in "0123456789abcdefABCDEF" for ch in value.removeprefix("0x"))
+        and not value.startswith("AAAA")
+        and not _wordy(value)
+    )
+
+
+def _user_password(value: str) -> bool:
+    """The password of a user-and-password pair: a password, not a word nor a product's name
+    (`1Password`)."""
+    value = value.rstrip(".,;)")
+    letters = "".join(ch for ch in value if not ch.isdigit()).lower()
+    if not _password(value) or letters in ("password", "passwords", "secret", "secrets", "vault") or len(value) < 8:
+        return False
+    # (not `dev-2024`: a symbol other than a dash, both cases and a digit, or a passphrase's words)
+    return (
+        any(not ch.isalnum() and ch != "-" for ch in value)
+        or (value != value.lower() and any(ch.isdigit() for ch in value))
+        or value.count("-") >= 2
+        or letters_password(value)
+    )
+
+
 # Shapes read after the assignments (so that `api_key: ...` is named an assignment): a value
 # whose name stands before it on its line, some words away.
 _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
@@ -404,9 +387,15 @@ _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
     (
         "a key or token in prose",
         ("key", "token", "secret", "chave", "segredo", "credential", "pat"),
-        r"(?i)\?[ \t]*(?:\n[ \t>]*)?(?:-+>|\u2192|:)?[ \t]*(?:(?:it'?s|it is|here|aqui|é|segue)[ \t:,]*)?"
+        r"(?i)\?[ \t]*(?:\n[ \t>]*)?(?:-+>|\u2192|:)?[ \t]*(?:(?:it'?s|it is|[\w']{1,12})(?:[ \t]*[:,!.-][ \t]*|[ \t]+))?"
         r"(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
-        _Near(("key", "token", "secret", "chave", "segredo", "credential", "pat"), _random_key, 50, unless=("public",)),
+        _Near(
+            ("key", "token", "secret", "chave", "segredo", "credential", "pat"),
+            _random_key,
+            50,
+            unless=("public",),
+            loose=(("token", "key", "secret", "chave", "senha", "password"), 10, random_looking),
+        ),
     ),
     # A key named a few words before its value on the same line: "I rotated the admin key
     # yesterday, the new one is ...", "using DEPLOY_TOKEN from the command line: ...". The value
@@ -416,7 +405,42 @@ _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
         "a key or token in prose",
         ("key", "token", "secret", "chave", "segredo", "credential"),
         r"(?i)(?:\bis|\bé|\bagora|:|=|->|\u2192)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
-        _Near(("key", "token", "secret", "chave", "segredo", "credential"), _random_key, 80, unless=("public",)),
+        _Near(
+            ("key", "token", "secret", "chave", "segredo", "credential"),
+            _random_key,
+            80,
+            unless=("public",),
+            loose=(
+                ("api key", "api token", "access token", "auth token", "server token", "secret key", "app key"),
+                30,
+                random_looking,
+            ),
+        ),
+    ),
+    # A machine-made value alone on its line (or after a chat's time and speaker; not after a YAML
+    # or log key, `payment: pi_...`) below a line naming a
+    # key: "[10:32] ana: segue o token da Vercel" then "[10:33] ana: <token>". Not hex (a hash or an
+    # id), nor an SSH public key's base64 (`AAAA...`).
+    (
+        "a key or token in prose",
+        ("key", "token", "secret", "chave", "segredo", "senha", "password"),
+        r"(?m)^[ \t>]*(?:\[[^\]\n]{1,20}\][ \t]*(?:[\w.@-]{1,20}:[ \t]*)?)?(?P<value>[A-Za-z0-9+/=_.~-]{20,}+)[ \t]*$",
+        _Near(
+            ("key", "token", "secret", "chave", "segredo", "senha", "password"),
+            _lone_key,
+            120,
+            lines=True,
+            unless=("public", "pública", "fingerprint", "certificate", "certificado"),
+        ),
+    ),
+    # A user and a password given together in prose: "creds for staging are deploy / <password>",
+    # "o login do painel é admin / <senha>".
+    (
+        "a password in prose",
+        ("login", "creds", "credential", "credencia"),
+        r"(?i)\b(?:logins?|creds|credentials|credenciais)\b[^\n]{0,40}?(?:\bis|\bare|\bé|\bsão|:|=|->|\u2192)[ \t]+"
+        r"[\w.@+-]{1,40}(?:[ \t]+/[ \t]+|:(?=[^\s/]+(?:\s|$)))(?P<value>[^\s\"'`]+)",
+        _user_password,
     ),
 ]
 
@@ -424,6 +448,8 @@ _LATE: list[tuple[str, tuple[str, ...], str, object]] = [
 def _check_assignment(how: str, value: str, quoted: bool, name: str | None = None) -> bool:
     if how == "name":  # `name = value`: how strong a name decides how the value is checked
         assert name is not None, "a `name = value` assignment comes with its name"
+        if value.startswith("base64:"):  # Laravel's `APP_KEY=base64:...`: the key follows
+            value = value[len("base64:") :]
         if _pattern(_NAMES["strong"]).search(name):
             return literal(value, quoted=quoted, password=bool(_pattern(_NAMES["password"]).search(name)))
         low = name.lower()
@@ -443,8 +469,8 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
             return True
         # (`strength` has few vowels but is a word: only unspeakable runs and three humps count)
         return letters_password(value) and (_unspeakable(value) if value.islower() else len(_words(value)) >= 3)
-    if how == "bare":
-        return random_looking(value) and not _digest(value)
+    if how == "bare":  # a hex id or hash is a key only after a name of two words ("API key <hex>")
+        return random_looking(value) and (not _digest(value) or (name is not None and " " in name.strip()))
     return random_looking(value)
 
 

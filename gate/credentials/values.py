@@ -69,30 +69,46 @@ _LEADS = (
 
 
 def _words(value: str) -> list[str]:
-    """The lowercase words of a value, split at non-letters and at camelCase humps."""
+    """The lowercase words of a value, split at non-letters and at camelCase humps (in linear
+    time: a 200,000-character paste may be one value)."""
     words: list[str] = []
     word = ""
     for at, ch in enumerate(value):
         if not ch.isalpha():
-            words, word = words + [word] if word else words, ""
+            if word:
+                words.append(word)
+            word = ""
             continue
         if word and ch.isupper() and value[at - 1].islower():
-            words, word = words + [word], ""
+            words.append(word)
+            word = ""
         word += ch.lower()
-    return words + [word] if word else words
+    if word:
+        words.append(word)
+    return words
 
 
-def _crossed_out(low: str) -> bool:
-    """A run of x standing for hidden characters (`ghp_XXXX`, `xxx-xxx`), not one inside a
-    word (`Maxxxine1`)."""
-    at = low.find("xxx")
-    while at >= 0:
-        end = at
-        while end < len(low) and low[end] == "x":
-            end += 1
-        if end - at >= 5 or ((at == 0 or not low[at - 1].isalpha()) and (end == len(low) or not low[end].isalpha())):
-            return True
-        at = low.find("xxx", end)
+def _wordy(value: str) -> bool:
+    """Letters in whole words, as an identifier has them (`OAuth2RefreshTokenExpires3600`,
+    `unevaluatedProperties_draft2019`), not the short runs of a random key."""
+    humps = _words(value)
+    return sum(map(len, humps)) >= 4 * len(humps)
+
+
+def _crossed_out(value: str) -> bool:
+    """A run of x of one case standing for hidden characters (`ghp_XXXX`, `xxx-xxx`), not one
+    inside a word (`Maxxxine1`) nor one a random key holds by chance (`...B2xxX`)."""
+    for x in "xX":
+        at = value.find(x * 3)
+        while at >= 0:
+            end = at
+            while end < len(value) and value[end] == x:
+                end += 1
+            if end - at >= 5 or (
+                (at == 0 or not value[at - 1].isalpha()) and (end == len(value) or not value[end].isalpha())
+            ):
+                return True
+            at = value.find(x * 3, end)
     return False
 
 
@@ -103,8 +119,11 @@ def _reference_lead(value: str) -> bool:
     lead, rest = value[:1], value[1:]
     if lead in "!*@":
         return rest.replace("_", "").replace("-", "").replace(".", "").isalpha() or "(" in rest or "/" in rest
-    if lead == "%":
-        return "%" in rest or rest.startswith("(") or rest.startswith("{")
+    if lead == "%":  # `%VAR%`, `%(name)s`, `%{name}`, printf's `%s`, `%-10d`; not `%**-E9hiT4%?U!w`
+        name = rest[: rest.find("%")] if "%" in rest else ""
+        spec = rest.lstrip("-+ #0123456789.")
+        printf = spec[:1] in tuple("sdifrxXoeEgGc") and not spec[1:2].isalnum()
+        return rest.startswith(("(", "{")) or printf or (name.replace("_", "").isalnum() and name[:1].isalpha())
     if lead == "/":
         return "/" in rest or "." in rest or rest.replace("_", "").replace("-", "").isalpha()
     return False
@@ -118,7 +137,7 @@ def _placeholder(value: str) -> bool:
         or any(mark in low for mark in _MARKS)
         or low.startswith(_LEADS)
         or _reference_lead(value)
-        or _crossed_out(low)
+        or _crossed_out(value)
         or (len(words) > 1 and not _MARK_WORDS.isdisjoint(words))
         or (low.startswith("your") and low.endswith(("here", "key", "token", "password", "secret")))
         or len(set(low)) <= 3
@@ -161,6 +180,8 @@ def letters_password(value: str) -> bool:
         return True
     if not value.islower():
         return False
+    if len(value) >= 16 and not any(word in value for word in _CODE_WORDS if len(word) >= 4):
+        return True  # words run together past any word's length: `correcthorsebatterystaple`
     vowels = sum(ch in "aeiouy" for ch in value)
     run = longest = 0
     for ch in value:
@@ -232,7 +253,10 @@ def _token(body: str) -> bool:
     """A provider-shaped token, unless it is a placeholder (`ghp_XXXX...`, `xoxb-your-token`)."""
     low = body.lower()
     return (
-        not any(mark in low for mark in ("xxx", "...", "\u2026", "***", "your", "<", "0000000")) and len(set(low)) > 4
+        not any(mark in low for mark in ("...", "\u2026", "***", "your", "<", "0000000"))
+        and ("xxxx" not in low or "xxxx" in body or "XXXX" in body)
+        and not _crossed_out(body)
+        and len(set(low)) > 4
     )
 
 
@@ -272,6 +296,28 @@ def _pem_private(value: str) -> bool:
     return b"PRIVATE" in head
 
 
+# Words that say a hex run near a key's name is a hash or an id after all.
+_HASH_WORDS = (
+    "commit",
+    "hash",
+    "sha",
+    "digest",
+    "checksum",
+    "merge",
+    "build",
+    "version",
+    "fingerprint",
+    "?",
+    " id",
+    "_id",
+    "-id",
+    "uuid",
+    "trace",
+    "span",
+    "request",
+)
+
+
 class _Near:
     """A check that also wants one of `words` at most `window` characters before the match, and
     unless `lines`, on the same command line (continuation lines included), and none of `unless`
@@ -279,12 +325,26 @@ class _Near:
     linear time."""
 
     def __init__(
-        self, words: tuple[str, ...], check, window: int = 1000, *, lines: bool = False, unless: tuple[str, ...] = ()
+        self,
+        words: tuple[str, ...],
+        check,
+        window: int = 1000,
+        *,
+        lines: bool = False,
+        unless: tuple[str, ...] = (),
+        loose: tuple = ((), 0, None),
     ):
         self.words, self.check, self.window, self.lines, self.unless = words, check, window, lines, unless
+        # (words, window, check): with one of these words that close before the value, `check`
+        # is enough ("API key <40 hex>": a hash that a name of two words makes a key)
+        self.loose = loose
 
     def __call__(self, value: str, text: str, start: int) -> bool:
-        if not self.check(value):
+        words, window, loose = self.loose
+        close = text[max(0, start - window) : start].lower() if words else ""
+        if close and any(word in close for word in _HASH_WORDS):
+            close = ""  # "the API key rotation commit? -> <sha>": a hash after all
+        if not (loose(value) if any(word in close for word in words) else self.check(value)):
             return False
         before = text[max(0, start - self.window) : start]
         if not self.lines:

@@ -1,0 +1,120 @@
+"""Credentials on a command line: a password after `-p`, `-a` or `-P`, a flag that names what it
+takes (`--token <value>`), a short flag then a machine-made value, a user then a password as
+flags, the value a secret-storing command is given, a secret piped into a login, `config set`,
+redis's `requirepass`. gate.credentials.shapes reads them in this order, after the headers.
+"""
+
+from gate.credentials.values import (
+    _Near,
+    _password_literal,
+    _random_key,
+    letters_password,
+    literal,
+    random_looking,
+)
+
+
+def _stored_secret(value: str) -> bool:
+    """The value a secret-storing command is given: a literal that looks made, not a word, a
+    number, a file (`@file`, `file://`) or a slug (`fix-token-v2`, the body of a pull request)."""
+    if not literal(value, quoted=True) or value.isdigit() or value.startswith(("-", "@", "file")):
+        return False
+    return (
+        random_looking(value)
+        or any(not ch.isalnum() and ch not in "-_." for ch in value)
+        or (value != value.lower() and any(ch.isdigit() for ch in value))
+        or letters_password(value)
+    )
+
+
+COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
+    ("a password on a command line", ("mysql",), r"\s-p(?P<value>[^\s'\"]{4,})", _Near(("mysql",), _password_literal)),
+    (
+        "a password on a command line",
+        ("redis-cli",),
+        r"\s-a\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        _Near(("redis-cli",), _password_literal),
+    ),
+    (
+        "a password on a command line",
+        ("sshpass",),
+        r"\s-p\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        _Near(("sshpass",), _password_literal),
+    ),
+    (
+        "a password on a command line",
+        ("docker login",),
+        r"\s(?:-p|--password)[= ]\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        _Near(("docker login",), _password_literal),
+    ),
+    # A command that stores a secret, and the value it is given: `gh secret set X --body <value>`,
+    # `az keyvault secret set ... --value <value>`, `aws ssm put-parameter --type SecureString
+    # --value <value>`, `aws secretsmanager create-secret --secret-string <value>`.
+    (
+        "a secret on a command line",
+        ("--value", "--body", "--secret-string", "--secret-value"),
+        r"\s(?:--value|--body|--secret-string|--secret-value)[= \t]+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        _Near(
+            ("secret", "securestring", "password", "token", "api-key", "api_key", "apikey"),
+            _stored_secret,
+        ),
+    ),
+    # A flag that names what it takes, then a space: `--token <value>`, `--db-password <value>`
+    # (`--token=<value>` is an assignment).
+    (
+        "a password or key on a command line",
+        ("-",),  # (one dash too: Java's `-storepass <value>`, Go's `-token <value>`)
+        r"(?<![\w-])--?(?P<flag>[\w-]*?(?:token|key|secret|password|passwd|pass|pwd|senha|auth))[ \t]+(?P<q>[\"']?)"
+        r"(?P<value>[^\s\"']+)(?P=q)",
+        lambda v, match: (
+            random_looking(v)
+            if match.group("flag").lower().endswith("key")
+            else literal(
+                v, password=match.group("flag").lower().endswith(("password", "passwd", "pass", "pwd", "senha"))
+            )
+        ),
+    ),
+    # A short flag then a machine-made value: `az login -p <secret>`, `doctl auth init -t <token>`.
+    (
+        "a password or key on a command line",
+        (" -p ", " -t ", " -a ", " -k "),
+        r" -[ptakPTAK] +(?P<q>[\"']?)(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)(?P=q)",
+        _random_key,
+    ),
+    # A user then a password as flags: `-u admin -p <password>` (az, docker, mysql, sshpass alike).
+    (
+        "a password on a command line",
+        (" -u ",),  # (lowercased: `-U sa -P ...` too)
+        r"\s-[uU][ \t]+[\"']?[^\s\"']+[\"']?[ \t]+-[pP][ \t]*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        lambda v: _password_literal(v) and not all(ch.isdigit() or ch in ".:/-," for ch in v),
+    ),
+    # PowerShell's plain text made a secure string: `ConvertTo-SecureString '<password>' -AsPlainText`.
+    (
+        "a password on a command line",
+        ("convertto-securestring",),
+        r"(?i)ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?(?P<q>[\"'])(?P<value>[^\"'\n]+)(?P=q)",
+        lambda v: literal(v, quoted=True, password=True),
+    ),
+    # A secret piped into a login: `echo <token> | gh auth login --with-token`.
+    (
+        "a password or key on a command line",
+        ("echo",),
+        r"\becho[ \t]+(?:-n[ \t]+)?(?P<q>[\"']?)(?P<value>[^\s\"'|]+)(?P=q)[ \t]*\|[^\n|]*"
+        r"(?:--with-token|--password-stdin|\blogin\b|\bsudo[ \t]+-S\b|\bchpasswd\b|\bpasswd[ \t]+--stdin)",
+        _password_literal,
+    ),
+    # `npm config set //registry/:_authToken <token>`, `yarn config set npmAuthToken <token>`.
+    (
+        "a password or key assignment",
+        ("config set",),
+        r"(?i)\bconfig[ \t]+set[ \t]+(?:\S*?(?:token|password|secret|key|auth)\S*)[ \t]+(?P<q>[\"']?)"
+        r"(?P<value>[^\s\"']+)(?P=q)",
+        lambda v: literal(v, quoted=True) and not v.startswith("-"),
+    ),
+    (
+        "a password or key assignment",
+        ("requirepass", "masterauth"),
+        r"\b(?:requirepass|masterauth)\s+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
+        literal,
+    ),
+]

@@ -1,0 +1,159 @@
+"""Provider token shapes: the prefixes and lengths providers issue keys in, each with its
+triggers (lowercase substrings one of which any match holds), and, for providers not listed, the
+way most now issue them: a short lowercase name, `_` or `-`, then a long random run of both cases
+and digits (`figd_...`, `pcsk_...`, `nvapi-...`). gate.credentials.shapes reads them first.
+"""
+
+from gate.credentials.values import _token, _wordy, random_looking
+
+_L, _R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
+
+# Names before `_` or `-` that make a long random run an id, a hash, a nonce or a public key, not
+# a secret: Stripe's and OpenAI's object ids, checksums, CSP nonces, publishable keys.
+_NOT_SECRET_PREFIXES = frozenset(
+    "pk pub public publishable phc cs pi ch cus in evt txn acct price prod sub seti src pm py po tr "
+    "chatcmpl msg toolu req request file batch run asst thread resp call id uuid guid trace span build "
+    "job commit sha sha1 sha224 sha256 sha384 sha512 md5 hash digest nonce csrf xsrf state rev ver "
+    "v release image layer blob tree session sess cache etag usr user org team ws doc obj item node conv chat "
+    "ticket inv ord cust tx test spec".split()
+)
+
+
+# What a refusal names a token of an unlisted provider; a listed shape's name wins where both match.
+UNLISTED = "a token of some provider"
+
+
+def _prefixed_random(value: str, match) -> bool:
+    """A run issued by an unlisted provider: its name is no id's or hash's, and the run after it
+    mixes both cases and digits in a long unbroken stretch."""
+    after = match.string[match.end() : match.end() + 1]
+    if after and after in "+/=." or len(value) > 400:  # base64 going on (`sha512-...+/`), or no token
+        return False
+    prefix = match.group("prefix")
+    if not (prefix.islower() or prefix.isupper()):  # `Bxi-...`: a random id's chunk, not a name
+        return False
+    prefix = prefix.lower()
+    if prefix in _NOT_SECRET_PREFIXES or (prefix[0] == "v" and prefix[1:].isdigit()):
+        return False
+    longest = max(len(part) for part in value.replace("-", "_").split("_"))
+    if _wordy(value):  # whole words: `OAuth2RefreshTokenExpires3600`
+        return False
+    return (
+        longest >= 20
+        and any(ch.isupper() for ch in value)
+        and any(ch.islower() for ch in value)
+        and sum(ch.isdigit() for ch in value) >= 2
+        and _token(value)
+    )
+
+
+def _secret_key(value: str) -> bool:
+    return len(value) <= 400 and random_looking(value) and _token(value)
+
+
+PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
+    (
+        "a provider token",
+        (
+            "lin_",
+            "ntn_",
+            "secret_",
+            "pmak-",
+            "atatt",
+            "glsa_",
+            "glc_",
+            "nrak-",
+            "gsk_",
+            "r8_",
+            "dckr_pat_",
+            "dp.st.",
+            "dp.sa.",
+            "dp.ct.",
+            "dp.pt.",
+            "dp.scim.",
+            "dp.audit.",
+            "sntry",
+            "xai-",
+            "pplx-",
+            "eaa",
+            "sq0",
+            "atlasv1",
+            "pul-",
+            "hrku-",
+            "sl.",
+            "oy2",
+            "ico-",
+            "flwseck",
+            "pat",
+        ),
+        _L + r"(?:lin_(?:api|oauth)_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}|"
+        r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}|ATATT3[A-Za-z0-9_=-]{100,}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|"
+        r"glc_[A-Za-z0-9+/=]{32,}|NRAK-[A-Z0-9]{27}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|"
+        r"dckr_pat_[A-Za-z0-9_-]{27,}|dp\.(?:st|sa|ct|pt|scim|audit)\.[A-Za-z0-9_.-]{40,}|"
+        r"sntry[su]_[A-Za-z0-9+/=_-]{40,}|xai-[A-Za-z0-9]{70,}|pplx-[A-Za-z0-9]{40,}|EAA[A-Z][A-Za-z0-9_-]{60,}|"
+        r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}|pul-[a-f0-9]{40}|"
+        r"HRKU-[A-Za-z0-9_-]{40,}|sl\.[A-Za-z0-9_-]{120,}|oy2[a-z0-9]{43}|ico-[A-Za-z0-9]{32}|"
+        r"FLWSECK(?:_TEST)?-[a-f0-9]{32}-X|pat[A-Za-z0-9]{14}\.[a-f0-9]{64})",
+        _token,
+    ),
+    (
+        "a provider token",
+        (
+            "atbb",
+            ":apa91b",
+            "ltai",
+            "figd_",
+            "app_usr-",
+            "pscale_",
+            "nfp_",
+            "lsv2_",
+            "tskey-",
+            "squ_",
+            "sqp_",
+            "sqa_",
+            "ccipat_",
+            "rubygems_",
+            "pat-",
+            "dt0c01.",
+            "xkeysib-",
+            "cfpat-",
+            "aaaaaaaaaaaaaaaaaaaa",
+            "access-",
+            "$aact_",
+            "client_secret_",
+        ),
+        _L
+        + r"(?:ATBB[A-Za-z0-9_=-]{28,}|AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}|LTAI[A-Za-z0-9]{12,24}"
+        + _R
+        + "|"
+        r"figd_[A-Za-z0-9_-]{36,}|APP_USR-\d{6,}-\d{6}-[a-f0-9]{32}-\d{6,}|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{30,}|"
+        r"nfp_[A-Za-z0-9]{36,}|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}|tskey-[a-z]+-[A-Za-z0-9]+-[A-Za-z0-9]{20,}|"
+        r"sq[upa]_[a-f0-9]{40}|CCIPAT_[A-Za-z0-9]{20,}_[a-f0-9]{40}|rubygems_[a-f0-9]{48}|"
+        r"pat-(?:na|eu|ap)\d-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}|"
+        r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|CFPAT-[A-Za-z0-9_-]{40,}|"
+        r"A{20,}[A-Za-z0-9%]{40,}|access-(?:sandbox|development|production)-[a-f0-9]{8}-[a-f0-9-]{27}|"
+        r"\$aact_[A-Za-z0-9_=+/-]{40,}|Client_Secret_[A-Za-z0-9]{40})",
+        _token,
+    ),
+    # An Asana personal access token: `2/<user id>/<app id>:<32 hex>`.
+    (
+        "a provider token",
+        ("/",),
+        r"(?<![\w/])[0-9]/[0-9]{13,19}(?:/[0-9]{13,19})?:(?P<value>[a-f0-9]{32})" + _R,
+        _token,
+    ),
+    # `sk-` then a provider's name: `sk-or-v1-...`, `sk-lf-...`.
+    (
+        "a provider token",
+        ("sk-",),
+        _L + r"sk-[a-z]{2,8}-(?:v\d+-)?(?P<value>[A-Za-z0-9_-]{32,})",
+        _secret_key,
+    ),
+    (
+        UNLISTED,
+        ("_", "-"),
+        r"(?<![A-Za-z0-9_./-])(?P<prefix>[A-Za-z][A-Za-z0-9]{1,11})[_-]"
+        r"(?P<value>[A-Za-z0-9][A-Za-z0-9_-]{29,}+)",
+        _prefixed_random,
+    ),
+]
