@@ -326,13 +326,14 @@ def test_a_rebuild_embeds_every_fact_again_and_an_endpoint_down_leaves_the_vecto
         assert not teamvectors.needs_reference(member.facts())
 
 
-def test_past_the_exact_limit_both_engines_prefilter_by_the_same_bits_and_find_the_same(member, tmp_path):
+def test_past_the_exact_limit_both_engines_prefilter_by_the_same_bits_and_find_the_same(member, tmp_path, monkeypatch):
     """A project of more vectors than exact search measures one by one: the team keeps each
     vector's bits against the center of the model's REFERENCE vectors, as the local index does,
     and ranks exactly the vectors nearer in Hamming distance than the pool's edge, so that the
     nearest facts and memory's spread are the local index's. Dense vectors in a narrow cone, as
     e5's are, so that bits against the center are not bits against zero; stored as a write stores
     them (sync), the REFERENCE vectors after, as a member's catch-up stores them."""
+    monkeypatch.setattr(vectors, "EXACT_LIMIT", 512)  # fewer facts to write, the same design
     rng = random.Random(4)
     cone = [rng.gauss(0, 1) for _ in range(48)]
 

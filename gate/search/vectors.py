@@ -36,15 +36,17 @@ from gate.search.embeddings import DOCUMENT, Endpoint, VectorError, Vectors
 # Facts still waiting for a vector that ride along with a write's request, newest first.
 WAITING_BATCH = 8
 WAITING_CHARS = 3000
-# Exact distances while the index holds at most this many vectors (about 3 ms at 384
-# dimensions); past it, the Hamming prefilter keeps about POOL candidates for exact rescoring.
-# Measured with multilingual-e5-small on LoCoMo's development half (2,760 turns, its 999
-# questions), the share of the exact 30 nearest the prefilter keeps with the REFERENCE center:
-# 0.943 at 350, 0.955 at 400, 0.965 at 450, 0.971 at 500 (the mean of all 2,760 vectors as center:
-# 0.975 at 450). The pool's cost grows with its size (vec0 picks the k best in O(n k)): at 10k
-# vectors of 384 dimensions, 450 costs about 1.4 times 300, and about what exact brute force over a
-# float column costs (bench/latency.py prints both).
-EXACT_LIMIT = 512
+# Exact distances while the index holds at most this many vectors; past it, the Hamming
+# prefilter keeps about POOL candidates for exact rescoring. At 384 dimensions (the installed
+# model's), median ms a query on a 2-core machine, all in one run: exact 3.5 / 9.2 / 22 / 47 at
+# 1k / 2k / 5k / 10k vectors, the prefilter with its sample 4.7 / 8.1 / 12 / 19: exact is no
+# dearer up to about 1,500 (5.9 against 7.6 measured there), so up to 1,500 it is exact.
+# The pool: with multilingual-e5-small on LoCoMo's development half (2,760 turns, its 999
+# questions), the share of the exact 30 nearest it keeps with the REFERENCE center: 0.943 at 350,
+# 0.955 at 400, 0.965 at 450, 0.971 at 500 (the mean of all 2,760 vectors as center: 0.975 at 450).
+# Its cost grows with its size (vec0 picks the k best in O(n k)): at 10k vectors, 450 costs about
+# 1.4 times 300, and a little more than exact brute force over a vec0 float column would.
+EXACT_LIMIT = 1500
 POOL = 450
 
 
@@ -340,34 +342,21 @@ def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neigh
     rows = None
     if found.center is not None and count > EXACT_LIMIT:
         size = max(POOL, limit)
-        pool = list(
-            conn.execute(
-                "SELECT rowid, distance, vec_distance_cosine(embedding, ?) FROM facts_vec"
-                " WHERE bits MATCH vec_bit(?) AND k = ?",
-                (vector, bits(query.rows[0], found.center), size),
-            )
+        pool = conn.execute(
+            "SELECT rowid, distance FROM facts_vec WHERE bits MATCH vec_bit(?) AND k = ?",
+            (bits(query.rows[0], found.center), size),
         )
-        inside = within_edge([(fact, hamming) for fact, hamming, _ in pool], size)
+        inside = within_edge(list(pool), size)
         if inside is not None:
-            kept = set(inside)
-            rows = [(fact, distance) for fact, _, distance in pool if fact in kept]
+            rows = distances(conn, vector, inside)
     if rows is None:  # small enough, not centered yet, or a pool all tied: every vector
-        rows = list(conn.execute("SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec", (vector,)))
+        rows = distances(conn, vector)
     if count <= EXACT_LIMIT:
         sample = [distance for _, distance in rows]
     else:
-        # Ids spread evenly over memory's whole range: the same sample for every query, found
-        # by one rowid lookup each. vec0 answers `rowid IN (...)` with a scan of the whole index
-        # (58-164 ms at 100k facts, against 8-31 ms for the lookups).
+        # Ids spread evenly over memory's whole range: the same sample for every query.
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
-        ids = sample_ids(row[0] if row else 0)
-        sample = [
-            row[0]
-            for row in conn.executemany(
-                "SELECT vec_distance_cosine(embedding, ?) FROM facts_vec WHERE rowid = ?",
-                [(vector, fact) for fact in ids],
-            )
-        ]
+        sample = [distance for _, distance in distances(conn, vector, sample_ids(row[0] if row else 0))]
     measured = spread_of(query.rows[0], sample, reference(conn, found))
     if measured is None:
         return None
@@ -381,6 +370,22 @@ def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neigh
     sql = f"SELECT id FROM facts WHERE id IN ({marks}) AND id NOT IN (SELECT id FROM facts_to_embed)"
     trusted = {row[0] for row in conn.execute(sql, ids)}
     return Neighbourhood([(fact, distance) for distance, fact in ranked if fact in trusted][:limit], mean, spread)
+
+
+def distances(conn: apsw.Connection, vector: bytes, ids: Sequence[int] | None = None) -> list[tuple[int, float]]:
+    """(id, cosine distance to the packed `vector`) of the stored vectors of `ids`, or of every
+    one. Read from the plain table in which vec0 0.1 keeps the `+embedding` column
+    (facts_vec_auxiliary: rowid, value00): one B-tree lookup a vector, where reading it through
+    vec0 costs about 30 microseconds each (at 1,500 vectors: 256 of them 0.6 ms against 7.6 ms,
+    every one 5.9 ms against 16 ms). Through vec0 where that table is not there."""
+    marks = ",".join("?" * len(ids)) if ids is not None else ""
+    where = f" WHERE rowid IN ({marks})" if ids is not None else ""
+    try:
+        sql = f"SELECT rowid, vec_distance_cosine(value00, ?) FROM facts_vec_auxiliary{where}"
+        return list(conn.execute(sql, (vector, *(ids or ()))))
+    except apsw.SQLError:
+        sql = f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec{where}"
+        return list(conn.execute(sql, (vector, *(ids or ()))))
 
 
 def spread_of(
