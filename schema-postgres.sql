@@ -259,7 +259,8 @@ SELECT memory_gate_vectors();
 
 -- As gate/search/vectors.py does locally: once a project holds more vectors than exact search
 -- should measure one by one, each vector also keeps one bit per dimension, set where it lies
--- above `center` (the mean of the project's vectors then, float32 one after another), and a
+-- above `center` (float32 one after another: the mean of the model's REFERENCE vectors since
+-- gate.search.vectors.center_of, the mean of the project's first vectors before), and a
 -- search ranks by Hamming distance first (bit_count of the XOR: 128 bytes a fact at 1024
 -- dimensions, against 4 KB for the exact distance) and measures only the best candidates
 -- exactly. At 100k facts of 1024 dimensions exact search took about a second a query.

@@ -315,8 +315,8 @@ CREATE INDEX team_writes_by_session ON team_writes (session);
 
 -- One row per fact, rowid = fact id. `embedding` is the fact's unit-length float32 vector,
 -- little-endian: cosine distance to it is the meaning distance. `bits` holds one bit per
--- dimension, set where the vector lies above the memory's center (meta `vector_center`; zero until
--- the index outgrows exact search, gate/search/vectors.py).
+-- dimension, set where the vector lies above the center (meta `vector_center`, the mean of the
+-- model's REFERENCE vectors; signs until the index outgrows exact search, gate/search/vectors.py).
 --
 -- Why two columns: exact cosine over every vector costs about 13 ms at 10k facts of 1024
 -- dimensions and 130 ms at 100k. Search ranks by Hamming distance over the bits first (vec0

@@ -12,13 +12,16 @@ the most frequent words (no target: bm25 is computed for every matching fact). `
 is timed in the same run as a yardstick for how fast this machine is right now.
 
 The second table gives every fact a synthetic vector (bench/_vectors.py: 1024 dimensions, spread
-like a real model's) and times search by meaning with the query vector already computed (the
-HTTP request is the endpoint's cost, not memory's): the vector side alone (`nearest`, no
-cut-off), the ranking (`hybrid`), and the whole `memory_search` tool. Beside them, exact brute
-force over the same vectors in a float32 vec0 table (what the index would cost without the bit
-prefilter), the ratio of the two, and the vector side's recall@30 of that exact answer. Targets
-on a 2-core machine: hybrid memory_search p50 at most 5 ms at 10k facts and 25 ms at 100k, with
-recall@30 at least 0.95.
+like a real model's; `--dimension 384` for the installed model's) and times search by meaning
+with the query vector already computed (the model's or the endpoint's cost, not memory's): the
+vector side alone (`nearest`, no cut-off), the ranking (`hybrid`), and the whole `memory_search`
+tool. Twenty-four more synthetic vectors stand for the model's REFERENCE vectors, whose mean
+centers the bits past vectors.EXACT_LIMIT. Beside them, two exact answers over the same vectors:
+`exact knn`, vec0's brute force over a float32 column (k = 30), and `exact scan`, the index's own
+exact path (the cosine to every vector, as it searches up to vectors.EXACT_LIMIT); the ratio of
+`nearest` to `exact knn`, and the vector side's recall@30 of the exact answer. Targets on a
+2-core machine: hybrid memory_search p50 at most 5 ms at 10k facts and 25 ms at 100k, with
+recall@30 at least 0.95. The recall of real vectors is another matter (vectors.POOL says it).
 
 `--against REF` times words only beside another git ref, in the same run: the ref's gate/ and
 schema.sql (git archive, no worktree made) and this tree each in a process of their own, over the
@@ -73,8 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--dimension", type=int, default=1024, help="vector dimension; 0 skips search by meaning")
-    parser.add_argument("--max-distance", type=float, default=None, help="a fixed cut-off for the hybrid columns (default: the adaptive judgement)")
-    parser.add_argument("--against", metavar="REF", help="time words only beside this git ref in the same run (e.g. 2f49e5a)")
+    parser.add_argument(
+        "--max-distance",
+        type=float,
+        default=None,
+        help="a fixed cut-off for the hybrid columns (default: the adaptive judgement)",
+    )
+    parser.add_argument(
+        "--against", metavar="REF", help="time words only beside this git ref in the same run (e.g. 2f49e5a)"
+    )
     parser.add_argument("--rounds", type=int, default=5, help="with --against: times over the whole query set")
     args = parser.parse_args(argv)
     if args.against:
@@ -122,12 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     if meaning_rows:
         print(
             f"\nby meaning, {args.dimension} dimensions, query vector ready (ms, p50 / p95):\n"
-            f"{'facts':>7}  {'build s':>7}  {'nearest':>13}  {'exact brute':>13}  {'ratio':>5}  {'recall@30':>9}"
-            f"  {'hybrid':>13}  {'memory_search':>13}"
+            f"{'facts':>7}  {'build s':>7}  {'nearest':>13}  {'exact knn':>13}  {'exact scan':>13}  {'ratio':>5}"
+            f"  {'recall@30':>9}  {'hybrid':>13}  {'memory_search':>13}"
         )
         for row in meaning_rows:
             print(
-                f"{row['size']:>7}  {row['build']:>7.1f}  {fmt(row['nearest'])}  {fmt(row['exact'])}"
+                f"{row['size']:>7}  {row['build']:>7.1f}  {fmt(row['nearest'])}  {fmt(row['exact'])}  {fmt(row['scan'])}"
                 f"  {statistics.median(row['nearest']) / statistics.median(row['exact']):>5.2f}  {row['recall']:>9.3f}"
                 f"  {fmt(row['hybrid'])}  {fmt(row['tool'])}"
             )
@@ -196,27 +206,36 @@ def checkout(ref: str, into: Path) -> Path:
 def compare(args) -> int:
     """This tree beside `args.against`, words only, taking turns slice by slice (see the docstring)."""
     load = os.getloadavg()
-    print(f"python -c pass: {python_start():.1f} ms (this machine, now); load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(
+        f"python -c pass: {python_start():.1f} ms (this machine, now); load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
     count = args.queries * args.rounds
     with tempfile.TemporaryDirectory() as folder:
         trees = {"this tree": ROOT, args.against: checkout(args.against, Path(folder) / "against")}
-        print(f"{count} queries ({args.rounds} x {args.queries}), each searched once by each tree, in slices of {SLICE}"
-              f" that the trees take in turns, the first alternating; ms")
-        print(f"{'facts':>7}  {'figure':<18} {'this p50':>8} {'p95':>6}  {args.against[:10] + ' p50':>14} {'p95':>6}"
-              f"  {'ratio':>5} {'paired':>6}")
+        print(
+            f"{count} queries ({args.rounds} x {args.queries}), each searched once by each tree, in slices of {SLICE}"
+            f" that the trees take in turns, the first alternating; ms"
+        )
+        print(
+            f"{'facts':>7}  {'figure':<18} {'this p50':>8} {'p95':>6}  {args.against[:10] + ' p50':>14} {'p95':>6}"
+            f"  {'ratio':>5} {'paired':>6}"
+        )
         for size in args.sizes:
             workers = {}
             for name, tree in trees.items():  # built one after the other: the build is not timed
                 workers[name] = subprocess.Popen(
                     [sys.executable, "-c", WORKER, str(tree), str(ROOT / "bench"), str(size), str(count)],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
                 ready = workers[name].stdout.readline()
                 if not ready:
                     raise SystemExit(f"the worker of {name} stopped before its memory was built")
             times: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
             for index, start in enumerate(range(0, count, SLICE)):
                 order = list(workers.items())
-                for name, worker in (order if index % 2 == 0 else order[::-1]):
+                for name, worker in order if index % 2 == 0 else order[::-1]:
                     worker.stdin.write(f"{start} {min(start + SLICE, count)}\n")
                     worker.stdin.flush()
                     for figure, values in json.loads(worker.stdout.readline()).items():
@@ -228,11 +247,15 @@ def compare(args) -> int:
             for figure in mine:
                 ours, before = statistics.median(mine[figure]), statistics.median(theirs[figure])
                 paired = statistics.median(a / b for a, b in zip(mine[figure], theirs[figure]))
-                print(f"{size:>7}  {figure:<18} {ours:>8.2f} {percentile(mine[figure], 0.95):>6.2f}  {before:>14.2f}"
-                      f" {percentile(theirs[figure], 0.95):>6.2f}  {ours / before:>5.2f} {paired:>6.2f}")
+                print(
+                    f"{size:>7}  {figure:<18} {ours:>8.2f} {percentile(mine[figure], 0.95):>6.2f}  {before:>14.2f}"
+                    f" {percentile(theirs[figure], 0.95):>6.2f}  {ours / before:>5.2f} {paired:>6.2f}"
+                )
     load = os.getloadavg()
-    print(f"load after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; ratio: this p50 / {args.against} p50; paired: the"
-          f" median over the queries of this tree's time / {args.against}'s for the same query")
+    print(
+        f"load after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; ratio: this p50 / {args.against} p50; paired: the"
+        f" median over the queries of this tree's time / {args.against}'s for the same query"
+    )
     return 0
 
 
@@ -262,26 +285,41 @@ def meaning(conn, rows, size: int, queries: list[str], args) -> dict:
     for start in range(0, size, 2000):
         batch = ids[start : start + 2000]
         chosen = made[start : start + 2000]
-        prepared = vectors.Prepared(embeddings.Vectors("bench", chosen), {texts[i]: v for i, v in zip(batch, chosen)}, [])
+        prepared = vectors.Prepared(
+            embeddings.Vectors("bench", chosen), {texts[i]: v for i, v in zip(batch, chosen)}, []
+        )
         with store.writing(conn):
             vectors.sync(conn, batch, prepared)
+    with store.writing(conn):  # centers the bits past vectors.EXACT_LIMIT
+        vectors.store_reference(conn, embeddings.Vectors("bench", space.vectors(len(vectors.REFERENCE))))
     built = time.perf_counter() - started
     # Exact brute force over the same vectors, in the float32 vec0 table the prefilter replaces.
-    conn.execute(f"CREATE VIRTUAL TABLE bench_exact USING vec0(embedding float[{args.dimension}] distance_metric=cosine, chunk_size=256)")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE bench_exact USING vec0(embedding float[{args.dimension}] distance_metric=cosine, chunk_size=1024)"
+    )
     with store.writing(conn):
-        conn.executemany("INSERT INTO bench_exact (rowid, embedding) VALUES (?, ?)",
-                         ((i, vectors.pack(v)) for i, v in zip(ids, made)))
+        conn.executemany(
+            "INSERT INTO bench_exact (rowid, embedding) VALUES (?, ?)",
+            ((i, vectors.pack(v)) for i, v in zip(ids, made)),
+        )
     probes = space.rewordings(made, min(len(queries), 100))
     answers = dict(zip(queries, probes))
     for vector in probes[:10]:  # warm the page cache
         vectors.nearest(conn, embeddings.Vectors("bench", [vector]), max_distance=2.0, limit=30)
-    figures: dict = {"size": size, "build": built, "nearest": [], "exact": [], "hybrid": [], "tool": []}
+    figures: dict = {"size": size, "build": built, "nearest": [], "exact": [], "scan": [], "hybrid": [], "tool": []}
     hits = 0
     for vector in probes:
         packed = vectors.pack(vector)
         started = time.perf_counter()
-        truth = {row[0] for row in conn.execute("SELECT rowid FROM bench_exact WHERE embedding MATCH ? AND k = 30", (packed,))}
+        truth = {
+            row[0]
+            for row in conn.execute("SELECT rowid FROM bench_exact WHERE embedding MATCH ? AND k = 30", (packed,))
+        }
         figures["exact"].append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        scanned = sorted((d, i) for i, d in vectors.distances(conn, packed))[:30]
+        figures["scan"].append((time.perf_counter() - started) * 1000)
+        assert len({i for _, i in scanned} & truth) >= 29  # the same exact answer, but for float ties
         started = time.perf_counter()
         near = vectors.nearest(conn, embeddings.Vectors("bench", [vector]), max_distance=2.0, limit=30)
         figures["nearest"].append((time.perf_counter() - started) * 1000)
@@ -292,8 +330,13 @@ def meaning(conn, rows, size: int, queries: list[str], args) -> dict:
     for typed, vector in answers.items():
         query = embeddings.Vectors("bench", [vector])
         started = time.perf_counter()
-        ranking.rank(search.Index(conn), [typed], [query], lambda vector: vectors.neighbourhood(conn, vector, limit=ranking.POOL),
-                     max_distance=args.max_distance)
+        ranking.rank(
+            search.Index(conn),
+            [typed],
+            [query],
+            lambda vector: vectors.neighbourhood(conn, vector, limit=ranking.POOL),
+            max_distance=args.max_distance,
+        )
         figures["hybrid"].append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
         tools.memory_search(conn, typed, caller, endpoint=endpoint)

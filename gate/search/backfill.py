@@ -238,13 +238,11 @@ class LocalVectors:
         vectors.forget(self.conn)
 
     def finish(self, endpoint: Endpoint, batch: int, timeout: float) -> vectors.Space | None:
-        """After a rebuild: the REFERENCE vectors asked for in one request, the index centered
-        past vectors.EXACT_LIMIT; the space it is in."""
+        """After a rebuild: the REFERENCE vectors asked for in one request, the index centered on
+        them past vectors.EXACT_LIMIT (store_reference does); the space it is in."""
         conn = self.conn
         known = _embed_or_none(endpoint, list(vectors.REFERENCE), timeout) if vectors.has_table(conn) else None
         with store.writing(conn):
-            if vectors.has_table(conn) and conn.execute("SELECT count(*) FROM facts_vec").get > vectors.EXACT_LIMIT:
-                vectors.recenter(conn)
             if known is not None:
                 vectors.store_reference(conn, known)
             return vectors.space(conn)
@@ -256,7 +254,12 @@ class LocalVectors:
         return vectors.sync(self.conn, ids, prepared)
 
     def settle(self, hold: Callable[[], ContextManager[object]]) -> None:
-        """Nothing: the local index is centered as it grows (vectors.sync)."""
+        """Center the index if it is due: one centered by an earlier memory-gate on its first
+        vectors (one growing is centered by vectors.sync and vectors.store_reference)."""
+        with hold():
+            if vectors.has_table(self.conn) and vectors.needs_center(self.conn):
+                with store.writing(self.conn):
+                    vectors.recenter(self.conn)
 
     def needs_reference(self) -> bool:
         return vectors.needs_reference(self.conn)

@@ -6,14 +6,15 @@ is missing or stale (schema-postgres.sql section 4, kept by triggers whoever cha
 search never trusts a vector it lists. Requests to the endpoint happen outside the team's
 transactions; `sync` stores, inside the write's, the vectors whose text is still the fact's.
 
-Near is measured as locally too: exactly up to vectors.EXACT_LIMIT vectors; past it, by the
-same bits (one per dimension, against the project's center, schema-postgres.sql section 5), kept
-in a PostgreSQL bit string since pgvector 0.6 has none, a Hamming ranking picking vectors.POOL
-candidates that the exact distance then ranks. How far memory at large lies from a query is
-estimated from the same vectors as locally (all of them up to vectors.EXACT_LIMIT, else
-vectors.sample_ids' evenly spread SAMPLE), with the same REFERENCE vectors, so that
-`search.near` judges both engines' neighbourhoods alike. What differs: candidates tied in
-Hamming distance at the pool's edge are taken by id here, in vec0's order there.
+Near is measured as locally too: exactly up to vectors.EXACT_LIMIT vectors (pgvector's `<=>`
+over every row: no approximate index is made); past it, by the same bits (one per dimension,
+against the same center, the mean of the model's REFERENCE vectors, schema-postgres.sql section
+5), kept in a PostgreSQL bit string since pgvector 0.6 has none, a Hamming ranking whose
+candidates strictly nearer than the vectors.POOL-th (vectors.within_edge) the exact distance then
+ranks. How far memory at large lies from a query is estimated from the same vectors as locally
+(all of them up to vectors.EXACT_LIMIT, else vectors.sample_ids' evenly spread SAMPLE), with the
+same REFERENCE vectors, so that `search.near` judges both engines' neighbourhoods alike. So the
+same facts with the same vectors answer the same on both engines, however they arrived.
 
 Every function takes a TeamFacts (gate.engine.teamfacts): its connection and project. This
 module never imports psycopg.
@@ -72,10 +73,14 @@ def hamming_pool(team, vector: Sequence[float], center: Sequence[float], size: i
 
 
 def recenter(team) -> int:
-    """vectors.recenter over the project: the mean of its vectors (as float32, as pgvector keeps
-    them, summed in id order) as the center, and every row's bits against it. Runs once when the
-    project outgrows exact search; returns the rows."""
+    """vectors.recenter over the project: the mean of the model's REFERENCE vectors as the
+    center, and every row's bits against it; a no-op without them (search stays exact). Returns
+    the rows."""
     conn, project = team.conn, team.project
+    found = space(team)
+    center = vectors.center_of(reference(team, found)) if found else None
+    if center is None:
+        return 0
     conn.execute("SET LOCAL statement_timeout = 0")  # reading every vector: seconds past 10k facts
     rows = [
         (fact, vectors.as_float32(values))
@@ -83,9 +88,6 @@ def recenter(team) -> int:
             "SELECT id, embedding::real[] FROM facts_vec WHERE project = %s ORDER BY id", (project,)
         )
     ]
-    if not rows:
-        return 0
-    center = vectors.mean(vector for _, vector in rows)
     conn.execute("UPDATE vector_spaces SET center = %s WHERE project = %s", (vectors.pack(center), project))
     with conn.cursor() as cursor:
         cursor.executemany(
@@ -184,26 +186,29 @@ def sync(team, ids: Iterable[int], prepared: vectors.Prepared | None) -> int:
             "DELETE FROM facts_to_embed WHERE project = %s AND id = ANY(%s)",
             (project, [fact for _, fact, _, _ in rows]),
         )
-        if found.center is None and vectors.EXACT_LIMIT < stored(team) <= RECENTER_IN_A_WRITE:
+        if stored(team) <= RECENTER_IN_A_WRITE and needs_center(team):
             recenter(team)
     return len(rows)
 
 
 # A write that takes the project past vectors.EXACT_LIMIT sets its center, which reads every
 # vector: a few ms for a project just past it. A project already far past it (one of an earlier
-# memory-gate, whose vectors were never given bits) is centered by the member's server between
-# turns, or by a reindex, never inside a write the agent waits on (a minute at 100k facts).
+# memory-gate, whose vectors were never given bits or were centered on its first vectors) is
+# centered by the member's server between turns, or by a reindex, never inside a write the agent
+# waits on (a minute at 100k facts).
 RECENTER_IN_A_WRITE = 4 * vectors.EXACT_LIMIT
 
 
 def needs_center(team) -> bool:
+    """vectors.needs_center over the project: past vectors.EXACT_LIMIT with the REFERENCE vectors
+    known, its bits not against their center."""
     found = space(team)
-    return found is not None and found.center is None and stored(team) > vectors.EXACT_LIMIT
+    return found is not None and vectors.center_due(found, reference(team, found), stored(team)) is not None
 
 
 def center_if_due(team) -> None:
-    """Center a project past vectors.EXACT_LIMIT that has no center yet, under the project's lock
-    (the member's server between turns, and reindex), in the caller's transaction."""
+    """Center a project that needs_center, under the project's lock (the member's server between
+    turns, and reindex), in the caller's transaction."""
     if needs_center(team):
         team.conn.execute("SELECT 1 FROM projects WHERE id = %s FOR UPDATE", (team.project,))
         recenter(team)
@@ -275,7 +280,11 @@ def neighbourhood(team, query: Vectors, *, limit: int) -> vectors.Neighbourhood 
     vectors.check(found, query)
     conn, project, vector = team.conn, team.project, literal(query.rows[0])
     count = stored(team)
-    if found.center is None:
+    size = max(vectors.POOL, limit)
+    pool = None
+    if found.center is not None and count > vectors.EXACT_LIMIT:
+        pool = vectors.within_edge(hamming_pool(team, query.rows[0], found.center, size), size)
+    if pool is None:
         nearest = conn.execute(
             "SELECT v.id, v.embedding <=> %s::vector AS distance FROM facts_vec v WHERE v.project = %s"
             " AND NOT EXISTS (SELECT 1 FROM facts_to_embed w WHERE w.project = v.project AND w.id = v.id)"
@@ -283,9 +292,8 @@ def neighbourhood(team, query: Vectors, *, limit: int) -> vectors.Neighbourhood 
             (vector, project, limit),
         ).fetchall()
     else:
-        # The best candidates by Hamming distance, ranked exactly; a vector not trusted is left
-        # out after, as locally, so that both engines rank the same pool.
-        pool = [fact for fact, _ in hamming_pool(team, query.rows[0], found.center, max(vectors.POOL, limit))]
+        # The pool ranked exactly; a vector not trusted is left out after, as locally, so that
+        # both engines rank the same pool.
         ranked = conn.execute(
             "SELECT v.id, v.embedding <=> %s::vector AS distance, EXISTS (SELECT 1 FROM facts_to_embed w"
             "  WHERE w.project = v.project AND w.id = v.id) FROM facts_vec v WHERE v.project = %s AND v.id = ANY(%s)"
@@ -381,9 +389,9 @@ class TeamVectors:
         centered when due; the space it is in."""
         known = backfill.reference_vectors(endpoint, batch, timeout)
         with self.facts.transaction():
-            center_if_due(self.facts)
             if known is not None:
                 store_reference(self.facts, known)
+            center_if_due(self.facts)
             return space(self.facts)
 
     def missing(self) -> int:
@@ -402,7 +410,10 @@ class TeamVectors:
         return needs_reference(self.facts)
 
     def store_reference(self, answer: Vectors) -> bool:
-        return store_reference(self.facts, answer)
+        """Keep the REFERENCE vectors, and center the project on them if it is past the limit."""
+        kept = store_reference(self.facts, answer)
+        center_if_due(self.facts)
+        return kept
 
 
 def rebuild(
@@ -431,7 +442,8 @@ def status(team) -> dict:
     found = space(team)
     report: dict = {"facts_without_vector": missing(team)}
     if found is not None:
-        search = "exact (pgvector)" if found.center is None else f"bit prefilter, {vectors.POOL} rescored (pgvector)"
+        prefilter = found.center is not None and stored(team) > vectors.EXACT_LIMIT
+        search = f"bit prefilter, about {vectors.POOL} rescored (pgvector)" if prefilter else "exact (pgvector)"
         report["stored"] = {
             "model": found.model,
             "dimension": found.dimension,

@@ -4,8 +4,11 @@ One vec0 table (schema.sql, "template vectors"), rowid = fact id, made when the 
 arrive; their dimension and model name go in `meta`, and vectors of another kind are refused
 with the mend (`memory-gate reindex`). Vectors are unit length, so cosine distance is the
 measure. Up to EXACT_LIMIT vectors, search computes the exact distance to each; past it, a
-Hamming scan over one bit per dimension (set where the vector lies above the mean of the
-memory's vectors, its "center") picks POOL candidates and the exact distance ranks those.
+Hamming scan over one bit per dimension (set where the vector lies above the "center", the mean
+of the model's REFERENCE vectors) picks about POOL candidates and the exact distance ranks those.
+The center depends on the model alone and the pool on the stored vectors alone (every vector
+strictly nearer in Hamming distance than the POOL-th, see `within_edge`), so the same facts
+answer the same whether they arrived one by one, in an import or by a reindex, on either engine.
 
 Facts are canonical; the index is derived. `facts_to_embed` lists every fact whose vector is
 missing or stale (schema triggers keep it true on every connection), and search never trusts a
@@ -27,19 +30,24 @@ from dataclasses import dataclass
 import apsw
 
 from gate.engine import store
+from gate.search import reference as reference_texts
 from gate.search.embeddings import DOCUMENT, Endpoint, VectorError, Vectors
 
 # Facts still waiting for a vector that ride along with a write's request, newest first.
 WAITING_BATCH = 8
 WAITING_CHARS = 3000
-# Exact distances while the index holds at most this many vectors (about 2 ms); past it, the
-# Hamming prefilter keeps POOL candidates for exact rescoring. On real vectors (multilingual-e5-small
-# of LoCoMo's 2,760 turns, 300 of its questions), the share of the exact 30 nearest that the
-# prefilter keeps: 0.83 at 80 candidates, 0.94 at 160, 0.98 at 300; 0.95 at 300 with a center
-# taken from the first 520 vectors only (a memory written fact by fact is centered as it passes
-# EXACT_LIMIT): so 300, which costs a search a fraction of a millisecond more than 80.
-EXACT_LIMIT = 512
-POOL = 300
+# Exact distances while the index holds at most this many vectors; past it, the Hamming
+# prefilter keeps about POOL candidates for exact rescoring. At 384 dimensions (the installed
+# model's), median ms a query on a 2-core machine, all in one run: exact 3.5 / 9.2 / 22 / 47 at
+# 1k / 2k / 5k / 10k vectors, the prefilter with its sample 4.7 / 8.1 / 12 / 19: exact is no
+# dearer up to about 1,500 (5.9 against 7.6 measured there), so up to 1,500 it is exact.
+# The pool: with multilingual-e5-small on LoCoMo's development half (2,760 turns, its 999
+# questions), the share of the exact 30 nearest it keeps with the REFERENCE center: 0.943 at 350,
+# 0.955 at 400, 0.965 at 450, 0.971 at 500 (the mean of all 2,760 vectors as center: 0.975 at 450).
+# Its cost grows with its size (vec0 picks the k best in O(n k)): at 10k vectors, 450 costs about
+# 1.4 times 300, and a little more than exact brute force over a vec0 float column would.
+EXACT_LIMIT = 1500
+POOL = 450
 
 
 def fact_text(topic: str, text: str) -> str:
@@ -188,9 +196,8 @@ def sync(conn: apsw.Connection, ids: Iterable[int], prepared: Prepared | None) -
             _insert(conn, fact, vector, found.center)
             conn.execute("DELETE FROM facts_to_embed WHERE id = ?", (fact,))
             stored += 1
-    if stored and found.center is None:
-        if conn.execute("SELECT count(*) FROM facts_vec").get > EXACT_LIMIT:
-            recenter(conn)
+    if stored and needs_center(conn):
+        recenter(conn)
     return stored
 
 
@@ -217,17 +224,19 @@ def _insert(conn: apsw.Connection, fact: int, vector: Sequence[float], center: S
 
 
 def recenter(conn: apsw.Connection) -> int:
-    """Take the mean of all stored vectors as the center and set every row's bits against it.
-    Runs once when the index outgrows exact search, and after a reindex. Returns the rows."""
-    rows = [(rowid, unpack(blob)) for rowid, blob in conn.execute("SELECT rowid, embedding FROM facts_vec")]
-    if not rows:
+    """Take the center from the model's REFERENCE vectors and set every row's bits against it.
+    Runs when the index outgrows exact search with the REFERENCE vectors known, when they arrive
+    past it, and after a reindex; a no-op without them (search stays exact). Returns the rows."""
+    found = space(conn)
+    center = center_of(reference(conn, found)) if found else None
+    if center is None:
         return 0
-    center = mean(vector for _, vector in rows)
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('vector_center', ?)"
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (base64.b64encode(pack(center)).decode(),),
     )
+    rows = [(rowid, unpack(blob)) for rowid, blob in conn.execute("SELECT rowid, embedding FROM facts_vec")]
     for rowid, vector in rows:
         # vec0 0.1.9 cannot UPDATE a bit column: delete and insert.
         conn.execute("DELETE FROM facts_vec WHERE rowid = ?", (rowid,))
@@ -235,15 +244,63 @@ def recenter(conn: apsw.Connection) -> int:
     return len(rows)
 
 
+def needs_center(conn: apsw.Connection) -> bool:
+    """Whether the index is past EXACT_LIMIT with the REFERENCE vectors known but its bits not
+    (yet) against their center: never centered, or centered by an earlier memory-gate on the
+    mean of its first vectors."""
+    found = space(conn)
+    return found is not None and center_due(found, reference(conn, found), stored_count(conn)) is not None
+
+
+def stored_count(conn: apsw.Connection) -> int:
+    """How many vectors the index holds. vec0 0.1's count(*) reads every chunk (8 ms at 10k
+    vectors); its rowids table, one row per vector, answers in microseconds."""
+    try:
+        return conn.execute("SELECT count(*) FROM facts_vec_rowids").get
+    except apsw.SQLError:
+        return conn.execute("SELECT count(*) FROM facts_vec").get
+
+
 def mean(stored: Iterable[Sequence[float]]) -> tuple[float, ...]:
-    """The center of stored vectors: their mean, summed in the order given (both engines' centers
-    are the same only if their vectors are summed alike). At least one vector."""
+    """The mean of vectors, summed in the order given. At least one vector."""
     total: list[float] = []
     count = 0
     for vector in stored:
         total = list(map(float.__add__, total, vector)) if total else list(vector)
         count += 1
     return tuple(value / count for value in total)
+
+
+def center_of(known: Sequence[Sequence[float]]) -> tuple[float, ...] | None:
+    """The center the bits are taken against: the mean of the model's REFERENCE vectors (as
+    float32, as both engines keep them), or None while they are not known. It depends on the
+    model alone, never on which facts came first (a center taken from the stored vectors was
+    fixed by the first ones, so the same facts answered differently written one by one than
+    reindexed). Recall with it: the POOL comment."""
+    return as_float32(mean(as_float32(row) for row in known)) if known else None
+
+
+def center_due(found: Space, known: Sequence[Sequence[float]], count: int) -> tuple[float, ...] | None:
+    """The center an index of `count` vectors in space `found` must be given now, or None when
+    it has the right one, is small enough for exact search, or the REFERENCE vectors `known`
+    are not there yet. Both engines ask it."""
+    if count <= EXACT_LIMIT:
+        return None
+    center = center_of(known)
+    return center if center is not None and center != found.center else None
+
+
+def within_edge(pool: Sequence[tuple[int, float]], size: int) -> list[int] | None:
+    """The ids of a Hamming pool, (id, Hamming distance) of the `size` nearest in any order,
+    that lie strictly nearer than its farthest: a set that depends on the stored vectors alone,
+    not on which of the vectors tied at the edge the engine took (vec0 takes them in its storage
+    order, which follows the order they arrived in). The whole pool when it holds every vector
+    (fewer than `size`); None when every vector in it is tied (the caller then searches exactly)."""
+    if len(pool) < size:
+        return [fact for fact, _ in pool]
+    edge = max(distance for _, distance in pool)
+    inside = [fact for fact, distance in pool if distance < edge]
+    return inside or None
 
 
 def forget(conn: apsw.Connection) -> None:
@@ -268,35 +325,9 @@ class Neighbourhood:
 # Stored vectors whose distance to the query estimates how far memory at large lies from it.
 SAMPLE = 256
 
-# Facts of no particular project, embedded once per model (meta `vector_reference`): with the
-# memory's own sample they tell how far "unrelated" is for this model, which a memory of a
-# handful of facts cannot tell alone. Varied on purpose, in the languages memory is written in.
-REFERENCE = (
-    "The staging database is refreshed from a production snapshot every Sunday night.",
-    "Use the retry wrapper around calls to the payment provider; it times out under load.",
-    "Log rotation keeps fourteen days of compressed files on each web node.",
-    "The mobile app reads feature flags at start-up and caches them for an hour.",
-    "Integration tests need the local message broker running on its default port.",
-    "We chose server-side rendering for the marketing pages to help search engines.",
-    "The CSV importer rejects rows whose date column is not in ISO format.",
-    "Font files are served from the CDN with a one-year cache header.",
-    "Background jobs are retried three times before they land in the dead-letter queue.",
-    "The design system's buttons come in three sizes; never override their padding.",
-    "Translations live in one JSON file per language under the locales folder.",
-    "The nightly backup is copied to a second region and kept for thirty days.",
-    "O relatório mensal de vendas é gerado no primeiro dia útil de cada mês.",
-    "A fila de e-mails usa um limite de cem mensagens por minuto por cliente.",
-    "Os testes de ponta a ponta rodam no navegador sem interface, em paralelo.",
-    "A cozinha do escritório fecha às seis; o café acaba sempre antes do almoço.",
-    "The team meets on Tuesdays to plan the week; the notes go in the shared drive.",
-    "The printer on the third floor jams when it prints on both sides.",
-    "The weather service caps free accounts at a thousand requests a day.",
-    "Invoices are numbered per year and restart at one every January.",
-    "Image uploads are resized to three widths and stored as WebP.",
-    "The analytics dashboard refreshes every fifteen minutes from the warehouse.",
-    "Passwords are hashed with argon2; the cost parameters live in the settings module.",
-    "The search box suggests completions after the third character typed.",
-)
+# Facts of no particular project, embedded once per model (meta `vector_reference`): how far
+# "unrelated" is for this model, and the center of the bits (gate/search/reference.py).
+REFERENCE = reference_texts.TEXTS
 
 
 def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neighbourhood | None:
@@ -307,28 +338,25 @@ def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neigh
         return None
     check(found, query)
     vector = pack(query.rows[0])
-    if found.center is None:
-        every = list(conn.execute("SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec", (vector,)))
-        rows, sample = every, [distance for _, distance in every]
-    else:
-        rows = list(
-            conn.execute(
-                "SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec WHERE bits MATCH vec_bit(?) AND k = ?",
-                (vector, bits(query.rows[0], found.center), max(POOL, limit)),
-            )
+    count = stored_count(conn)
+    rows = None
+    if found.center is not None and count > EXACT_LIMIT:
+        size = max(POOL, limit)
+        pool = conn.execute(
+            "SELECT rowid, distance FROM facts_vec WHERE bits MATCH vec_bit(?) AND k = ?",
+            (bits(query.rows[0], found.center), size),
         )
-        # Ids spread evenly over memory's whole range: the same sample for every query, found
-        # by one rowid lookup each. vec0 answers `rowid IN (...)` with a scan of the whole index
-        # (58-164 ms at 100k facts, against 8-31 ms for the lookups).
+        inside = within_edge(list(pool), size)
+        if inside is not None:
+            rows = distances(conn, vector, inside)
+    if rows is None:  # small enough, not centered yet, or a pool all tied: every vector
+        rows = distances(conn, vector)
+    if count <= EXACT_LIMIT:
+        sample = [distance for _, distance in rows]
+    else:
+        # Ids spread evenly over memory's whole range: the same sample for every query.
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
-        ids = sample_ids(row[0] if row else 0)
-        sample = [
-            row[0]
-            for row in conn.executemany(
-                "SELECT vec_distance_cosine(embedding, ?) FROM facts_vec WHERE rowid = ?",
-                [(vector, fact) for fact in ids],
-            )
-        ]
+        sample = [distance for _, distance in distances(conn, vector, sample_ids(row[0] if row else 0))]
     measured = spread_of(query.rows[0], sample, reference(conn, found))
     if measured is None:
         return None
@@ -342,6 +370,22 @@ def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neigh
     sql = f"SELECT id FROM facts WHERE id IN ({marks}) AND id NOT IN (SELECT id FROM facts_to_embed)"
     trusted = {row[0] for row in conn.execute(sql, ids)}
     return Neighbourhood([(fact, distance) for distance, fact in ranked if fact in trusted][:limit], mean, spread)
+
+
+def distances(conn: apsw.Connection, vector: bytes, ids: Sequence[int] | None = None) -> list[tuple[int, float]]:
+    """(id, cosine distance to the packed `vector`) of the stored vectors of `ids`, or of every
+    one. Read from the plain table in which vec0 0.1 keeps the `+embedding` column
+    (facts_vec_auxiliary: rowid, value00): one B-tree lookup a vector, where reading it through
+    vec0 costs about 30 microseconds each (at 1,500 vectors: 256 of them 0.6 ms against 7.6 ms,
+    every one 5.9 ms against 16 ms). Through vec0 where that table is not there."""
+    marks = ",".join("?" * len(ids)) if ids is not None else ""
+    where = f" WHERE rowid IN ({marks})" if ids is not None else ""
+    try:
+        sql = f"SELECT rowid, vec_distance_cosine(value00, ?) FROM facts_vec_auxiliary{where}"
+        return list(conn.execute(sql, (vector, *(ids or ()))))
+    except apsw.SQLError:
+        sql = f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM facts_vec{where}"
+        return list(conn.execute(sql, (vector, *(ids or ()))))
 
 
 def spread_of(
@@ -411,6 +455,8 @@ def store_reference(conn: apsw.Connection, answer: Vectors) -> bool:
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (base64.b64encode(packed).decode(),),
     )
+    if needs_center(conn):
+        recenter(conn)
     return True
 
 

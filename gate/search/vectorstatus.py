@@ -37,12 +37,13 @@ def status(conn: apsw.Connection, endpoint: Endpoint | None, why_not: str | None
         return report, [str(error)]
     found = vectors.space(conn)
     if found is not None:
-        count = conn.execute("SELECT count(*) FROM facts_vec").get
+        count = vectors.stored_count(conn)
+        prefilter = found.center is not None and count > vectors.EXACT_LIMIT
         report["stored"] = {
             "model": found.model,
             "dimension": found.dimension,
             "vectors": count,
-            "search": "exact" if found.center is None else f"bit prefilter, {vectors.POOL} rescored",
+            "search": f"bit prefilter, about {vectors.POOL} rescored" if prefilter else "exact",
         }
     report["facts_without_vector"] = vectors.missing(conn)
     try:

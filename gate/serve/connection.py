@@ -114,7 +114,7 @@ class Memory:
         if self._conn is None:
             return
         if not store.vectors_loaded(self._conn) or not (
-            vectors.missing(self._conn) or vectors.needs_reference(self._conn)
+            vectors.missing(self._conn) or vectors.needs_reference(self._conn) or vectors.needs_center(self._conn)
         ):
             return
         conn = self._conn
@@ -129,7 +129,9 @@ class Memory:
                 while True:
                     backfill.catch_up(conn, endpoint, hold=self._hold(conn))
                     with self.lock:
-                        if self._conn is not conn or not (vectors.missing(conn) or vectors.needs_reference(conn)):
+                        if self._conn is not conn or not (
+                            vectors.missing(conn) or vectors.needs_reference(conn) or vectors.needs_center(conn)
+                        ):
                             return
                     if pause > CATCH_UP_PATIENCE:
                         return
@@ -163,7 +165,7 @@ class Memory:
         def owed() -> bool:
             with held(), facts.transaction():
                 return teamvectors.available(facts) and bool(
-                    teamvectors.missing(facts) or teamvectors.needs_reference(facts)
+                    teamvectors.missing(facts) or teamvectors.needs_reference(facts) or teamvectors.needs_center(facts)
                 )
 
         def run() -> None:
