@@ -326,7 +326,7 @@ class Neighbourhood:
 SAMPLE = 256
 
 # Facts of no particular project, embedded once per model (meta `vector_reference`): how far
-# "unrelated" is for this model, and the center of the bits (gate/search/reference.py).
+# "unrelated" is for this model, and the center of the bits (gate.search.reference).
 REFERENCE = reference_texts.TEXTS
 
 
