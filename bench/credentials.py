@@ -24,7 +24,8 @@ others and no evidence. A blind held-out part, written by another hand and never
 tuning, judges the detector now (bench/_credential_blind.py: 688 credentials of 78 provider groups, 54 of
 them providers no other part holds and 6 new formats of ones they hold, 8 password shapes, and 490
 look-alikes): of it only the counts are printed (`--spend-blind` prints its misses and refusals,
-and then it is no longer blind; see docs/reliability.md). A credential is
+and then it is no longer blind; see docs/reliability.md). Its look-alike half has since been spent
+(its refusals printed, read and mended by shape), so only its credential half is still blind. A credential is
 caught only when it is caught on every path where text lands: a fact's text (insert, update,
 import and the page's edit all check it with gate.memory.checking.check_field), its topic when the
 sample fits on one (one line, 100 characters), and the owner's prompt (redacted: no 8 characters

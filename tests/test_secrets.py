@@ -439,3 +439,69 @@ def test_a_paste_of_one_long_prefixed_run_is_redacted_in_linear_time(unit):
     started = time.perf_counter()
     credentials.redact(text)
     assert time.perf_counter() - started < 3
+
+
+# Look-alikes a stop spent on the blind part's refusals (bench/credentials.py), written anew in
+# the same shapes: keys public by design, placeholders, hashes, base64 of no secret, ciphertext.
+@pytest.mark.parametrize(
+    "text",
+    [
+        # public by design: Stripe's publishable keys, Mapbox's public tokens, PostHog's project
+        # keys, a captcha's site key
+        "STRIPE_KEY=pk_live_51ZyVGOeUvfJIssDj4PTTKtb2TxxDBfz5LJF3hBGZW3M4Fz6Hq2A",
+        '"publishableKey": "pk_test_51huG8GP38g4o5MNJAYKJ1UXXFWXLCpaNfhs0gCa05RFRunzqw7w"',
+        "MAPBOX_ACCESS_TOKEN=pk.eyJ1IjoibWFwcyIsImEiOiJjbGZK7EGHZbKoXi0d9THIn0.4QgTNBEjE4o24hOSDRET79",
+        "POSTHOG_API_KEY=phc_Pr5FxgmV2AjC6afaCLI71fNYmphNcWI9rQWOwjauQLK",
+        "recaptcha: { siteKey: '6LeIqJzQtJZPGSEZ4zBms1racjP4M9DZH7Fx6mqS' }",
+        "RECAPTCHA_SITE_KEY=6LcFDGX0FZBJQ6c1suD6ZgCSTY9GqC79l9B1UE8e",
+        # placeholders a deploy tool replaces; AWS's documented example keys, called an example
+        '"password": "#{DbPassword}", "env": "prod"',
+        "ApiToken=#{Deploy.ApiToken}#",
+        "# from the AWS docs, an example:\naws_access_key_id = AKIAI44QH8DHBEXAMPLE\n"
+        "aws_secret_access_key = je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
+        # a CI cache's key: words, then a hash of the lock file
+        "restored cache, key: macOS-pip-wheels-f47f492d549dc46c03c21bb00fa9ea3fe546dae72c16511e6f046455c8dd2c95",
+        "cache key: linux-cargo-registry-b58efd9e5afe3836702ead50b5b6386984383d53",
+        # a WebSocket handshake (RFC 6455's own example)
+        "GET /chat HTTP/1.1\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\nSec-WebSocket-Version: 13",
+        "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
+        # a sealed secret's ciphertext
+        "kind: SealedSecret\nspec:\n  encryptedData:\n    api_token: AgChTxnOJiLOuHGib0G1bhmEcNpmSO6eZOB72pVGXLTh3"
+        "dKQLpM1OcRzhouppeqTMd2qT1XWE1CqxdYGsDccJ91HOrlwe\n    DB_PASSWORD: AgAHROhbF8hCtZUDJRzVT668Nyu0t+aT0ewkMVH"
+        "rmcBNfYWunksXQHNfyuLLKTrXyb92TvdwOsudoaViVMBtFqnP+njWH",
+    ],
+)
+def test_public_keys_placeholders_hashes_and_ciphertext_stay_allowed(text):
+    assert credentials.find(text) is None
+    assert credentials.redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # a secret beside a public key is still one
+        (
+            "STRIPE_PUBLISHABLE_KEY=pk_live_51ZyVGOeUvfJIssDj4PTTKtb2TxxDBfz5LJF3hBGZW3M4Fz6Hq2A\n"
+            "STRIPE_SECRET_KEY=sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+        ),
+        # a captcha's secret key has the site key's shape and another name
+        ("RECAPTCHA_SECRET_KEY=6LfZFXtqWQokuBGJvu65UQ2FzulmZDo3S6wWYwA1", "6LfZFXtqWQokuBGJvu65UQ2FzulmZDo3S6wWYwA1"),
+        ("WEBSITE_KEY=6LfZFXtqWQokuBGJvu65UQ2FzulmZDo3S6wWYwA1", "6LfZFXtqWQokuBGJvu65UQ2FzulmZDo3S6wWYwA1"),
+        # AWS's example keys with no word saying so stand for real ones (the tests above use them so)
+        ("aws_access_key_id = AKIAI44QH8DHBEXAMPLE in ci.env, see example.com", "AKIAI44QH8DHBEXAMPLE"),
+        # plain text under a sealed secret's neighbour, and a password in a SOPS file's clear part
+        (
+            "encryptedData:\n  token: AgChTxnOJiLOuHGib0G1bhmEcNpmSO6eZOB72pVGXLTh3dKQLpM1OcRzhouppeqTMd2qT1XW\n"
+            "stringData:\n  password: Qx7!mRtz9pL",
+            "Qx7!mRtz9pL",
+        ),
+        (
+            "cache key: prod-deploy-Zk3vQ9xLm2Tz7RbW1yNc8Hd4Ab12Cd34Ef56Gh78Ij90",
+            "Zk3vQ9xLm2Tz7RbW1yNc8Hd4Ab12Cd34Ef56Gh78Ij90",
+        ),
+    ],
+)
+def test_a_secret_beside_or_shaped_like_a_harmless_value_is_still_found(text, secret):
+    assert credentials.find(text) is not None
+    assert secret not in credentials.redact(text)

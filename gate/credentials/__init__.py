@@ -20,9 +20,11 @@ and a shape compiled only when a text holds one of them, so an ordinary prompt c
 substring tests and no import.
 
 Here, finding and redacting; gate.credentials.shapes holds the shapes, gate.credentials.values
-what a value must look like. May import: the standard library only (part of the ground floor).
+what a value must look like, gate.credentials.harmless the matches safe to keep after all (keys
+public by design, a sealed secret's ciphertext). May import: the standard library only (part of the ground floor).
 """
 
+from gate.credentials.harmless import harmless
 from gate.credentials.providers import UNLISTED
 from gate.credentials.shapes import (
     _ASSIGNMENTS,
@@ -100,15 +102,21 @@ def _shape_hits(text: str, present: set[str], shapes: list[tuple[str, tuple[str,
 
 
 def _hits(text: str, *, first: bool = False):
-    """(start, end, kind) of every credential in `text`, in the order of the shapes."""
+    """(start, end, kind) of every credential in `text`, in the order of the shapes: each match
+    of a shape unless its value is harmless after all (a public key, a sealed secret)."""
+    for start, end, kind in _matches(text):
+        if not harmless(text, start, end):
+            yield start, end, kind
+
+
+def _matches(text: str):
+    """(start, end, kind) of every match of a shape whose check holds, lazily."""
     low = text.lower()
     present = _present(low)
     if not present:
         return
     for hit in _shape_hits(text, present, _SHAPES):
         yield hit
-        if first:
-            return
     for kind, triggers, source, how in _ASSIGNMENTS:
         if present.isdisjoint(triggers):
             continue
@@ -123,8 +131,6 @@ def _hits(text: str, *, first: bool = False):
                 if not quoted and how != "name":
                     end = start + len(value.rstrip(".)"))
                 yield start, end, kind
-                if first:
-                    return
                 at = max(match.end(), at + 1)
             else:
                 # `note: password=hunter2` is a setting `note` whose value is no secret, and also,
@@ -138,12 +144,8 @@ def _hits(text: str, *, first: bool = False):
     if "|" in text and not present.isdisjoint(_TABLE_PASSWORDS | _TABLE_KEYS):
         for hit in _table_hits(text):
             yield hit
-            if first:
-                return
     for hit in _shape_hits(text, present, _LATE):
         yield hit
-        if first:
-            return
 
 
 def _table_hits(text: str):

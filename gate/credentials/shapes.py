@@ -20,6 +20,7 @@ from gate.credentials.values import (
     _unspeakable,
     _words,
     _wordy,
+    hex_id as _digest,
     letters_password,
     literal,
     random_looking,
@@ -472,14 +473,6 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
     if how == "bare":  # a hex id or hash is a key only after a name of two words ("API key <hex>")
         return random_looking(value) and (not _digest(value) or (name is not None and " " in name.strip()))
     return random_looking(value)
-
-
-def _digest(value: str) -> bool:
-    """A UUID, or a commit or a SHA-256 in hex: ids and hashes, not keys."""
-    low = value.lower()
-    if len(low) == 36 and low.count("-") == 4 and all(ch in "0123456789abcdef-" for ch in low):
-        return True
-    return len(low) in (40, 64) and all(ch in "0123456789abcdef" for ch in low)
 
 
 _compiled: dict[str, object] = {}

@@ -49,6 +49,7 @@ _LEADS = (
     "vault://",
     "arn:",
     "enc[",
+    "#{",  # a deploy tool's token to replace: `#{ApiKey}`, `#{Db.Password}#`
     "ref+",
     "secret://",
     "sm://",
@@ -271,14 +272,21 @@ def _aws_secret(value: str) -> bool:
     )
 
 
-def _random_key(value: str) -> bool:
-    """A machine-made value that is no hex id or hash (a UUID, a commit, a SHA-256)."""
-    if not random_looking(value):
-        return False
+def hex_id(value: str) -> bool:
+    """A UUID, or a commit or a SHA-256 in hex: ids and hashes, not keys. Also such a hash after
+    words joined by dashes, as a CI cache names its entries (`Linux-pip-wheels-<sha256>`)."""
     low = value.lower()
     if len(low) == 36 and low.count("-") == 4 and all(ch in "0123456789abcdef-" for ch in low):
-        return False
-    return not (len(low) in (40, 64) and all(ch in "0123456789abcdef" for ch in low))
+        return True
+    head, _, tail = low.rpartition("-")
+    if head and all(part.isalpha() or part.isdigit() for part in head.split("-")):
+        low = tail
+    return len(low) in (40, 64) and all(ch in "0123456789abcdef" for ch in low)
+
+
+def _random_key(value: str) -> bool:
+    """A machine-made value that is no hex id or hash (a UUID, a commit, a SHA-256)."""
+    return random_looking(value) and not hex_id(value)
 
 
 def _password_literal(value: str) -> bool:
