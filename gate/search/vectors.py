@@ -37,10 +37,9 @@ from gate.search.embeddings import DOCUMENT, Endpoint, VectorError, Vectors
 WAITING_BATCH = 8
 WAITING_CHARS = 3000
 # Exact distances while the index holds at most this many vectors; past it, the Hamming
-# prefilter keeps about POOL candidates for exact rescoring. At 384 dimensions (the installed
-# model's), median ms a query on a 2-core machine, all in one run: exact 3.5 / 9.2 / 22 / 47 at
-# 1k / 2k / 5k / 10k vectors, the prefilter with its sample 4.7 / 8.1 / 12 / 19: exact is no
-# dearer up to about 1,500 (5.9 against 7.6 measured there), so up to 1,500 it is exact.
+# prefilter keeps about POOL candidates for exact rescoring. Exact is no dearer than the
+# prefilter up to about 1,500 vectors of 384 dimensions (the installed model's) and dearer from
+# 2,000 on: docs/search.md ("By meaning") has the table, each way timed in one run.
 # The pool: with multilingual-e5-small on LoCoMo's development half (2,760 turns, its 999
 # questions), the share of the exact 30 nearest it keeps with the REFERENCE center: 0.943 at 350,
 # 0.955 at 400, 0.965 at 450, 0.971 at 500 (the mean of all 2,760 vectors as center: 0.975 at 450).
