@@ -25,9 +25,12 @@ import _credential_blind2 as blind2  # noqa: E402
 CAUGHT_TARGET = 0.97
 REFUSED_TARGET = 0.005
 
-# The floor, to be set from the one measuring run after this commit (none yet: nothing measured).
-BEFORE_CAUGHT = 0
-BEFORE_REFUSED = 520
+# The floor: the one measuring run of bench/credentials.py, made after the part was committed
+# (d37908a) and before anyone tuned on it, against main's detector at a496ebd: caught 432 of the
+# 470 credentials on every path (91.9 %), refused 0 of the 520 look-alikes (0.00 %). Fewer caught,
+# or more refused, is a regression.
+BEFORE_CAUGHT = 432
+BEFORE_REFUSED = 0
 
 
 @cache
