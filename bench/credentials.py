@@ -25,7 +25,11 @@ tuning, judges the detector now (bench/_credential_blind.py: 688 credentials of 
 them providers no other part holds and 6 new formats of ones they hold, 8 password shapes, and 490
 look-alikes): of it only the counts are printed (`--spend-blind` prints its misses and refusals,
 and then it is no longer blind; see docs/reliability.md). Its look-alike half has since been spent
-(its refusals printed, read and mended by shape), so only its credential half is still blind. A credential is
+(its refusals printed, read and mended by shape), so only its credential half is still blind. A
+second blind part (bench/_credential_blind2.py: 470 credentials of 92 provider groups and 8
+password shapes, and 520 look-alikes), written by a hand that read neither the detector nor the
+other parts, judges the tuning on the first one's misses; it too prints only its counts
+(`--spend-blind2` prints its misses and refusals, and spends it). A credential is
 caught only when it is caught on every path where text lands: a fact's text (insert, update,
 import and the page's edit all check it with gate.memory.checking.check_field), its topic when the
 sample fits on one (one line, 100 characters), and the owner's prompt (redacted: no 8 characters
@@ -176,6 +180,10 @@ def generated_figures(part: str) -> dict:
         import _credential_blind
 
         secrets, benign = _credential_blind.samples()
+    elif part == "blind2":
+        import _credential_blind2
+
+        secrets, benign = _credential_blind2.samples()
     else:
         secrets, benign = generated.samples(part)
     missed = [(sample, paths) for sample in secrets if (paths := missed_paths(sample))]
@@ -193,10 +201,11 @@ def generated_figures(part: str) -> dict:
     }
 
 
-def report_generated(show: int, spend_blind: bool = False) -> None:
-    for part in (*generated.PARTS, "blind"):
+def report_generated(show: int, spend_blind: bool = False, spend_blind2: bool = False) -> None:
+    for part in (*generated.PARTS, "blind", "blind2"):
         figures = generated_figures(part)
-        shown = 0 if part == "blind" and not spend_blind else show
+        spent = {"blind": spend_blind, "blind2": spend_blind2}.get(part, True)
+        shown = show if spent else 0
         print(
             f"generated, {part}: caught {figures['secrets'] - len(figures['missed'])} of {figures['secrets']} "
             f"credentials of {figures['providers']} groups on every path ({100 * figures['caught']:.1f} %); "
@@ -228,10 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--spend-blind", action="store_true", help="print the blind part's misses too (it is then no longer blind)"
     )
+    parser.add_argument(
+        "--spend-blind2",
+        action="store_true",
+        help="print the second blind part's misses too (it is then no longer blind)",
+    )
     args = parser.parse_args(argv)
     sets = samples()
     failed = False
-    report_generated(args.show, args.spend_blind)
+    report_generated(args.show, args.spend_blind, args.spend_blind2)
     for half, kinds in sets.items():
         secret, benign = kinds["secret"], kinds["benign"]
         print(f"{half}: {len(secret)} credentials, {len(benign)} benign texts")
