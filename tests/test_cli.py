@@ -60,13 +60,22 @@ def test_search_json(capsys, memory):
     _, ids = memory
     code, out, _ = run(capsys, "search", "--json", "DB")
     assert code == 0
-    assert json.loads(out) == [{"id": ids[1], "topic": "database", "kind": "trap",
-                                "text": "The test DB is reset before migrations.", "date": json.loads(out)[0]["date"]}]
+    assert json.loads(out) == [
+        {
+            "id": ids[1],
+            "topic": "database",
+            "kind": "trap",
+            "text": "The test DB is reset before migrations.",
+            "date": json.loads(out)[0]["date"],
+        }
+    ]
 
 
 def test_search_explain_needs_no_database(capsys, home):
     code, out, _ = run(capsys, "search", "--explain", "C++ node.js")
     assert code == 0 and out.splitlines()[0] == 'match  "c" OR "node" OR "node"* OR "js" OR "javascript"'
+    # The rule that drops what one signal alone offers when words and meaning disagree is named.
+    assert any(line.startswith("drop ") and "ranking.vouched" in line for line in out.splitlines())
 
 
 def test_search_records_nothing(capsys, memory):
@@ -171,7 +180,10 @@ def test_doctor_names_the_mend_when_the_endpoint_changed_kind(capsys, memory, fa
     run(capsys, "reindex")
     fake_embeddings.mode = "dimension"
     code, out, _ = run(capsys, "doctor", "--no-claude")
-    assert code == 1 and "PROBLEM: the endpoint's vectors have 80 dimensions, memory's 64: run `memory-gate reindex`" in out
+    assert (
+        code == 1
+        and "PROBLEM: the endpoint's vectors have 80 dimensions, memory's 64: run `memory-gate reindex`" in out
+    )
 
 
 def test_doctor_flags_an_endpoint_that_does_not_answer(capsys, memory, down_url, monkeypatch):

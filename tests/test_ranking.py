@@ -61,8 +61,14 @@ def test_a_fact_both_queries_find_is_on_the_subject(conn, writer):
     # Each query's words are spread over facts, none holding enough of them to pass the
     # judgement alone; but both queries find the changelog fact: the subject is there.
     fact = writer.insert("release", "Release notes are written by hand in the changelog.")
-    for text in ("Automation runs nightly.", "Pipeline stages: four.", "Kubernetes hosts nothing yet.",
-                 "Tooling sits in scripts.", "Idea board exists.", "Grafana shows dashboards."):
+    for text in (
+        "Automation runs nightly.",
+        "Pipeline stages: four.",
+        "Kubernetes hosts nothing yet.",
+        "Tooling sits in scripts.",
+        "Idea board exists.",
+        "Grafana shows dashboards.",
+    ):
         writer.insert("misc", text)
     index = search.Index(conn)
     queries = ["changelog automation pipeline kubernetes", "notes tooling idea grafana"]
@@ -91,14 +97,85 @@ def test_words_and_meaning_agreeing_on_a_fact_put_the_subject_there(conn, writer
     assert ranking.rank(index, [sentence], [vector], near(elsewhere)).ids == []
 
 
-WORDS = ["deploy", "staging", "heroku", "api", "billing", "stripe", "react", "vite", "tests", "ci", "postgresql",
-         "invoices", "dashboard", "branch", "main", "month", "dynos", "kafka", "lag", "owner"]
+def meaning(*nearest):
+    """A neighbourhood whose mean distance is 0.2 and spread 0.05: a fact at 0.10 stands 2
+    standard deviations out (under STAND_OUT), one at 0.05 3 (meaning calls it near)."""
+    return lambda _: Neighbourhood(list(nearest), mean=0.2, spread=0.05)
+
+
+@pytest.fixture
+def disagreeing(conn, writer, facts):
+    # The terms' words find the billing fact, and in passing the report (it holds `month` only);
+    # meaning's five nearest are five other facts, 2 deviations out.
+    report = writer.insert("reports", "The usage report goes out every month.")
+    queues = writer.insert("queues", "Kafka consumers lag on Fridays.")
+    elsewhere = [facts[topic] for topic in ("hosting", "deploy", "frontend", "testing")] + [queues]
+    index = search.Index(conn)
+    terms = "stripe invoices month"
+    assert search.judge(search.candidates_in(index, terms)).ranked() == [facts["billing"]]
+    assert [c.id for c in search.candidates_in(index, terms)] == [facts["billing"], report]
+    return index, terms, report, elsewhere
+
+
+def test_when_words_and_meaning_disagree_a_fact_only_one_of_them_offers_stays_out(disagreeing, facts):
+    index, terms, report, elsewhere = disagreeing
+    vector = Vectors("model", [(1.0, 0.0)])
+    nearest = [(fact, 0.10) for fact in elsewhere] + [(report, 0.11)]
+    found = ranking.rank(index, [terms], [vector], meaning(*nearest))
+    # The five facts meaning alone offers score 2, over half the best (3): the share would take
+    # them. The report is offered by both signals and stays.
+    assert all(found.scores[fact] >= ranking.SHARE * found.scores[facts["billing"]] for fact in elsewhere)
+    assert found.ids == [facts["billing"], report]
+
+
+def test_when_they_agree_the_share_of_the_best_decides_as_before(disagreeing, facts):
+    index, terms, report, elsewhere = disagreeing
+    vector = Vectors("model", [(1.0, 0.0)])
+    # The billing fact is among meaning's best too: the signals agree on the subject.
+    found = ranking.rank(index, [terms], [vector], meaning((elsewhere[0], 0.10), (facts["billing"], 0.18)))
+    assert found.ids == [facts["billing"], elsewhere[0]]
+
+
+def test_a_fact_meaning_calls_near_comes_back_even_when_they_disagree(disagreeing, facts):
+    index, terms, report, elsewhere = disagreeing
+    vector = Vectors("model", [(1.0, 0.0)])
+    found = ranking.rank(index, [terms], [vector], meaning((elsewhere[0], 0.05), (elsewhere[1], 0.10)))
+    assert found.ids == [elsewhere[0], facts["billing"]]
+
+
+WORDS = [
+    "deploy",
+    "staging",
+    "heroku",
+    "api",
+    "billing",
+    "stripe",
+    "react",
+    "vite",
+    "tests",
+    "ci",
+    "postgresql",
+    "invoices",
+    "dashboard",
+    "branch",
+    "main",
+    "month",
+    "dynos",
+    "kafka",
+    "lag",
+    "owner",
+]
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.lists(st.sampled_from(WORDS), max_size=6),
-       st.integers(1, 8))
-def test_the_terms_word_hits_stay_the_rest_scores_at_least_share_of_the_best_no_more_than_the_limit(terms, owner, limit):
+@given(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    st.lists(st.sampled_from(WORDS), max_size=6),
+    st.integers(1, 8),
+)
+def test_the_terms_word_hits_stay_the_rest_scores_at_least_share_of_the_best_no_more_than_the_limit(
+    terms, owner, limit
+):
     from gate.engine import store
     from conftest import Writer
 

@@ -34,6 +34,11 @@ def cmd_search(args: argparse.Namespace) -> int:
             f"words whose terms carry >= {fulltext.COVERAGE:g} of the query's weight, or a fact meaning calls near, "
             f"or a fact among the {ranking.AGREE} best of both"
         )
+        print(
+            "drop   with meaning, a fact beyond the terms' word hits that one signal alone offers, when the signals "
+            f"disagree: no fact among the {ranking.AGREE} best of a query's words and meaning, none both queries' "
+            "words find (ranking.vouched)"
+        )
         return 0
     settings = opening.settings(args)
     with opening.open_memory(settings) as opened:
