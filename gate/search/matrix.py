@@ -77,8 +77,8 @@ class Matrix:
         approx = 1.0 - np.einsum("ij,j->i", self.rows[: self.count], point / length)
         approx[np.isnan(approx)] = np.inf  # a zero vector: sqlite-vec's distance is NULL
         nearest = self.nearest(conn, vectors.pack(query.rows[0]), approx, limit, found.dimension)
-        every = approx[np.isfinite(approx)].tolist() if self.count <= vectors.EXACT_LIMIT else ()
-        measured = vectors.measure(conn, found, query.rows[0], self.count, every)
+        # Memory's spread from the matrix's distances too: within 1e-6 of sqlite-vec's.
+        measured = vectors.measure(conn, found, query.rows[0], self.count, self.sampled(approx))
         return vectors.Neighbourhood(nearest, *measured) if measured else None
 
     def nearest(self, conn: apsw.Connection, packed: bytes, approx: Any, limit: int, dimension: int) -> list:
@@ -98,6 +98,17 @@ class Matrix:
             if len(chosen) >= finite or (len(found) == limit and found[-1][1] <= cutoff - error):
                 return found
             wanted = min(max(wanted, 1) * 4, finite)  # facts not trusted took places: look wider
+
+    def sampled(self, approx: Any) -> vectors.DistanceOf:
+        """The distances `approx` holds of the stored vectors of some ids, or of every one with
+        None (what vectors.measure samples); a zero vector's is left out, as sqlite-vec's NULL."""
+        import numpy as np
+
+        def distance_of(ids: list[int] | None) -> list[float]:
+            chosen = approx if ids is None else approx[[self.slots[fact] for fact in ids if fact in self.slots]]
+            return chosen[np.isfinite(chosen)].tolist()
+
+        return distance_of
 
     def refresh(self, conn: apsw.Connection, found: vectors.Space) -> bool:
         """Bring the matrix up to date with the stored vectors; False when they cannot be read as

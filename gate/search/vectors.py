@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import operator
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import apsw
@@ -329,6 +329,7 @@ class Neighbourhood:
 
 # Stored vectors whose distance to the query estimates how far memory at large lies from it.
 SAMPLE = 256
+DistanceOf = Callable[[list[int] | None], Iterable[float | None]]  # the query's to those stored vectors
 
 # Facts of no particular project, embedded once per model (meta `vector_reference`): how far
 # "unrelated" is for this model, and the center of the bits (gate.search.reference).
@@ -356,20 +357,23 @@ def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neigh
             rows = distances(conn, vector, inside)
     if rows is None:  # small enough, not centered yet, or a pool all tied: every vector
         rows = distances(conn, vector)
-    measured = measure(conn, found, query.rows[0], count, (distance for _, distance in rows))
+    every = rows
+    sampled: DistanceOf = lambda ids: [d for _, d in (every if ids is None else distances(conn, vector, ids))]  # noqa: E731
+    measured = measure(conn, found, query.rows[0], count, sampled)
     return Neighbourhood(trusted_nearest(conn, rows, limit), *measured) if measured else None
 
 
 def measure(
-    conn: apsw.Connection, found: Space, query: Sequence[float], count: int, every: Iterable[float | None]
+    conn: apsw.Connection, found: Space, query: Sequence[float], count: int, distance_of: DistanceOf
 ) -> tuple[float, float] | None:
-    """spread_of the query over memory's sample: the distance to `every` stored vector while the
-    index holds at most EXACT_LIMIT (`count`), else to SAMPLE of them, ids spread evenly over
-    memory's whole range (the same for every query)."""
+    """spread_of the query over memory's sample, as `distance_of` measures it (of every stored
+    vector with None): every one while the index holds at most EXACT_LIMIT (`count`), else
+    SAMPLE of them, ids spread evenly over memory's whole range (the same for every query)."""
+    ids = None
     if count > EXACT_LIMIT:
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
-        every = [distance for _, distance in distances(conn, pack(query), sample_ids(row[0] if row else 0))]
-    return spread_of(query, every, reference(conn, found))
+        ids = sample_ids(row[0] if row else 0)
+    return spread_of(query, distance_of(ids), reference(conn, found))
 
 
 def trusted_nearest(
@@ -390,8 +394,7 @@ def distances(conn: apsw.Connection, vector: bytes, ids: Sequence[int] | None = 
     """(id, cosine distance to the packed `vector`) of the stored vectors of `ids`, or of every
     one. Read from the plain table in which vec0 0.1 keeps the `+embedding` column
     (facts_vec_auxiliary: rowid, value00): one B-tree lookup a vector, where reading it through
-    vec0 costs about 30 microseconds each (at 1,500 vectors: 256 of them 0.6 ms against 7.6 ms,
-    every one 5.9 ms against 16 ms). Through vec0 where that table is not there."""
+    vec0 costs about 30 microseconds each. Through vec0 where that table is not there."""
     marks = ",".join("?" * len(ids)) if ids is not None else ""
     where = f" WHERE rowid IN ({marks})" if ids is not None else ""
     try:
