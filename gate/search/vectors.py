@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import operator
 import struct
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import apsw
@@ -329,7 +329,6 @@ class Neighbourhood:
 
 # Stored vectors whose distance to the query estimates how far memory at large lies from it.
 SAMPLE = 256
-DistanceOf = Callable[[list[int] | None], Iterable[float | None]]  # the query's to those stored vectors
 
 # Facts of no particular project, embedded once per model (meta `vector_reference`): how far
 # "unrelated" is for this model, and the center of the bits (gate.search.reference).
@@ -357,23 +356,20 @@ def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neigh
             rows = distances(conn, vector, inside)
     if rows is None:  # small enough, not centered yet, or a pool all tied: every vector
         rows = distances(conn, vector)
-    every = rows
-    sampled: DistanceOf = lambda ids: [d for _, d in (every if ids is None else distances(conn, vector, ids))]  # noqa: E731
-    measured = measure(conn, found, query.rows[0], count, sampled)
+    ids = sample_of(conn, count)
+    sample = [distance for _, distance in (rows if ids is None else distances(conn, vector, ids))]
+    measured = spread_of(query.rows[0], sample, reference(conn, found))
     return Neighbourhood(trusted_nearest(conn, rows, limit), *measured) if measured else None
 
 
-def measure(
-    conn: apsw.Connection, found: Space, query: Sequence[float], count: int, distance_of: DistanceOf
-) -> tuple[float, float] | None:
-    """spread_of the query over memory's sample, as `distance_of` measures it (of every stored
-    vector with None): every one while the index holds at most EXACT_LIMIT (`count`), else
-    SAMPLE of them, ids spread evenly over memory's whole range (the same for every query)."""
-    ids = None
-    if count > EXACT_LIMIT:
-        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
-        ids = sample_ids(row[0] if row else 0)
-    return spread_of(query, distance_of(ids), reference(conn, found))
+def sample_of(conn: apsw.Connection, count: int) -> list[int] | None:
+    """The stored vectors whose distances estimate how far memory at large lies from a query:
+    every one (None) while the index holds at most EXACT_LIMIT (`count`), else SAMPLE ids spread
+    evenly over memory's whole range, the same for every query."""
+    if count <= EXACT_LIMIT:
+        return None
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
+    return sample_ids(row[0] if row else 0)
 
 
 def trusted_nearest(
