@@ -131,6 +131,20 @@ def test_a_zero_vector_is_left_out_as_sqlite_vec_leaves_it(vconn):
     assert zero not in same(vconn, matrix.Matrix(), Vectors("m", [(1.0, 0.2, 0.0)]))
 
 
+@pytest.mark.parametrize("batch", [matrix.BATCH, 30])
+def test_facts_waiting_for_a_new_vector_are_passed_over_however_many_lie_nearest(vconn, monkeypatch, batch):
+    """The candidates widen past the waiting ones; past BATCH of them vec0 answers, alike."""
+    monkeypatch.setattr(matrix, "BATCH", batch)
+    rng = random.Random(10)
+    near = [put(vconn, f"near {index}", tuple(v + rng.random() / 50 for v in TARGET)) for index in range(40)]
+    for index in range(100):
+        put(vconn, f"fact {index}", lumpy(rng, 16))
+    with store.writing(vconn):
+        vconn.executemany("INSERT INTO facts_to_embed (id) VALUES (?)", [(fact,) for fact in near[:36]])
+    found = same(vconn, matrix.Matrix(), Vectors("m", [TARGET]), limit=10)
+    assert found[:4] == sorted(near[36:], key=found.index) and not set(found) & set(near[:36])
+
+
 # -- never stale -------------------------------------------------------------------------------
 
 

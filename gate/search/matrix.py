@@ -78,15 +78,18 @@ class Matrix:
         approx = 1.0 - np.einsum("ij,j->i", self.rows[: self.count], point / length)
         approx[np.isnan(approx)] = np.inf  # a zero vector: sqlite-vec's distance is NULL
         nearest = self.nearest(conn, vectors.pack(query.rows[0]), approx, limit, found.dimension)
+        if nearest is None:  # nearly every vector near the query waits for a new one
+            return vectors.neighbourhood(conn, query, limit=limit)
         # Memory's spread from the matrix's distances too, within 1e-6 of sqlite-vec's.
         sample = self.sampled(approx, vectors.sample_of(conn, self.count))
         known = self.known(vectors.reference(conn, found), query.rows[0])
         measured = vectors.spread_of(query.rows[0], sample + known, ())
         return vectors.Neighbourhood(nearest, *measured) if measured else None
 
-    def nearest(self, conn: apsw.Connection, packed: bytes, approx: Any, limit: int, dimension: int) -> list:
+    def nearest(self, conn: apsw.Connection, packed: bytes, approx: Any, limit: int, dimension: int) -> list | None:
         """The `limit` trusted facts nearest, closest first, ties by id, with sqlite-vec's distances
-        (vectors.trusted_nearest over every vector, computed over the candidates only)."""
+        (vectors.trusted_nearest over every vector, computed over the candidates only); None when
+        the candidates grow past BATCH."""
         import numpy as np
 
         error = ERROR_PER_DIMENSION * dimension
@@ -94,6 +97,8 @@ class Matrix:
         wanted = min(limit, finite)
         while True:
             chosen, cutoff = candidates(approx, wanted, 2 * error, finite)
+            if len(chosen) > BATCH:
+                return None
             rows = vectors.distances(conn, packed, self.ids[chosen].tolist())
             found = vectors.trusted_nearest(conn, rows, limit)
             # Every vector left out lies farther than cutoff - error by sqlite-vec's measure: the
