@@ -311,6 +311,27 @@ CREATE TABLE team_writes (
 ) WITHOUT ROWID;
 CREATE INDEX team_writes_by_session ON team_writes (session);
 
+-- version 11: when each fact's vector last changed
+
+-- One row per fact whose vector was ever stored or dropped, `seq` the place of its latest change
+-- in the order of all of them (the highest so far, plus one). gate/search/vectors.py writes it in
+-- the transaction that stores or drops the vector, and the trigger below for a memory-gate from
+-- before this version still running (it takes a fact off facts_to_embed as it stores the vector).
+-- A server keeps the vectors in its own memory for speed (gate/search/matrix.py): before each
+-- search it reads the highest `seq` and fetches again the vectors changed since, whichever
+-- connection or process changed them. Dropping the whole index changes the schema, which that
+-- copy also watches.
+CREATE TABLE vector_changes (
+    id  INTEGER PRIMARY KEY,
+    seq INTEGER NOT NULL
+);
+CREATE INDEX vector_changes_by_seq ON vector_changes (seq);
+
+CREATE TRIGGER vector_changes_stored AFTER DELETE ON facts_to_embed BEGIN
+    INSERT INTO vector_changes (id, seq) SELECT old.id, coalesce(max(seq), 0) + 1 FROM vector_changes WHERE true
+    ON CONFLICT (id) DO UPDATE SET seq = excluded.seq;
+END;
+
 -- template vectors: the vector index (sqlite-vec), {bits} = the dimension rounded up to bytes
 
 -- One row per fact, rowid = fact id. `embedding` is the fact's unit-length float32 vector,

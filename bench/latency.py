@@ -22,6 +22,10 @@ exact path (the cosine to every vector, as it searches up to vectors.EXACT_LIMIT
 `nearest` to `exact knn`, and the vector side's recall@30 of the exact answer. Targets on a
 2-core machine: hybrid memory_search p50 at most 5 ms at 10k facts and 25 ms at 100k, with
 recall@30 at least 0.95. The recall of real vectors is another matter (vectors.POOL says it).
+A third table times the same from the matrix a server keeps of the vectors (gate.search.matrix:
+exact, every answer checked against `exact scan`), each query searched by both ways in turns,
+the first alternating, with the ratio of the hybrid p50s; the load average is printed before and
+after.
 
 `--against REF` times words only beside another git ref, in the same run: the ref's gate/ and
 schema.sql (git archive, no worktree made) and this tree each in a process of their own, over the
@@ -53,7 +57,7 @@ import _corpus  # noqa: E402
 import _vectors  # noqa: E402
 
 from gate.engine import store  # noqa: E402
-from gate.search import embeddings, fulltext as search, ranking, vectors  # noqa: E402
+from gate.search import embeddings, fulltext as search, lookup, matrix, ranking, vectors  # noqa: E402
 from gate.serve import tools  # noqa: E402
 
 
@@ -90,7 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.against:
         return compare(args)
 
-    print(f"python -c pass: {python_start():.1f} ms (this machine, now)")
+    load = os.getloadavg()
+    print(
+        f"python -c pass: {python_start():.1f} ms (this machine, now); load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
     print(
         f"{'facts':>7}  {'build s':>7}  {'by_words p50':>12} {'p95':>7}  {'memory_search p50':>17} {'p95':>7}"
         f"  {'hits/query':>10}  {'common words p50':>16} {'p95':>7}"
@@ -141,7 +148,28 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {statistics.median(row['nearest']) / statistics.median(row['exact']):>5.2f}  {row['recall']:>9.3f}"
                 f"  {fmt(row['hybrid'])}  {fmt(row['tool'])}"
             )
+        print(
+            "\nthe same, from the matrix a server keeps (gate.search.matrix; numpy "
+            f"{numpy_version()}), in turns with vec0 above:\n"
+            f"{'facts':>7}  {'nearest':>13}  {'ratio':>5}  {'recall@30':>9}  {'hybrid':>13}  {'memory_search':>13}"
+            f"  {'hybrid / vec0 hybrid':>20}"
+        )
+        for row in meaning_rows:
+            print(
+                f"{row['size']:>7}  {fmt(row['matrix nearest'])}"
+                f"  {statistics.median(row['matrix nearest']) / statistics.median(row['exact']):>5.2f}"
+                f"  {row['matrix recall']:>9.3f}  {fmt(row['matrix hybrid'])}  {fmt(row['matrix tool'])}"
+                f"  {statistics.median(row['matrix hybrid']) / statistics.median(row['hybrid']):>20.2f}"
+            )
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (after)")
     return 0
+
+
+def numpy_version() -> str:
+    import numpy
+
+    return numpy.__version__
 
 
 # One tree's side of `--against`: builds its memory, then times the slices of queries it is sent.
@@ -304,9 +332,12 @@ def meaning(conn, rows, size: int, queries: list[str], args) -> dict:
         )
     probes = space.rewordings(made, min(len(queries), 100))
     answers = dict(zip(queries, probes))
-    for vector in probes[:10]:  # warm the page cache
+    held = matrix.Matrix()
+    for vector in probes[:10]:  # warm the page cache, and load the matrix (not timed)
         vectors.nearest(conn, embeddings.Vectors("bench", [vector]), max_distance=2.0, limit=30)
+        held.neighbourhood(conn, embeddings.Vectors("bench", [vector]), limit=30)
     figures: dict = {"size": size, "build": built, "nearest": [], "exact": [], "scan": [], "hybrid": [], "tool": []}
+    figures.update({"matrix nearest": [], "matrix hybrid": [], "matrix tool": [], "matrix recall": 0.0})
     hits = 0
     for vector in probes:
         packed = vectors.pack(vector)
@@ -324,23 +355,32 @@ def meaning(conn, rows, size: int, queries: list[str], args) -> dict:
         near = vectors.nearest(conn, embeddings.Vectors("bench", [vector]), max_distance=2.0, limit=30)
         figures["nearest"].append((time.perf_counter() - started) * 1000)
         hits += len(truth & set(near))
+        started = time.perf_counter()
+        found = held.neighbourhood(conn, embeddings.Vectors("bench", [vector]), limit=30)
+        figures["matrix nearest"].append((time.perf_counter() - started) * 1000)
+        assert found is not None and [fact for fact, _ in found.nearest] == [i for _, i in scanned]  # exact
+        figures["matrix recall"] += len(truth & {fact for fact, _ in found.nearest}) / (30 * len(probes))
     figures["recall"] = hits / (30 * len(probes))
     endpoint = Ready(answers, args.max_distance)
     caller = tools.Caller("bench-meaning")
-    for typed, vector in answers.items():
+    ways = {"": vectors.neighbourhood, "matrix ": held.neighbourhood}
+    for index, (typed, vector) in enumerate(answers.items()):
         query = embeddings.Vectors("bench", [vector])
-        started = time.perf_counter()
-        ranking.rank(
-            search.Index(conn),
-            [typed],
-            [query],
-            lambda vector: vectors.neighbourhood(conn, vector, limit=ranking.POOL),
-            max_distance=args.max_distance,
-        )
-        figures["hybrid"].append((time.perf_counter() - started) * 1000)
-        started = time.perf_counter()
-        tools.memory_search(conn, typed, caller, endpoint=endpoint)
-        figures["tool"].append((time.perf_counter() - started) * 1000)
+        # vec0 and the matrix take turns going first: both meet the same load.
+        for way, neighbourhood in list(ways.items())[:: 1 if index % 2 else -1]:
+            started = time.perf_counter()
+            ranking.rank(
+                search.Index(conn),
+                [typed],
+                [query],
+                lambda vector, near=neighbourhood: near(conn, vector, limit=ranking.POOL),
+                max_distance=args.max_distance,
+            )
+            figures[f"{way}hybrid"].append((time.perf_counter() - started) * 1000)
+            local = lookup.LocalSearch(conn, held if way else None)
+            started = time.perf_counter()
+            tools.memory_search(conn, typed, caller, endpoint=endpoint, search=local)
+            figures[f"{way}tool"].append((time.perf_counter() - started) * 1000)
     return figures
 
 

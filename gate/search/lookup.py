@@ -25,6 +25,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # a team's memory is imported only where one is used
     from gate.engine.seam import VectorIndex
     from gate.engine.teamfacts import TeamFacts
+    from gate.search.matrix import Matrix
     from gate.search.mirror import Mirror
 
 
@@ -242,10 +243,11 @@ class Search(Protocol):
 
 class LocalSearch:
     """A local memory's search (`conn`): its queries embedded and its facts caught up before
-    the ledger's transaction, its facts ranked inside it (one file holds both)."""
+    the ledger's transaction, its facts ranked inside it (one file holds both). `matrix`: the
+    copy of the vectors a server keeps for this connection, if any."""
 
-    def __init__(self, conn: apsw.Connection):
-        self.conn = conn
+    def __init__(self, conn: apsw.Connection, matrix: Matrix | None = None):
+        self.conn, self.matrix = conn, matrix
 
     def ahead(self, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ahead:
         query = embed_queries(self.conn, queries, endpoint, notes)
@@ -255,11 +257,11 @@ class LocalSearch:
     def ordered(
         self, ahead: Ahead, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int
     ) -> list[Fact]:
-        return ranked(self.conn, queries, ahead.query, endpoint, notes, limit)[0]
+        return ranked(self.conn, queries, ahead.query, endpoint, notes, limit, self.matrix)[0]
 
     def rank(self, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ranking:
         query = embed_queries(self.conn, queries, endpoint, notes)
-        facts, why = ranked(self.conn, queries, query, endpoint, notes, limit)
+        facts, why = ranked(self.conn, queries, query, endpoint, notes, limit, self.matrix)
         return Ranking(facts, query if why is not None and why.meaning else None, notes, why)
 
 
@@ -303,10 +305,13 @@ def ranked(
     endpoint: embeddings.Endpoint | None,
     notes: list[str],
     limit: int,
+    matrix: Matrix | None = None,
 ) -> tuple[list[Fact], ranking.Ranked | None]:
     """The facts to return, best first, by words and meaning (or words alone, saying why), and
-    why each came back (None when words could not search the query)."""
-    near = lambda vector: vectors.neighbourhood(conn, vector, limit=ranking.POOL)  # noqa: E731
+    why each came back (None when words could not search the query). Meaning's neighbours come
+    from `matrix` when the caller keeps one (a server: gate.search.matrix), else from vec0."""
+    neighbourhood = matrix.neighbourhood if matrix is not None else vectors.neighbourhood
+    near = lambda vector: neighbourhood(conn, vector, limit=ranking.POOL)  # noqa: E731
     why: ranking.Ranked | None = None
     try:
         why, _ = fused(fulltext.Index(conn), queries, query, near, endpoint, notes, limit)

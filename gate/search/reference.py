@@ -1,5 +1,11 @@
 """The REFERENCE texts of gate.search.vectors: facts of no particular project, embedded once
-per model and kept beside memory's vectors on both engines."""
+per model and kept beside memory's vectors on both engines, their vectors packed one after
+another as little-endian float32 (`pack`, `unpack`)."""
+
+import base64
+import functools
+import struct
+from collections.abc import Sequence
 
 # Facts of no particular project, embedded once per model (meta `vector_reference`): with the
 # memory's own sample they tell how far "unrelated" is for this model, which a memory of a
@@ -32,3 +38,20 @@ TEXTS = (
     "Passwords are hashed with argon2; the cost parameters live in the settings module.",
     "The search box suggests completions after the third character typed.",
 )
+
+
+def pack(rows: Sequence[Sequence[float]]) -> bytes:
+    return b"".join(struct.pack(f"<{len(row)}f", *row) for row in rows)
+
+
+def unpack(blob: bytes, dimension: int) -> list[tuple[float, ...]]:
+    """The REFERENCE vectors packed one after another, or none when they are not all there."""
+    values = struct.unpack(f"<{len(blob) // 4}f", blob)
+    rows = [values[start : start + dimension] for start in range(0, len(values), dimension)]
+    return rows if len(rows) == len(TEXTS) and len(rows[-1]) == dimension else []
+
+
+@functools.lru_cache(maxsize=4)
+def decoded(stored: str, dimension: int) -> tuple[tuple[float, ...], ...]:
+    """The rows of a meta text (base64 of `pack`), decoded once per text: a search reads them each time."""
+    return tuple(unpack(base64.b64decode(stored), dimension))

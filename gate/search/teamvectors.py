@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager as ContextManager
 
-from gate.search import backfill, vectors
+from gate.search import backfill, reference as reference_texts, vectors
 from gate.search.embeddings import Endpoint, VectorError, Vectors
 
 NO_PGVECTOR = (
@@ -243,7 +243,7 @@ def forget(team) -> None:
 
 def reference(team, found: vectors.Space) -> list[tuple[float, ...]]:
     row = team.conn.execute("SELECT reference FROM vector_spaces WHERE project = %s", (team.project,)).fetchone()
-    return vectors.unpack_reference(bytes(row[0]), found.dimension) if row and row[0] is not None else []
+    return reference_texts.unpack(bytes(row[0]), found.dimension) if row and row[0] is not None else []
 
 
 def needs_reference(team) -> bool:
@@ -262,7 +262,7 @@ def store_reference(team, answer: Vectors) -> bool:
         return False
     team.conn.execute(
         "UPDATE vector_spaces SET reference = %s WHERE project = %s",
-        (vectors.pack_reference(answer.rows), team.project),
+        (reference_texts.pack(answer.rows), team.project),
     )
     return True
 

@@ -15,13 +15,13 @@ missing or stale (schema triggers keep it true on every connection), and search 
 vector it lists. Requests happen before the caller's transaction, never under the write lock:
 `prepare` embeds ahead (new and changed facts plus a few still waiting), `sync` stores inside
 the transaction, by the exact text each vector embeds, so a fact another session changed in
-between is not given a vector of its old text.
+between is not given a vector of its old text. Each vector stored or dropped is noted in
+`vector_changes` in that transaction, for the copies servers keep (gate.search.matrix).
 """
 
 from __future__ import annotations
 
 import base64
-import functools
 import operator
 import struct
 from collections.abc import Iterable, Sequence
@@ -47,6 +47,11 @@ WAITING_CHARS = 3000
 # 1.4 times 300, and a little more than exact brute force over a vec0 float column would.
 EXACT_LIMIT = 1500
 POOL = 450
+# A fact's vector changed: its place in the order of all changes (schema.sql, "version 11").
+CHANGED = (
+    "INSERT INTO vector_changes (id, seq) SELECT ?, coalesce(max(seq), 0) + 1 FROM vector_changes WHERE true"
+    " ON CONFLICT (id) DO UPDATE SET seq = excluded.seq"
+)
 
 
 def fact_text(topic: str, text: str) -> str:
@@ -178,10 +183,11 @@ def sync(conn: apsw.Connection, ids: Iterable[int], prepared: Prepared | None) -
     }
     owed = _owed(conn, wanted)
     stale = [fact for fact in wanted if fact not in current or fact in owed]
-    table = has_table(conn)
-    if table:
+    if has_table(conn):
         for fact in stale:
             conn.execute("DELETE FROM facts_vec WHERE rowid = ?", (fact,))
+    # Each vector dropped or stored below, noted for the copies servers keep (gate.search.matrix).
+    conn.executemany(CHANGED, [(fact,) for fact in stale])
     if prepared is None:
         return 0
     try:
@@ -237,7 +243,7 @@ def recenter(conn: apsw.Connection) -> int:
     )
     rows = [(rowid, unpack(blob)) for rowid, blob in conn.execute("SELECT rowid, embedding FROM facts_vec")]
     for rowid, vector in rows:
-        # vec0 0.1.9 cannot UPDATE a bit column: delete and insert.
+        # vec0 0.1.9 cannot UPDATE a bit column: delete and insert (the same vector: no change noted).
         conn.execute("DELETE FROM facts_vec WHERE rowid = ?", (rowid,))
         _insert(conn, rowid, vector, center)
     return len(rows)
@@ -350,33 +356,41 @@ def neighbourhood(conn: apsw.Connection, query: Vectors, *, limit: int) -> Neigh
             rows = distances(conn, vector, inside)
     if rows is None:  # small enough, not centered yet, or a pool all tied: every vector
         rows = distances(conn, vector)
-    if count <= EXACT_LIMIT:
-        sample = [distance for _, distance in rows]
-    else:
-        # Ids spread evenly over memory's whole range: the same sample for every query.
-        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
-        sample = [distance for _, distance in distances(conn, vector, sample_ids(row[0] if row else 0))]
+    ids = sample_of(conn, count)
+    sample = [distance for _, distance in (rows if ids is None else distances(conn, vector, ids))]
     measured = spread_of(query.rows[0], sample, reference(conn, found))
-    if measured is None:
+    return Neighbourhood(trusted_nearest(conn, rows, limit), *measured) if measured else None
+
+
+def sample_of(conn: apsw.Connection, count: int) -> list[int] | None:
+    """The stored vectors whose distances estimate how far memory at large lies from a query:
+    every one (None) while the index holds at most EXACT_LIMIT (`count`), else SAMPLE ids spread
+    evenly over memory's whole range, the same for every query."""
+    if count <= EXACT_LIMIT:
         return None
-    mean, spread = measured
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'facts'").fetchone()
+    return sample_ids(row[0] if row else 0)
+
+
+def trusted_nearest(
+    conn: apsw.Connection, rows: Iterable[tuple[int, float | None]], limit: int
+) -> list[tuple[int, float]]:
+    """The `limit` nearest of (id, distance) `rows`, closest first, ties by id, leaving out a vector
+    whose fact is gone or changed (by a connection without sqlite-vec)."""
     ranked = sorted((distance, fact) for fact, distance in rows if distance is not None)
     if not ranked:
-        return Neighbourhood([], mean, spread)
-    # A vector whose fact is gone or changed (by a connection without sqlite-vec) is not trusted.
-    ids = [fact for _, fact in ranked]
-    marks = ",".join("?" * len(ids))
+        return []
+    marks = ",".join("?" * len(ranked))
     sql = f"SELECT id FROM facts WHERE id IN ({marks}) AND id NOT IN (SELECT id FROM facts_to_embed)"
-    trusted = {row[0] for row in conn.execute(sql, ids)}
-    return Neighbourhood([(fact, distance) for distance, fact in ranked if fact in trusted][:limit], mean, spread)
+    trusted = {row[0] for row in conn.execute(sql, [fact for _, fact in ranked])}
+    return [(fact, distance) for distance, fact in ranked if fact in trusted][:limit]
 
 
 def distances(conn: apsw.Connection, vector: bytes, ids: Sequence[int] | None = None) -> list[tuple[int, float]]:
     """(id, cosine distance to the packed `vector`) of the stored vectors of `ids`, or of every
     one. Read from the plain table in which vec0 0.1 keeps the `+embedding` column
     (facts_vec_auxiliary: rowid, value00): one B-tree lookup a vector, where reading it through
-    vec0 costs about 30 microseconds each (at 1,500 vectors: 256 of them 0.6 ms against 7.6 ms,
-    every one 5.9 ms against 16 ms). Through vec0 where that table is not there."""
+    vec0 costs about 30 microseconds each. Through vec0 where that table is not there."""
     marks = ",".join("?" * len(ids)) if ids is not None else ""
     where = f" WHERE rowid IN ({marks})" if ids is not None else ""
     try:
@@ -407,29 +421,12 @@ def sample_ids(top: int) -> list[int]:
     return list(range(step, top + 1, step))[:SAMPLE]
 
 
-def unpack_reference(blob: bytes, dimension: int) -> list[tuple[float, ...]]:
-    """The REFERENCE vectors packed one after another, or none when they are not all there."""
-    values = unpack(blob)
-    rows = [values[start : start + dimension] for start in range(0, len(values), dimension)]
-    return rows if len(rows) == len(REFERENCE) and len(rows[-1]) == dimension else []
-
-
-def pack_reference(rows: Sequence[Sequence[float]]) -> bytes:
-    return b"".join(pack(row) for row in rows)
-
-
 def reference(conn: apsw.Connection, found: Space) -> Sequence[tuple[float, ...]]:
     """The REFERENCE vectors of the stored model, or none while they are not made yet."""
     row = conn.execute("SELECT value FROM meta WHERE key = 'vector_reference'").fetchone()
     if row is None:
         return []
-    return _decoded_reference(row[0], found.dimension)
-
-
-@functools.lru_cache(maxsize=4)
-def _decoded_reference(stored: str, dimension: int) -> tuple[tuple[float, ...], ...]:
-    """reference's rows from meta's text, decoded once per text (a search reads them each time)."""
-    return tuple(unpack_reference(base64.b64decode(stored), dimension))
+    return reference_texts.decoded(row[0], found.dimension)
 
 
 def needs_reference(conn: apsw.Connection) -> bool:
@@ -448,7 +445,7 @@ def store_reference(conn: apsw.Connection, answer: Vectors) -> bool:
         check(found, answer)
     except VectorError:
         return False
-    packed = pack_reference(answer.rows)
+    packed = reference_texts.pack(answer.rows)
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('vector_reference', ?)"
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",

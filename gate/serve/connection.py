@@ -21,7 +21,7 @@ import apsw
 from gate import config
 from gate.engine import store
 from gate.memory import audit
-from gate.search import backfill, embeddings, sources, vectors
+from gate.search import backfill, embeddings, matrix, sources, vectors
 from gate.serve import handoff, sightings
 
 TYPE_CHECKING = False
@@ -54,6 +54,7 @@ class Memory:
             threading.Thread(target=self.endpoint.warm, name="memory-gate-model", daemon=True).start()
         self.lock = threading.Lock()
         self._conn: apsw.Connection | None = None
+        self.matrix: matrix.Matrix | None = None
         self._path: Path | None = None
         self._embedder: threading.Thread | None = None
         # The team's memory this project shares, if any (gate.memory.team): found at the
@@ -92,6 +93,8 @@ class Memory:
             return None
         self.close()
         self._conn, self._path = store.connect(path), path
+        # The vectors in this process's memory, for exact neighbours in milliseconds: where numpy is.
+        self.matrix = matrix.Matrix() if matrix.available() else None
         if self.handoff is not None:
             # Notes of calls that never came, and marks of sessions long over.
             handoff.sweep(self.handoff)
@@ -202,7 +205,7 @@ class Memory:
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
-            self._conn, self._path = None, None
+            self._conn, self._path, self.matrix = None, None, None
         if self._mirror is not None:
             self._mirror.close()
             self._mirror = None

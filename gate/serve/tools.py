@@ -309,7 +309,8 @@ def search_call(memory: connection.Memory, terms: str, caller: Caller) -> Search
             # A team's member records reads in a ledger of their own from the first search.
             conn = memory.connection(create=member is not None)
             if member is None:
-                answer = memory_search(conn, terms, caller, endpoint=memory.endpoint)
+                local = lookup.LocalSearch(conn, memory.matrix) if conn is not None else None
+                answer = memory_search(conn, terms, caller, endpoint=memory.endpoint, search=local)
             else:
                 try:
                     facts = member.facts(caller.session, caller.tool_use_id)
