@@ -340,3 +340,24 @@ def test_the_server_searches_by_the_matrix_and_without_numpy_by_vec0_alike(home,
 def test_the_server_modules_import_no_numpy():
     code = "import sys, gate.serve.connection, gate.search.matrix; assert 'numpy' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+# -- the command line and the page ------------------------------------------------------------
+
+
+def test_the_command_line_and_the_page_rank_by_one_matrix_kept_while_their_memory_is_open(vconn, db_path, monkeypatch):
+    """`memory-gate search` and the page take their store from gate.memory.opening.Opened: its
+    search ranks by the matrix, as memory_search does (past EXACT_LIMIT vec0 would prefilter and
+    could answer otherwise), and the page keeps that one matrix from search to search."""
+    from gate.memory import opening
+
+    monkeypatch.setattr(vectors, "EXACT_LIMIT", 100)
+    rng = random.Random(7)
+    for index in range(160):
+        put(vconn, f"fact {index}", lumpy(rng, 16))
+    opened = opening.Opened(path=db_path, conn=vconn)
+    search = opened.store.search
+    assert isinstance(search.matrix, matrix.Matrix) and opened.store.search.matrix is search.matrix
+    assert same(vconn, search.matrix, Vectors("m", [TARGET]))
+    monkeypatch.setitem(sys.modules, "numpy", None)  # where numpy is not installed: vec0, as before
+    assert opening.Opened(path=db_path, conn=vconn).store.search.matrix is None

@@ -6,7 +6,7 @@ message says how. Shared by the command line (gate/cli/) and the viewer (gate/vi
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import apsw
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from gate.engine.seam import Store
     from gate.engine.teamfacts import TeamFacts
     from gate.memory.team import Member
+    from gate.search.matrix import Matrix
 
 # A person waits longer for a vector than a turn does (see gate.search.embeddings's time-outs).
 PATIENT_TIMEOUT = 10.0
@@ -47,6 +48,9 @@ class Opened:
     conn: apsw.Connection | None
     team: TeamFacts | None = None
     member: Member | None = None
+    # The vectors as a matrix, made on the first search and kept as long as this (the page's
+    # memory lives as long as the page): the exact nearest at any size, as in the server.
+    matrix: Matrix | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def store(self) -> Store:
@@ -57,7 +61,11 @@ class Opened:
 
         if self.team is not None:
             return stores.TeamStore(self.team)
-        return stores.LocalStore(self.local_conn, audit.log_path(self.path))
+        if self.matrix is None:
+            from gate.search import matrix
+
+            self.matrix = matrix.Matrix() if matrix.available() else None
+        return stores.LocalStore(self.local_conn, audit.log_path(self.path), self.matrix)
 
     @property
     def team_facts(self) -> TeamFacts:

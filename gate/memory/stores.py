@@ -30,6 +30,7 @@ from gate.search import lookup
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gate.engine.teamfacts import TeamFacts
+    from gate.search.matrix import Matrix
 
 
 class LocalStore:
@@ -39,8 +40,10 @@ class LocalStore:
     # The facts and the turn ledger are one file: a write is one transaction.
     commits_apart = False
 
-    def __init__(self, conn: apsw.Connection, log: Path | None):
-        self.conn, self.log = conn, log
+    def __init__(self, conn: apsw.Connection, log: Path | None, matrix: Matrix | None = None):
+        # `matrix`: the copy of the vectors its opener keeps (gate.search.matrix), so that the
+        # command line and the page rank by meaning exactly as memory_search does at any size.
+        self.conn, self.log, self.matrix = conn, log, matrix
         self.facts = LocalFacts(conn)
         self.listing = SqliteListing(conn)
         self.index = LocalIndex(conn)
@@ -68,7 +71,7 @@ class LocalStore:
 
     @property
     def search(self) -> lookup.LocalSearch:
-        return lookup.LocalSearch(self.conn)
+        return lookup.LocalSearch(self.conn, self.matrix)
 
     def import_rows(self, conn: apsw.Connection, result: Any, **options: Any) -> Any:
         """`memory-gate import`'s checked lines into the file, in one write transaction
