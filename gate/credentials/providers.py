@@ -157,3 +157,79 @@ PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
         _prefixed_random,
     ),
 ]
+
+
+def _live_key(value: str, match) -> bool:
+    """A key whose name says the environment it opens (`shippo_live_...`, `<name>_test_...`), as
+    Stripe's own made the custom: a secret unless its name says public or an id's."""
+    prefix = match.group("prefix").lower()
+    return prefix not in _NOT_SECRET_PREFIXES and prefix not in ("pk", "rk") and _token(value[len(prefix) :])
+
+
+def _secret_run(value: str) -> bool:
+    return random_looking(value) and _token(value)
+
+
+# Formats with a fixed head, in the order a refusal names them.
+PROVIDER_FORMATS: list[tuple[str, tuple[str, ...], str, object]] = [
+    # An AWS STS session token: base64 of a fixed header, so it always starts the same way.
+    (
+        "an AWS session token",
+        ("iqojb3jpz2lux2vj", "fwogzxivyxdze"),
+        r"(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE)[A-Za-z0-9+/]{80,}={0,2}",
+        _token,
+    ),
+    # A Google OAuth refresh token: `1//0` then a long run.
+    ("a Google OAuth token", ("1//0",), r"(?<![\w/])1//0[A-Za-z0-9_-]{60,}", _token),
+    (
+        "a provider token",
+        ("_live_", "_test_", "_prod_", "_sandbox_"),
+        _L + r"(?P<prefix>[a-z]{2,12})_(?:live|test|prod|sandbox)_[A-Za-z0-9]{24,}+" + _R,
+        _live_key,
+    ),
+    # `sk_` ("secret key") then a long hex or random run, as ElevenLabs and others issue it.
+    ("a provider token", ("sk_",), _L + r"sk_(?P<value>[A-Za-z0-9]{32,}+)" + _R, _secret_run),
+    (
+        "a provider token",
+        (
+            "access_token$",
+            "akcp",
+            "cmvmdgtu",
+            "api-",
+            "v1.0-",
+            "!aq",
+            "ezak",
+            "eztk",
+            "ops_eyj",
+            "st.",
+        ),
+        _L + r"(?:access_token\$(?:production|sandbox|development)\$[a-z0-9]{16}\$[a-f0-9]{32}|"
+        r"AKCp[A-Za-z0-9]{60,}|cmVmdGtu[A-Za-z0-9]{56,}|API-[A-Z0-9]{25,32}" + _R + r"|"
+        r"v1\.0-[a-f0-9]{24}-[a-f0-9]{120,}|00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,}|EZ[AT]K[A-Za-z0-9]{40,}|"
+        r"ops_eyJ[A-Za-z0-9_-]{100,}|st\.[a-f0-9]{24}\.[a-f0-9]{32}\.[a-f0-9]{32})",
+        lambda value: _token(value) and any(ch.isdigit() for ch in value),
+    ),
+    # A Backblaze B2 application key: `K` and three digits, then 27 characters of base64.
+    (
+        "a Backblaze application key",
+        ("k00",),
+        r"(?<![A-Za-z0-9+/])K00\d[A-Za-z0-9+/]{27}(?![A-Za-z0-9+/=])",
+        _secret_run,
+    ),
+    # A Bitwarden machine account token: `0.<uuid>.<secret>:<key in base64>`.
+    (
+        "a Bitwarden access token",
+        ("0.",),
+        r"(?<![\w.])0\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.[A-Za-z0-9]{20,40}:"
+        r"[A-Za-z0-9+/]{16,}={0,2}",
+        None,
+    ),
+    # A Microsoft Teams incoming webhook: its last two parts are the secret.
+    (
+        "a Teams webhook",
+        ("webhook.office.com",),
+        r"webhook\.office\.com/webhookb2/[0-9a-f-]{36}@[0-9a-f-]{36}/IncomingWebhook/"
+        r"(?P<value>[0-9a-f]{32}/[0-9a-f-]{36})",
+        _token,
+    ),
+]

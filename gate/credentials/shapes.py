@@ -6,7 +6,8 @@ a trigger (`_pattern`): on the hooks' path an ordinary prompt imports nothing.
 """
 
 from gate.credentials.commands import COMMAND_LINES
-from gate.credentials.providers import PROVIDER_TOKENS
+from gate.credentials.providers import PROVIDER_FORMATS, PROVIDER_TOKENS
+from gate.credentials.sentences import SENTENCE_ASSIGNMENTS
 from gate.credentials.values import (
     _aws_secret,
     _is_word_like,
@@ -133,6 +134,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     ("a Django secret key", ("django-insecure-",), r"django-insecure-[^\s'\"]{20,}", None),
     ("a Mapbox secret token", ("sk.eyj",), _L + r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", None),
     ("a JSON Web Token", ("eyj",), _L + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", None),
+    *PROVIDER_FORMATS,
     *PROVIDER_TOKENS,
     # A secret of 40 characters of base64 near a word that says AWS or secret, or after a key id.
     (
@@ -209,7 +211,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
 # the stricter random_looking check below, unless it says public.
 _STRONG = (
     r"password|passwd|passphrase|pass|pwd|senha|secret|token|api[_-]?key|apikey|access[_-]?key|"
-    r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig|[_-]pat"
+    r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig|[_-]pat|psk"
 )
 _VALUE = (
     r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]*)(?P=q)"
@@ -223,7 +225,7 @@ _ASSIGN = r"[\"']?[ \t]*(?::=|=>|=|:(?!//))[ \t]*"
 _NAMES = {
     "strong": rf"(?i)(?:{_STRONG})$",
     "weak": r"(?i)(?:[a-z0-9][_-]?key(?:[_-]?base)?|appid)$",
-    "password": r"(?i)(?:password|passwd|passphrase|pass|pwd|senha)$",
+    "password": r"(?i)(?:password|passwd|passphrase|pass|pwd|senha|psk)$",
 }
 # What may stand between a secret's name and "is" in prose: "for prod", "do banco", "de produção".
 _OF = r"(?:\s+(?:for|of|on|to|in|at|from|with|do|da|de|dos|das|no|na|para|por|pelo|pela|com)(?:\s+[\w.@/-]+){1,6}?)?"
@@ -241,7 +243,7 @@ _PROSE_VALUE = r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^
 _ASSIGNMENTS = [
     (
         "a password or key assignment",
-        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "sig", "appid", "_pat", "-pat"),
+        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "sig", "appid", "_pat", "-pat", "psk"),
         rf"(?<![\w.-])(?P<name>[\w.-]+){_ASSIGN}{_VALUE}",
         "name",
     ),
@@ -305,14 +307,14 @@ _ASSIGNMENTS = [
     # `define('DB_PASSWORD', '...')`, `System.setProperty("x.token", "...")`, `ENV['X'] ||= '...'`.
     (
         "a password or key assignment",
-        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "appid"),
+        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "appid", "_pat", "-pat", "psk"),
         r"[\"'](?P<name>[\w.-]+)[\"'][ \t]*(?:,|\][ \t]*(?:\|\|=|\?\?=|=))[ \t]*" + _VALUE,
         "name",
     ),
     # An XML element named for a secret: `<password>...</password>`, `<apiKey>...</apiKey>`.
     (
         "a password or key assignment",
-        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential"),
+        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "pat>", "psk"),
         r"<(?P<name>[\w.:-]+)>(?P<value>[^<>\s\"'`]+)</(?P=name)>",
         "name",
     ),
@@ -352,6 +354,7 @@ _ASSIGNMENTS = [
         r"(?:key|token|secret|password|senha|chave|pat|credentials?)\b",
         "bare",
     ),
+    *SENTENCE_ASSIGNMENTS,
 ]
 
 
@@ -451,7 +454,7 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
         assert name is not None, "a `name = value` assignment comes with its name"
         if value.startswith("base64:"):  # Laravel's `APP_KEY=base64:...`: the key follows
             value = value[len("base64:") :]
-        if _pattern(_NAMES["strong"]).search(name):
+        if _pattern(_NAMES["strong"]).search(name) or _words(name)[-1:] == ["pat"]:  # (`azureDevopsPat`)
             return literal(value, quoted=quoted, password=bool(_pattern(_NAMES["password"]).search(name)))
         low = name.lower()
         # (a weak name takes no id or hash: `Idempotency-Key: <uuid>`, `cache_key = <sha>`)

@@ -130,6 +130,22 @@ def _reference_lead(value: str) -> bool:
     return False
 
 
+def _marking_words(value: str, words: list[str]) -> list[str]:
+    """The words of a value that can mark a placeholder: all its words when it holds no digit
+    (`YourApiKeyHere`), else only those standing whole between separators (`MY_KEY_2`,
+    `put-key-here-1`), not two letters of a random run (`...PVicMy2fY9...`, `...aMY9jn...`)."""
+    if not any(ch.isdigit() for ch in value):
+        return words
+    segments, segment = [], ""
+    for ch in value:
+        if ch.isalnum():
+            segment += ch
+        else:
+            segments.append(segment.lower())
+            segment = ""
+    return [*segments, segment.lower()]
+
+
 def _placeholder(value: str) -> bool:
     low = value.lower()
     words = _words(value)
@@ -139,7 +155,7 @@ def _placeholder(value: str) -> bool:
         or low.startswith(_LEADS)
         or _reference_lead(value)
         or _crossed_out(value)
-        or (len(words) > 1 and not _MARK_WORDS.isdisjoint(words))
+        or (len(words) > 1 and not _MARK_WORDS.isdisjoint(_marking_words(value, words)))
         or (low.startswith("your") and low.endswith(("here", "key", "token", "password", "secret")))
         or len(set(low)) <= 3
     )
