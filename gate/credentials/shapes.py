@@ -6,6 +6,7 @@ a trigger (`_pattern`): on the hooks' path an ordinary prompt imports nothing.
 """
 
 from gate.credentials.commands import COMMAND_LINES
+from gate.credentials.prose import LATE_SHAPES
 from gate.credentials.providers import PROVIDER_FORMATS, PROVIDER_TOKENS
 from gate.credentials.sentences import SENTENCE_ASSIGNMENTS
 from gate.credentials.values import (
@@ -16,11 +17,9 @@ from gate.credentials.values import (
     _password_literal,
     _pem_private,
     _placeholder,
-    _random_key,
     _token,
     _unspeakable,
     _words,
-    _wordy,
     hex_id as _digest,
     letters_password,
     literal,
@@ -358,95 +357,7 @@ _ASSIGNMENTS = [
 ]
 
 
-def _lone_key(value: str) -> bool:
-    return (
-        _random_key(value)
-        and not all(ch in "0123456789abcdefABCDEF" for ch in value.removeprefix("0x"))
-        and not value.startswith("AAAA")
-        and not _wordy(value)
-    )
-
-
-def _user_password(value: str) -> bool:
-    """The password of a user-and-password pair: a password, not a word nor a product's name
-    (`1Password`)."""
-    value = value.rstrip(".,;)")
-    letters = "".join(ch for ch in value if not ch.isdigit()).lower()
-    if not _password(value) or letters in ("password", "passwords", "secret", "secrets", "vault") or len(value) < 8:
-        return False
-    # (not `dev-2024`: a symbol other than a dash, both cases and a digit, or a passphrase's words)
-    return (
-        any(not ch.isalnum() and ch != "-" for ch in value)
-        or (value != value.lower() and any(ch.isdigit() for ch in value))
-        or value.count("-") >= 2
-        or letters_password(value)
-    )
-
-
-# Shapes read after the assignments (so that `api_key: ...` is named an assignment): a value
-# whose name stands before it on its line, some words away.
-_LATE: list[tuple[str, tuple[str, ...], str, object]] = [
-    # A question naming a key, then the value as its answer: "what's the token again?\nit's ...".
-    # (Matched from the question mark, the name looked for backwards on its line.)
-    (
-        "a key or token in prose",
-        ("key", "token", "secret", "chave", "segredo", "credential", "pat"),
-        r"(?i)\?[ \t]*(?:\n[ \t>]*)?(?:-+>|\u2192|:)?[ \t]*(?:(?:it'?s|it is|[\w']{1,12})(?:[ \t]*[:,!.-][ \t]*|[ \t]+))?"
-        r"(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
-        _Near(
-            ("key", "token", "secret", "chave", "segredo", "credential", "pat"),
-            _random_key,
-            50,
-            unless=("public",),
-            loose=(("token", "key", "secret", "chave", "senha", "password"), 10, random_looking),
-        ),
-    ),
-    # A key named a few words before its value on the same line: "I rotated the admin key
-    # yesterday, the new one is ...", "using DEPLOY_TOKEN from the command line: ...". The value
-    # is matched and the name looked for backwards (a pattern from the name on would try every
-    # gap after each `key` of a `key=key=…` paste).
-    (
-        "a key or token in prose",
-        ("key", "token", "secret", "chave", "segredo", "credential"),
-        r"(?i)(?:\bis|\bé|\bagora|:|=|->|\u2192)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
-        _Near(
-            ("key", "token", "secret", "chave", "segredo", "credential"),
-            _random_key,
-            80,
-            unless=("public",),
-            loose=(
-                ("api key", "api token", "access token", "auth token", "server token", "secret key", "app key"),
-                30,
-                random_looking,
-            ),
-        ),
-    ),
-    # A machine-made value alone on its line (or after a chat's time and speaker; not after a YAML
-    # or log key, `payment: pi_...`) below a line naming a
-    # key: "[10:32] ana: segue o token da Vercel" then "[10:33] ana: <token>". Not hex (a hash or an
-    # id), nor an SSH public key's base64 (`AAAA...`).
-    (
-        "a key or token in prose",
-        ("key", "token", "secret", "chave", "segredo", "senha", "password"),
-        r"(?m)^[ \t>]*(?:\[[^\]\n]{1,20}\][ \t]*(?:[\w.@-]{1,20}:[ \t]*)?)?(?P<value>[A-Za-z0-9+/=_.~-]{20,}+)[ \t]*$",
-        _Near(
-            ("key", "token", "secret", "chave", "segredo", "senha", "password"),
-            _lone_key,
-            120,
-            lines=True,
-            unless=("public", "pública", "fingerprint", "certificate", "certificado"),
-        ),
-    ),
-    # A user and a password given together in prose: "creds for staging are deploy / <password>",
-    # "o login do painel é admin / <senha>".
-    (
-        "a password in prose",
-        ("login", "creds", "credential", "credencia"),
-        r"(?i)\b(?:logins?|creds|credentials|credenciais)\b[^\n]{0,40}?(?:\bis|\bare|\bé|\bsão|:|=|->|\u2192)[ \t]+"
-        r"[\w.@+-]{1,40}(?:[ \t]+/[ \t]+|:(?=[^\s/]+(?:\s|$)))(?P<value>[^\s\"'`]+)",
-        _user_password,
-    ),
-]
+_LATE = LATE_SHAPES
 
 
 def _check_assignment(how: str, value: str, quoted: bool, name: str | None = None) -> bool:
