@@ -10,8 +10,17 @@ from gate.credentials.values import (
     _random_key,
     letters_password,
     literal,
+    passphrase,
     random_looking,
 )
+
+# A command's argument: quoted, it may hold spaces (a passphrase: `-a 'harbor quindim lantern'`).
+_ARG = r"(?P<q>[\"'])?(?P<value>(?(q)[^\"'\n]{1,200}|[^\s\"']+))(?(q)(?P=q))"
+
+
+def _spaced_password(value: str) -> bool:
+    """A password argument: a literal, and if it holds spaces, a passphrase's words."""
+    return _password_literal(value) and (" " not in value or passphrase(value))
 
 
 def _stored_secret(value: str) -> bool:
@@ -32,20 +41,20 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
     (
         "a password on a command line",
         ("redis-cli",),
-        r"\s-a\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        _Near(("redis-cli",), _password_literal),
+        r"\s-a\s*" + _ARG,
+        _Near(("redis-cli",), _spaced_password),
     ),
     (
         "a password on a command line",
         ("sshpass",),
-        r"\s-p\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        _Near(("sshpass",), _password_literal),
+        r"\s-p\s*" + _ARG,
+        _Near(("sshpass",), _spaced_password),
     ),
     (
         "a password on a command line",
         ("docker login",),
-        r"\s(?:-p|--password)[= ]\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        _Near(("docker login",), _password_literal),
+        r"\s(?:-p|--password)[= ]\s*" + _ARG,
+        _Near(("docker login",), _spaced_password),
     ),
     # A command that stores a secret, and the value it is given: `gh secret set X --body <value>`,
     # `az keyvault secret set ... --value <value>`, `aws ssm put-parameter --type SecureString
@@ -116,5 +125,27 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
         ("requirepass", "masterauth"),
         r"\b(?:requirepass|masterauth)\s+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
         literal,
+    ),
+    # htpasswd's batch mode: `htpasswd -b[c] <file> <user> <password>`.
+    (
+        "a password on a command line",
+        ("htpasswd",),
+        r"\bhtpasswd(?P<flag>(?:[ \t]+-[A-Za-z]{1,6}){1,4})[ \t]+[^\s-]\S{0,200}[ \t]+[\"']?[\w.@-]{1,64}[\"']?[ \t]+"
+        + _ARG,
+        lambda v, match: "b" in match.group("flag") and _spaced_password(v),
+    ),
+    # Samba's tools take the password after the user and a `%`: `smbclient -U 'CORP\\ana%<password>'`.
+    (
+        "a password on a command line",
+        ("%",),
+        r"(?:\s-U[ \t]*|--user(?:name)?[= ])[\"']?(?:[\w.-]{1,64}\\{1,2})?[\w.@$-]{1,64}%(?P<value>[^\s\"']{1,200})",
+        _password_literal,
+    ),
+    # Windows-style flags, as xfreerdp and rdesktop take them: `/u:<user> /p:<password>`.
+    (
+        "a password on a command line",
+        ("/p:", "/password:"),
+        r"(?<![\w/])/(?:p|password):" + _ARG,
+        _Near(("/u:", "/d:", "rdp", "/v:"), _spaced_password),
     ),
 ]

@@ -45,4 +45,14 @@ SENTENCE_ASSIGNMENTS: list[tuple[str, tuple[str, ...], str, str]] = [
         r"\benv\.(?P<name>[\w]{1,80})[ \t]*(?:\|\||\?\?)[ \t]*" + _VALUE,
         "name",
     ),
+    # A key, where it belongs, then its value, as in a topic: "o token de API do Jenkins <value>",
+    # "the deploy key for staging <value>". (Not an id after a place: "api key for tenant <uuid>".)
+    (
+        "a key or token in prose",
+        ("token", "key", "chave", "secret", "segredo"),
+        r"(?i)\b(?:(?:api|access|auth|deploy|secret)[ \t]+(?:key|token)|token|chave|secret|segredo|"
+        r"(?:token|chave)[ \t]+de[ \t]+(?:api|acesso))[ \t]+(?:do|da|de|for|of)[ \t]+[\w.-]{1,40}[ \t]+"
+        r"(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
+        "placed",
+    ),
 ]

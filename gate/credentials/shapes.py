@@ -23,6 +23,7 @@ from gate.credentials.values import (
     hex_id as _digest,
     letters_password,
     literal,
+    passphrase,
     random_looking,
 )
 
@@ -238,6 +239,10 @@ _NEW = (
     r"(?:[ \t]+(?:novo|nova|new|atual|current|antigo|antiga|old|temporary|tempor[aá]ri[oa]|provis[oó]ri[oa])"
     r"(?=\s+(?:for|of|on|to|in|at|do|da|de|dos|das|no|na|para)\b))?"
 )
+# How prose says a value follows: "is", "is:", "=", ":", "->", "mudou pra", "changed to".
+_IS = r"\s*(?:(?:is|was|are|é|era|ficou)[ \t]*:?|=|:|->|\u2192|mudou[ \t]+(?:para|pra)|changed[ \t]+to|virou)\s+"
+# A clause between a name and "is": "the token we use in prod is ...".
+_CLAUSE = r"(?:[ \t]+(?:we|you|i|they|that|which|que)[ \t]+[\w']{2,20})?"
 _PROSE_VALUE = r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^\s\"'`,;]+))"
 _ASSIGNMENTS = [
     (
@@ -262,21 +267,25 @@ _ASSIGNMENTS = [
         ("pass", "pw", "pin ", "pin:", "pin=", "senha"),
         r"(?i)\b(?:passwords?|passphrase|passwd|pw|pwd|passcode|pin|senhas?)\b"
         + _NEW
+        + _CLAUSE
         + _OF
         + _QUALIFIED
-        + r"\s*(?:is|was|are|=|:|é|era|ficou)\s+(?:now\s+|still\s+|just\s+|set\s+to\s+|agora\s+)?"
+        + _IS
+        + r"(?:now\s+|still\s+|just\s+|set\s+to\s+|agora\s+)?"
         + _PROSE_VALUE,
         "password",
     ),
     (
         "a key or token in prose",
-        ("secret", "token", "key", "credential", "chave", "segredo"),
-        r"(?i)\b(?P<name>secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin|server|app|master|signing|encryption|private)\s+(?:key|token)|token|"
+        ("secret", "token", "key", "credential", "chave", "segredo", "pat"),
+        r"(?i)\b(?P<name>secret(?:\s+(?:access\s+)?key)?|pat|personal\s+access\s+token|(?:api|access|auth|license|admin|server|app|master|signing|encryption|private)\s+(?:key|token)|token|"
         r"(?<!public )key|credentials?|chave|segredo)\b"
         + _NEW
+        + _CLAUSE
         + _OF
         + _QUALIFIED
-        + r"\s*(?:is|was|are|=|:|é|era|ficou)\s+(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
+        + _IS
+        + r"(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
         + _PROSE_VALUE,
         "weak",
     ),
@@ -284,7 +293,7 @@ _ASSIGNMENTS = [
     (
         "a password in prose",
         ("pass", "pw", "senha"),
-        r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+(?P<value>[^\s\"'`,;]+)",
+        r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+(?:(?P<q>[\"'])(?P<qvalue>[^\"'\n]{1,200})(?P=q)|(?P<value>[^\s\"'`,;]+))",
         "password-bare",
     ),
     # A user, then `pass` and a value: "smtp user noreply@acme.com pass ...", a .netrc-like line.
@@ -299,7 +308,8 @@ _ASSIGNMENTS = [
         "a key or token in prose",
         ("token", "key", "secret", "chave", "segredo", "cred"),
         r"(?i)\b(?P<name>(?:api|access|auth|server|secret|admin|app|master|signing|encryption|private)\s+(?:key|token)|(?<!public )key|token|secret|chave|"
-        r"segredo|credentials?|creds|credenciais)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,})",
+        r"segredo|credentials?|creds|credenciais|(?:token|chave)[ \t]+de[ \t]+(?:api|acesso))"
+        r"[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,})",
         "bare",
     ),
     # A name and its value as a call's two strings or a subscript's assignment: PHP's
@@ -376,10 +386,16 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
         return False  # a bare "key" before an id or a hash: `Idempotency-Key: <uuid>`
     if how == "password":
         return _password(value, quoted=quoted)
+    if how == "passphrase":
+        return passphrase(value)
+    if how == "placed":  # a key and where it belongs, then its value: no id nor hash
+        return random_looking(value) and not _digest(value)
     if how == "password-bare":  # no "is" to say a value follows: letters alone are a word,
         # unless no language would write them (`rnjdrbkmvpdzc`, `HarborRiverMoon`)
         if "://" in value or value.endswith(":") or not literal(value, password=True):
             return False
+        if quoted and " " in value:  # (`password 'harbor quindim lantern'`, not `password 'reset link'`)
+            return passphrase(value)
         if any(not ch.isalpha() for ch in value):
             return True
         # (`strength` has few vowels but is a word: only unspeakable runs and three humps count)

@@ -125,9 +125,23 @@ def _reference_lead(value: str) -> bool:
         spec = rest.lstrip("-+ #0123456789.")
         printf = spec[:1] in tuple("sdifrxXoeEgGc") and not spec[1:2].isalnum()
         return rest.startswith(("(", "{")) or printf or (name.replace("_", "").isalnum() and name[:1].isalpha())
-    if lead == "/":
-        return "/" in rest or "." in rest or rest.replace("_", "").replace("-", "").isalpha()
+    if lead == "/":  # a path, not base64 that starts with a slash (`/4SqCNiYKcbov6S1JHav7Sl/Lcs...`)
+        return not _base64_run(value) and (
+            "/" in rest or "." in rest or rest.replace("_", "").replace("-", "").isalpha()
+        )
     return False
+
+
+def _base64_run(value: str) -> bool:
+    """Base64 rather than a path: its characters only, and a part between slashes that mixes
+    both cases and digits over 16 characters, as no directory's name does."""
+    return all(ch.isascii() and (ch.isalnum() or ch in "+/=") for ch in value) and any(
+        len(part) >= 16
+        and any(ch.isupper() for ch in part)
+        and any(ch.islower() for ch in part)
+        and any(ch.isdigit() for ch in part)
+        for part in value.split("/")
+    )
 
 
 def _marking_words(value: str, words: list[str]) -> list[str]:
@@ -382,3 +396,30 @@ class _Near:
                 break
         low = before.lower()
         return any(word in low for word in self.words) and not any(word in low for word in self.unless)
+
+
+# The little words a sentence needs and a passphrase or a seed phrase does without.
+_SENTENCE_WORDS = frozenset(
+    "the and for with from that are was were into onto then than this these those have has had "
+    "not but your our its their them will would should can could been being which what when where "
+    "que para com uma dos das não nao pelo pela são sao foi mas por como".split()
+)
+
+
+def passphrase(value: str) -> bool:
+    """Words joined by single spaces as a passphrase has them (`harbor quindim lantern`): three to
+    twelve words of letters, none of them one of the little words every sentence needs."""
+    words = value.split(" ")
+    return (
+        3 <= len(words) <= 12
+        and all(3 <= len(word) <= 12 and word.isalpha() for word in words)
+        and _SENTENCE_WORDS.isdisjoint(word.lower() for word in words)
+        and not _placeholder(value)
+    )
+
+
+def seed_phrase(value: str) -> bool:
+    """A wallet's recovery phrase: 12, 15, 18, 21 or 24 lowercase words of three to eight letters
+    (BIP-39's list), without the little words of a sentence."""
+    words = value.split(" ")
+    return len(words) in (12, 15, 18, 21, 24) and _SENTENCE_WORDS.isdisjoint(words)
