@@ -4,7 +4,12 @@ the literal it falls back to, a passphrase of plain words after "password is:". 
 assignment (gate.credentials.shapes: `(kind, triggers, pattern, how)`), so the name decides how
 strict the value's check is, as it does for `NAME=value`. Standard library only: on the hooks'
 path, and compiled only when a text holds a trigger.
+
+Also (STATEMENT_SHAPES) values whose place in a statement names them: the password argument of a
+database driver's connect call, the password of a Go driver's DSN.
 """
+
+from gate.credentials.values import literal, passphrase
 
 # A value as an assignment reads it: quoted (any characters but a quote, on one line), or bare.
 _VALUE = (
@@ -54,5 +59,61 @@ SENTENCE_ASSIGNMENTS: list[tuple[str, tuple[str, ...], str, str]] = [
         r"(?:token|chave)[ \t]+de[ \t]+(?:api|acesso))[ \t]+(?:do|da|de|for|of)[ \t]+[\w.-]{1,40}[ \t]+"
         r"(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
         "placed",
+    ),
+    # SQL gives a user's password after `IDENTIFIED BY`: `CREATE USER 'x'@'%' IDENTIFIED BY '...'`.
+    (
+        "a password or key assignment",
+        ("identified",),
+        r"(?i)\bidentified[ \t]+(?:with[ \t]+\w{1,40}[ \t]+)?by[ \t]+(?:password[ \t]+)?"
+        r"(?P<q>[\"'])(?P<qvalue>[^\"'\n]{1,200})(?P=q)",
+        "quoted-password",
+    ),
+    # A password in parentheses after its name: "remove the hardcoded admin password (<value>)".
+    (
+        "a password in prose",
+        ("pass", "pw", "senha"),
+        r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+\((?P<value>[^\s()\"'`]{1,200})\)",
+        "password-bare",
+    ),
+    # A passphrase of plain words, the rest of its line, after "password is:" or "senha:".
+    (
+        "a password in prose",
+        ("pass", "pw", "senha"),
+        r"(?im)\b(?:password|passphrase|passwd|pw|senha)\b[^\n:=]{0,40}?(?:\b(?:is|é)[ \t]*:?|:|=)[ \t]*"
+        r"(?P<value>[^\W\d_]{3,12}(?:[ ][^\W\d_]{3,12}){2,11})[ \t]*$",
+        "passphrase",
+    ),
+    # An XML element named for a password, holding a passphrase: `<password>a b c</password>`.
+    (
+        "a password or key assignment",
+        ("pass", "pwd", "senha"),
+        r"(?i)<(?P<name>[\w.:-]{0,40}(?:password|passwd|passphrase|pass|pwd|senha))>(?P<value>[^<>\n]{1,200})</(?P=name)>",
+        "passphrase",
+    ),
+]
+
+
+def _quoted_password(value: str) -> bool:
+    return literal(value, quoted=True, password=True) and (" " not in value or passphrase(value))
+
+
+STATEMENT_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
+    # A driver's connect call takes the address, the user and then the password: PHP's `new
+    # PDO($dsn, 'app', '...')` and `mysqli_connect('db', 'app', '...')`, Java's
+    # `DriverManager.getConnection(url, "app", "...")`.
+    (
+        "a password in a connect call",
+        ("pdo", "getconnection", "_connect", "mysqli"),
+        r"\b(?:PDO|getConnection|mysqli(?:_connect|_real_connect)?|(?:oci|odbc|sqlsrv|mysql|pg|db2|mssql)_connect)"
+        r"[ \t]*\([^()\n]{1,200}?,[ \t]*[\"'][^\"'\n]{1,64}[\"'][ \t]*,[ \t]*"
+        r"(?P<q>[\"'])(?P<value>[^\"'\n]{1,200})(?P=q)",
+        _quoted_password,
+    ),
+    # Go's MySQL driver: `user:password@tcp(host:port)/db` (no scheme, so no URL shape reads it).
+    (
+        "a connection string with a password",
+        ("@tcp(", "@unix(", "@udp("),
+        r"(?<![\w:/.-])[\w.-]{1,64}:(?P<value>[^\s\"'/]{1,200}?)@(?:tcp|unix|udp)\(",
+        _quoted_password,
     ),
 ]

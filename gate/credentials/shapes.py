@@ -8,7 +8,7 @@ a trigger (`_pattern`): on the hooks' path an ordinary prompt imports nothing.
 from gate.credentials.commands import COMMAND_LINES
 from gate.credentials.prose import LATE_SHAPES
 from gate.credentials.providers import PROVIDER_FORMATS, PROVIDER_TOKENS
-from gate.credentials.sentences import SENTENCE_ASSIGNMENTS
+from gate.credentials.sentences import SENTENCE_ASSIGNMENTS, STATEMENT_SHAPES, _quoted_password
 from gate.credentials.values import (
     _aws_secret,
     _is_word_like,
@@ -204,6 +204,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         _token,
     ),
     *COMMAND_LINES,
+    *STATEMENT_SHAPES,
 ]
 
 # Names whose value is a secret: `DB_PASSWORD`, `client_secret`, `apiKey`, `x-api-key`,
@@ -386,6 +387,8 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
         return False  # a bare "key" before an id or a hash: `Idempotency-Key: <uuid>`
     if how == "password":
         return _password(value, quoted=quoted)
+    if how == "quoted-password":
+        return _quoted_password(value)
     if how == "passphrase":
         return passphrase(value)
     if how == "placed":  # a key and where it belongs, then its value: no id nor hash
