@@ -81,7 +81,7 @@ def _present(low: str) -> set[str]:
 
 
 # Groups whose shapes' checks are also given the match: the value is judged by its user, flag or prefix.
-_WITH_MATCH = frozenset(("user", "flag", "prefix"))
+_WITH_MATCH = frozenset(("user", "flag", "prefix", "label"))
 
 
 def _shape_hits(text: str, present: set[str], shapes: list[tuple[str, tuple[str, ...], str, object]]):

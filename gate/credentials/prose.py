@@ -6,12 +6,15 @@ linear time. Standard library only: on the hooks' path.
 """
 
 from gate.credentials.values import (
+    _HASH_WORDS,
     _Near,
     _password,
     _random_key,
     _wordy,
+    hex_id,
     letters_password,
     random_looking,
+    seed_phrase,
 )
 
 
@@ -103,4 +106,37 @@ LATE_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"[\w.@+-]{1,40}(?:[ \t]+/[ \t]+|:(?=[^\s/]+(?:\s|$)))(?P<value>[^\s\"'`]+)",
         _user_password,
     ),
+    # A machine-made value alone on its line, named on the line after it: a chat's "here you go" /
+    # `<token>` / "(that's the Jenkins API token)". Hex only after a name of two words.
+    (
+        "a key or token in prose",
+        ("key", "token", "secret", "chave", "segredo", "senha", "password", "pat"),
+        r"(?m)^[ \t>]*(?P<value>[A-Za-z0-9+/=_.~-]{20,}+)[ \t]*\r?\n[ \t]*(?P<label>[^\n]{1,80})",
+        lambda value, match: _labelled_key(value, match.group("label").lower()),
+    ),
+    # A wallet's recovery phrase: 12 to 24 short words after a word that says what they are.
+    (
+        "a wallet's seed phrase",
+        ("mnemonic", "seed", "semente", "recovery", "wallet", "carteira"),
+        r"(?<![\w-])(?P<value>[a-z]{3,8}(?: [a-z]{3,8}){11,23})(?![\w-])",
+        _Near(("mnemonic", "seed", "semente", "recovery", "wallet", "carteira"), seed_phrase, 200, lines=True),
+    ),
 ]
+
+_LABEL_WORDS = ("key", "token", "secret", "password", "senha", "chave", "segredo", "pat", "credential")
+_TWO_WORDS = ("api key", "api token", "access token", "auth token", "private key", "secret key", "service token")
+
+
+def _labelled_key(value: str, label: str) -> bool:
+    """A value named by the line after it: that line names a key (not a public one, a hash or an
+    id), and the value looks machine-made; a hex one only under a name of two words."""
+    words = "".join(ch if ch.isalnum() else " " for ch in label).split()
+    if _LABEL_WORDS_SET.isdisjoint(words) or "public" in label or any(word in label for word in _HASH_WORDS):
+        return False
+    if not random_looking(value) or hex_id(value):
+        return False
+    hexish = all(ch in "0123456789abcdefABCDEF" for ch in value.removeprefix("0x"))
+    return not hexish or any(name in label for name in _TWO_WORDS)
+
+
+_LABEL_WORDS_SET = frozenset((*_LABEL_WORDS, *(word + "s" for word in _LABEL_WORDS)))

@@ -45,6 +45,13 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:-]*)",
         None,
     ),
+    # A PuTTY key file's private part: the lines after `Private-Lines: <n>`.
+    (
+        "a private key",
+        ("private-lines:",),
+        r"Private-Lines:[ \t]*\d{1,3}[ \t]*\r?\n(?P<value>[A-Za-z0-9+/=]{16,}+(?:\r?\n[A-Za-z0-9+/=]{16,}+){0,200})",
+        None,
+    ),
     ("a private key", ("ls0tls1crudjti",), r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{20,}", _pem_private),
     ("an age secret key", ("age-secret-key-",), r"AGE-SECRET-KEY-1[0-9A-Z]{58}", None),
     (
