@@ -43,6 +43,9 @@ def _user_password(value: str) -> bool:
     )
 
 
+# Words that name a wallet's recovery phrase.
+_SEED_WORDS = ("mnemonic", "seed", "semente", "recovery phrase", "recovery words", "wallet", "carteira")
+
 # Shapes read after the assignments (so that `api_key: ...` is named an assignment): a value
 # whose name stands before it on its line, some words away.
 LATE_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
@@ -117,9 +120,9 @@ LATE_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     # A wallet's recovery phrase: 12 to 24 short words after a word that says what they are.
     (
         "a wallet's seed phrase",
-        ("mnemonic", "seed", "semente", "recovery", "wallet", "carteira"),
+        _SEED_WORDS,
         r"(?<![\w-])(?P<value>[a-z]{3,8}(?: [a-z]{3,8}){11,23})(?![\w-])",
-        _Near(("mnemonic", "seed", "semente", "recovery", "wallet", "carteira"), seed_phrase, 200, lines=True),
+        _Near(_SEED_WORDS, seed_phrase, 200, lines=True),
     ),
 ]
 

@@ -4,7 +4,7 @@ way most now issue them: a short lowercase name, `_` or `-`, then a long random 
 and digits (`figd_...`, `pcsk_...`, `nvapi-...`). gate.credentials.shapes reads them first.
 """
 
-from gate.credentials.values import _token, _wordy, random_looking
+from gate.credentials.values import _token, _unspeakable, _wordy, random_looking
 
 _L, _R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
 
@@ -36,6 +36,11 @@ def _prefixed_random(value: str, match) -> bool:
     if prefix in _NOT_SECRET_PREFIXES or (prefix[0] == "v" and prefix[1:].isdigit()):
         return False
     longest = max(len(part) for part in value.replace("-", "_").split("_"))
+    if value.islower() and longest >= 40:  # one case, as a long base32 or base36 run is issued
+        run = max(value.replace("-", "_").split("_"), key=len)
+        digits = sum(ch.isdigit() for ch in run)
+        hexadecimal = all(ch in "0123456789abcdef" for ch in run)
+        return 8 <= digits <= len(run) - 16 and not hexadecimal and _unspeakable(run) and _token(value)
     if _wordy(value):  # whole words: `OAuth2RefreshTokenExpires3600`
         return False
     return (

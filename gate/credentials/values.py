@@ -146,9 +146,9 @@ def _base64_run(value: str) -> bool:
 
 def _marking_words(value: str, words: list[str]) -> list[str]:
     """The words of a value that can mark a placeholder: all its words when it holds no digit
-    (`YourApiKeyHere`), else only those standing whole between separators (`MY_KEY_2`,
-    `put-key-here-1`), not two letters of a random run (`...PVicMy2fY9...`, `...aMY9jn...`)."""
-    if not any(ch.isdigit() for ch in value):
+    but at its end (`YourApiKeyHere`, `YourApiKey123`), else only those standing whole between
+    separators (`MY_KEY_2`, `put-key-here-1`), not two letters of a random run (`...PVicMy2fY9...`)."""
+    if not any(ch.isdigit() for ch in value.rstrip("0123456789")):
         return words
     segments, segment = [], ""
     for ch in value:
@@ -419,7 +419,8 @@ def passphrase(value: str) -> bool:
 
 
 def seed_phrase(value: str) -> bool:
-    """A wallet's recovery phrase: 12, 15, 18, 21 or 24 lowercase words of three to eight letters
-    (BIP-39's list), without the little words of a sentence."""
+    """A wallet's recovery phrase: 12 to 24 lowercase words of three to eight letters (BIP-39's
+    list), hardly one twice (not a list of tags), without the little words of a sentence; a few more when a word of the prose before
+    it runs on into it ("a frase-semente da carteira <12 words>")."""
     words = value.split(" ")
-    return len(words) in (12, 15, 18, 21, 24) and _SENTENCE_WORDS.isdisjoint(words)
+    return 12 <= len(words) <= 27 and len(set(words)) >= len(words) - 1 and _SENTENCE_WORDS.isdisjoint(words)
