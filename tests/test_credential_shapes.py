@@ -169,6 +169,14 @@ def test_each_shape_of_the_spent_blind_part_is_refused_and_redacted(name):
         "mount -o ro /dev/sdb1 /mnt/backup/Zk3vQ9xLm2Tz7RbW1yNc8Hd4",
         "pk_live_51HxYzAbCdEfGhIjKlMnOpQrStUvWxYz0123",
         "see API-reference-guide for the endpoints",
+        # (each of these was refused on the way, and the shape narrowed)
+        "hash the password (argon2id) before storing it",
+        "Password: Reset Link Expired",
+        "password: must contain digits",
+        "    @property\n    def password(self) -> bytes: ...",
+        "        except SyntaxError:\n            pass\n        if matches(\n            candidate.args, sig\n        ) and node_matches(f, candidate):",
+        "def api_test_ValidatesTokenRefresh4Behaviour2(self):",
+        "see API-REFERENCEDOCUMENTATIONV2X",
     ],
 )
 def test_the_look_alikes_of_the_spent_blind_parts_shapes_stay_allowed(text):

@@ -168,7 +168,14 @@ def _live_key(value: str, match) -> bool:
     """A key whose name says the environment it opens (`shippo_live_...`, `<name>_test_...`), as
     Stripe's own made the custom: a secret unless its name says public or an id's."""
     prefix = match.group("prefix").lower()
-    return prefix not in _NOT_SECRET_PREFIXES and prefix not in ("pk", "rk") and _token(value[len(prefix) :])
+    run = value.rsplit("_", 1)[1]  # (a random run, not a test's name: `api_test_ValidatesTokenRefresh`)
+    return (
+        prefix not in _NOT_SECRET_PREFIXES
+        and prefix not in ("pk", "rk")
+        and sum(ch.isdigit() for ch in run) >= 2
+        and not _wordy(run)
+        and _token(value[len(prefix) :])
+    )
 
 
 def _secret_run(value: str) -> bool:
@@ -212,7 +219,7 @@ PROVIDER_FORMATS: list[tuple[str, tuple[str, ...], str, object]] = [
         r"AKCp[A-Za-z0-9]{60,}|cmVmdGtu[A-Za-z0-9]{56,}|API-[A-Z0-9]{25,32}" + _R + r"|"
         r"v1\.0-[a-f0-9]{24}-[a-f0-9]{120,}|00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,}|EZ[AT]K[A-Za-z0-9]{40,}|"
         r"ops_eyJ[A-Za-z0-9_-]{100,}|st\.[a-f0-9]{24}\.[a-f0-9]{32}\.[a-f0-9]{32})",
-        lambda value: _token(value) and any(ch.isdigit() for ch in value),
+        lambda value: _token(value) and sum(ch.isdigit() for ch in value) >= 3,
     ),
     # A Backblaze B2 application key: `K` and three digits, then 27 characters of base64.
     (

@@ -41,16 +41,19 @@ def _secret_cells(names: list[str], cells: list[str], at: int):
 
 def csv_hits(text: str):
     """Secrets in the rows under a CSV header: a line of two or more column names joined by
-    commas, then lines with as many cells."""
+    commas, then lines with as many cells, with no space around a comma (code's `f(a, b)` and
+    prose's lists have them)."""
     names: list[str] | None = None
     at = 0
     for line in text.splitlines(keepends=True):
         row = line.rstrip("\r\n")
         cells = row.split(",") if "," in row and len(row) <= _HEADER_MAX * 10 else []
+        if any(cell != cell.strip() for cell in cells):
+            cells = []
         if names and len(cells) == len(names):
             yield from _secret_cells(names, cells, at)
-        elif 2 <= len(cells) <= _COLUMNS_MAX and len(row) <= _HEADER_MAX and all(_is_name(c.strip()) for c in cells):
-            names = [cell.strip() for cell in cells]
+        elif 2 <= len(cells) <= _COLUMNS_MAX and len(row) <= _HEADER_MAX and all(_is_name(cell) for cell in cells):
+            names = cells
         else:
             names = None
         at += len(line)

@@ -73,7 +73,7 @@ SENTENCE_ASSIGNMENTS: list[tuple[str, tuple[str, ...], str, str]] = [
         "a password in prose",
         ("pass", "pw", "senha"),
         r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+\((?P<value>[^\s()\"'`]{1,200})\)",
-        "password-bare",
+        "password-paren",
     ),
     # A passphrase of plain words, the rest of its line, after "password is:" or "senha:".
     (

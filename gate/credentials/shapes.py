@@ -247,8 +247,9 @@ _NEW = (
     r"(?:[ \t]+(?:novo|nova|new|atual|current|antigo|antiga|old|temporary|tempor[aá]ri[oa]|provis[oó]ri[oa])"
     r"(?=\s+(?:for|of|on|to|in|at|do|da|de|dos|das|no|na|para)\b))?"
 )
-# How prose says a value follows: "is", "is:", "=", ":", "->", "mudou pra", "changed to".
-_IS = r"\s*(?:(?:is|was|are|é|era|ficou)[ \t]*:?|=|:|->|\u2192|mudou[ \t]+(?:para|pra)|changed[ \t]+to|virou)\s+"
+# How prose says a value follows: "is", "is:", "=", ":", "->" (not code's `def password(self) ->`),
+# "mudou pra", "changed to".
+_IS = r"\s*(?:(?:is|was|are|é|era|ficou)[ \t]*:?|=|:|(?<!\))(?<!\) )->|\u2192|mudou[ \t]+(?:para|pra)|changed[ \t]+to|virou)\s+"
 # A clause between a name and "is": "the token we use in prod is ...".
 _CLAUSE = r"(?:[ \t]+(?:we|you|i|they|that|which|que)[ \t]+[\w']{2,20})?"
 _PROSE_VALUE = r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^\s\"'`,;]+))"
@@ -396,8 +397,15 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
         return _password(value, quoted=quoted)
     if how == "quoted-password":
         return _quoted_password(value)
-    if how == "passphrase":
-        return passphrase(value)
+    if how == "passphrase":  # (unquoted, the rest of a line: four words at least)
+        return passphrase(value, fewest=3 if quoted else 4)
+    if how == "password-paren":  # a password's shape, not a word with a digit (`argon2id`, `sha256`)
+        return _password(value) and (
+            any(not ch.isalnum() for ch in value)
+            or (value != value.lower() and value != value.upper())
+            or (value.isdigit() and len(value) >= 6)
+            or random_looking(value)
+        )
     if how == "placed":  # a key and where it belongs, then its value: no id nor hash
         return random_looking(value) and not _digest(value)
     if how == "password-bare":  # no "is" to say a value follows: letters alone are a word,

@@ -398,21 +398,25 @@ class _Near:
         return any(word in low for word in self.words) and not any(word in low for word in self.unless)
 
 
-# The little words a sentence needs and a passphrase or a seed phrase does without.
+# The little words a sentence needs and a passphrase or a seed phrase does without, and the words
+# that state a password's rules ("must contain digits").
 _SENTENCE_WORDS = frozenset(
     "the and for with from that are was were into onto then than this these those have has had "
     "not but your our its their them will would should can could been being which what when where "
-    "que para com uma dos das não nao pelo pela são sao foi mas por como".split()
+    "must needs need contain contains least more less characters chars letters digits symbols "
+    "required optional minimum maximum length long "
+    "que para com uma dos das não nao pelo pela são sao foi mas por como deve conter menos caracteres".split()
 )
 
 
-def passphrase(value: str) -> bool:
-    """Words joined by single spaces as a passphrase has them (`harbor quindim lantern`): three to
-    twelve words of letters, none of them one of the little words every sentence needs."""
+def passphrase(value: str, fewest: int = 3) -> bool:
+    """Lowercase words joined by single spaces as a passphrase has them (`harbor quindim lantern`):
+    `fewest` to twelve words of letters, none of them one of the little words every sentence
+    needs (nor a title's capitals: `Reset Link Expired`)."""
     words = value.split(" ")
     return (
-        3 <= len(words) <= 12
-        and all(3 <= len(word) <= 12 and word.isalpha() for word in words)
+        fewest <= len(words) <= 12
+        and all(3 <= len(word) <= 12 and word.isalpha() and word.islower() for word in words)
         and _SENTENCE_WORDS.isdisjoint(word.lower() for word in words)
         and not _placeholder(value)
     )
