@@ -74,6 +74,12 @@ SHAPES = {
     "a key named on the line after": "here it is\nZk3vQ9xLm2Tz7RbW1yNc8Hd4Qk7fLp\n(that's the staging deploy token)",
     "a hex key named by two words after": "here\n4f9c2b7e1d8a6f3c5b0e9d7a2c4f6b8e1d\n(the Jenkins API token)",
     "a seed phrase": "wallet mnemonic: orbit lemon canyon velvet harbor pilot maple ember quartz tundra violet walnut",
+    # The leftovers of the widening before, mended here too.
+    "a product's key and a hex run": "the deepgram key is 5b8d1f4a7c0e3b6d9f2a5c8e1b4d7f0a3c6e9b2d",
+    "a chave de um produto e um hex": "a chave da Deepgram é 5b8d1f4a7c0e3b6d9f2a5c8e1b4d7f0a3c6e9b2d",
+    "a one-word capitalised password": "minha senha do wifi é Jabuticaba",
+    "a user and password after access": "access to the VPN: ana / Caju!2031",
+    "a password on a here-string": "docker login -u ci --password-stdin <<< 'Caju!2031'",
     "a PuTTY private key": "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: ci\nPublic-Lines: 2\n"
     "AAAAC3NzaC1lZDI1NTE5AAAAIZk3vQ9xLm2Tz7RbW1yNc8Hd4Qk7fLp2Xv9Bw3Yn6Tq0\n\nPrivate-Lines: 1\n"
     "Pq8Zr4Tn7/Wb2Yc5Vd1Ps6Gh3Jm0Xk29fLq8Zr4Tn7Wb2\nPrivate-MAC: 4f9c2b7e1d8a6f3c5b0e9d7a2c4f6b8e",
@@ -132,6 +138,11 @@ SECRETS = {
     "a hex key named by two words after": "4f9c2b7e1d8a6f3c",
     "a seed phrase": "orbit lemon cany",
     "a PuTTY private key": "Pq8Zr4Tn7/Wb2Yc5",
+    "a product's key and a hex run": "5b8d1f4a7c0e3b6d",
+    "a chave de um produto e um hex": "5b8d1f4a7c0e3b6d",
+    "a one-word capitalised password": "Jabuticaba",
+    "a user and password after access": "Caju!2031",
+    "a password on a here-string": "Caju!2031",
 }
 
 
@@ -177,6 +188,13 @@ def test_each_shape_of_the_spent_blind_part_is_refused_and_redacted(name):
         "        except SyntaxError:\n            pass\n        if matches(\n            candidate.args, sig\n        ) and node_matches(f, candidate):",
         "def api_test_ValidatesTokenRefresh4Behaviour2(self):",
         "see API-REFERENCEDOCUMENTATIONV2X",
+        "the cache key is 5b8d1f4a7c0e3b6d9f2a5c8e1b4d7f0a3c6e9b2d",
+        "the gpg key is 5b8d1f4a7c0e3b6d9f2a5c8e1b4d7f0a3c6e9b2d",
+        "the password is Required.",
+        "a senha é Inválida",
+        "the wifi password is Posted on the fridge",
+        "access: read / write",
+        'docker login --password-stdin <<< "$REGISTRY_TOKEN"',
     ],
 )
 def test_the_look_alikes_of_the_spent_blind_parts_shapes_stay_allowed(text):

@@ -112,6 +112,14 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"(?:--with-token|--password-stdin|\blogin\b|\bsudo[ \t]+-S\b|\bchpasswd\b|\bpasswd[ \t]+--stdin)",
         _password_literal,
     ),
+    # The same given on a here-string: `docker login -u ci --password-stdin <<< '<password>'`.
+    (
+        "a password or key on a command line",
+        ("<<<",),
+        r"(?:--with-token|--password-stdin|\blogin\b|\bsudo[ \t]+-S\b|\bchpasswd\b|\bpasswd[ \t]+--stdin)"
+        r"[^\n<]{0,200}<<<[ \t]*" + _ARG,
+        _spaced_password,
+    ),
     # `npm config set //registry/:_authToken <token>`, `yarn config set npmAuthToken <token>`.
     (
         "a password or key assignment",

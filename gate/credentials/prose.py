@@ -101,11 +101,11 @@ LATE_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         ),
     ),
     # A user and a password given together in prose: "creds for staging are deploy / <password>",
-    # "o login do painel é admin / <senha>".
+    # "o login do painel é admin / <senha>", "access to the VPN: ana / <password>".
     (
         "a password in prose",
-        ("login", "creds", "credential", "credencia"),
-        r"(?i)\b(?:logins?|creds|credentials|credenciais)\b[^\n]{0,40}?(?:\bis|\bare|\bé|\bsão|:|=|->|\u2192)[ \t]+"
+        ("login", "creds", "credential", "credencia", "access", "acesso"),
+        r"(?i)\b(?:logins?|creds|credentials|credenciais|access|acesso)\b[^\n]{0,40}?(?:\bis|\bare|\bé|\bsão|:|=|->|\u2192)[ \t]+"
         r"[\w.@+-]{1,40}(?:[ \t]+/[ \t]+|:(?=[^\s/]+(?:\s|$)))(?P<value>[^\s\"'`]+)",
         _user_password,
     ),

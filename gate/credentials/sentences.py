@@ -60,6 +60,31 @@ SENTENCE_ASSIGNMENTS: list[tuple[str, tuple[str, ...], str, str]] = [
         r"(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
         "placed",
     ),
+    # A product's key and a hex run: "the deepgram key is <40 hex>", "a chave da Deepgram é <hex>".
+    # Not after a word that makes a key an id's or a hash's (`cache key`, `gpg key`: _ID_KEYS).
+    (
+        "a key or token in prose",
+        ("key", "token"),
+        r"(?i)\b(?P<name>[a-z][\w-]{1,30})[ \t]+(?:key|token)\b[ \t]*(?:is|was|=|:)[ \t]+"
+        r"(?P<value>[0-9a-fA-F]{32,64})(?![\w-])",
+        "product-key",
+    ),
+    (
+        "a key or token in prose",
+        ("chave", "token"),
+        r"(?i)\b(?:chave|token)[ \t]+(?:do|da|de)[ \t]+(?P<name>[a-z][\w-]{1,30})[ \t]*(?:é|era|:|=)[ \t]+"
+        r"(?P<value>[0-9a-fA-F]{32,64})(?![\w-])",
+        "product-key",
+    ),
+    # A password that is one capitalised word, ending its clause: "a senha do wifi é Jabuticaba.",
+    # "the password is Marmalade". Not a word saying what the password is (`Required`, `Inválida`).
+    (
+        "a password in prose",
+        ("pass", "pw", "senha"),
+        r"(?im)\b(?:password|passwd|pw|senha)\b[^\n]{0,40}?\b(?:is|é|era|ficou)[ \t]*:?[ \t]+"
+        r"(?P<value>(?-i:[A-ZÀ-Ý][a-zà-ÿ]{5,19}))(?=[ \t]*(?:[.,;!]|$))",
+        "capitalised",
+    ),
     # SQL gives a user's password after `IDENTIFIED BY`: `CREATE USER 'x'@'%' IDENTIFIED BY '...'`.
     (
         "a password or key assignment",
@@ -117,3 +142,21 @@ STATEMENT_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         _quoted_password,
     ),
 ]
+
+# Words before "key" that make it an id's, a hash's or a public key's, not a product's secret.
+ID_KEYS = frozenset(
+    "the a an this that these my our your his her their its new old same o essa esse nossa nosso "
+    "cache sort primary foreign partition idempotency object s3 redis dict map lookup hash row shard "
+    "routing dedup dedupe index composite unique gpg pgp ssh signing public commit git sha cursor "
+    "pagination page session request trace correlation etag storage bucket blob file cdn record "
+    "message event cluster host ssh-ed25519 fingerprint checksum build cache-key".split()
+)
+# Words that say what a password is, not what it is: "the password is Required".
+PASSWORD_STATES = frozenset(
+    "required optional invalid incorrect wrong expired missing empty blank hidden masked encrypted "
+    "hashed stored correct valid weak strong enabled disabled changed reset updated rotated unknown "
+    "protected mandatory needed shared saved secure insecure different same "
+    "obrigatória obrigatório obrigatoria obrigatorio inválida inválido invalida invalido incorreta "
+    "incorreto expirada expirado vazia vazio fraca forte correta correto errada errado alterada "
+    "alterado trocada trocado salva salvo oculta oculto segura seguro diferente mesma".split()
+)

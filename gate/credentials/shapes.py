@@ -8,7 +8,13 @@ a trigger (`_pattern`): on the hooks' path an ordinary prompt imports nothing.
 from gate.credentials.commands import COMMAND_LINES
 from gate.credentials.prose import LATE_SHAPES
 from gate.credentials.providers import PROVIDER_FORMATS, PROVIDER_TOKENS
-from gate.credentials.sentences import SENTENCE_ASSIGNMENTS, STATEMENT_SHAPES, _quoted_password
+from gate.credentials.sentences import (
+    ID_KEYS,
+    PASSWORD_STATES,
+    SENTENCE_ASSIGNMENTS,
+    STATEMENT_SHAPES,
+    _quoted_password,
+)
 from gate.credentials.values import (
     _aws_secret,
     _is_word_like,
@@ -397,6 +403,10 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
         return _password(value, quoted=quoted)
     if how == "quoted-password":
         return _quoted_password(value)
+    if how == "product-key":  # a hex key after a product's name, not a cache's or a signing key's
+        return name is not None and name.lower() not in ID_KEYS and len(value) in (32, 40, 64)
+    if how == "capitalised":
+        return value.lower() not in PASSWORD_STATES and not _placeholder(value)
     if how == "passphrase":  # (unquoted, the rest of a line: four words at least)
         return passphrase(value, fewest=3 if quoted else 4)
     if how == "password-paren":  # a password's shape, not a word with a digit (`argon2id`, `sha256`)
