@@ -4,7 +4,7 @@ way most now issue them: a short lowercase name, `_` or `-`, then a long random 
 and digits (`figd_...`, `pcsk_...`, `nvapi-...`). gate.credentials.shapes reads them first.
 """
 
-from gate.credentials.values import _token, _unspeakable, _wordy, random_looking
+from gate.credentials.values import _Near, _token, _unspeakable, _wordy, random_looking
 
 _L, _R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
 
@@ -15,7 +15,8 @@ _NOT_SECRET_PREFIXES = frozenset(
     "chatcmpl msg toolu req request file batch run asst thread resp call id uuid guid trace span build "
     "job commit sha sha1 sha224 sha256 sha384 sha512 md5 hash digest nonce csrf xsrf state rev ver "
     "v release image layer blob tree session sess cache etag usr user org team ws doc obj item node conv chat "
-    "ticket inv ord cust tx test spec".split()
+    "ticket inv ord cust tx test spec git img file asset upload checksum chunk part snapshot backup "
+    "object content fp fingerprint salt iv block addr txid hex".split()
 )
 
 
@@ -243,5 +244,29 @@ PROVIDER_FORMATS: list[tuple[str, tuple[str, ...], str, object]] = [
         r"webhook\.office\.com/webhookb2/[0-9a-f-]{36}@[0-9a-f-]{36}/IncomingWebhook/"
         r"(?P<value>[0-9a-f]{32}/[0-9a-f-]{36})",
         _token,
+    ),
+    # More issued heads: crates.io `cio`, Tencent Cloud `AKID`, ClickUp `pk_<user>_`, Intercom's
+    # base64 of `tok:`, WooCommerce's `ck_`/`cs_` and 40 hex.
+    (
+        "a provider token",
+        ("cio", "akid", "pk_", "dg9ro", "ck_", "cs_"),
+        _L + r"(?:cio[A-Za-z0-9]{32}|AKID[A-Za-z0-9]{32}|pk_\d{6,10}_[A-Z0-9]{32}|dG9rO[A-Za-z0-9+/]{30,}={0,2}|"
+        r"c[ks]_[a-f0-9]{40})" + _R,
+        lambda value: _token(value) and sum(ch.isdigit() for ch in value) >= 3,
+    ),
+    # An unlisted provider's short name, `_`, then 40 hex or more (`bkua_...`, `sgp_..._...`): a key,
+    # unless the name is an id's or a hash's (`sha1_`, `commit_`, `git_`).
+    (
+        "a provider token",
+        ("_",),
+        r"(?<![A-Za-z0-9_./-])(?P<prefix>[a-z]{2,8})_(?:[a-f0-9]{8,16}_)?[a-f0-9]{40,}+" + _R,
+        lambda value, match: match.group("prefix") not in _NOT_SECRET_PREFIXES and _token(value),
+    ),
+    # An ngrok authtoken: a digit, 26 characters, `_`, then 21 more, near its name.
+    (
+        "a provider token",
+        ("ngrok", "authtoken"),
+        _L + r"[12][A-Za-z0-9]{25,27}_[A-Za-z0-9]{20,22}" + _R,
+        _Near(("ngrok", "authtoken"), _token, 200),
     ),
 ]
