@@ -108,8 +108,8 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
     (
         "a password or key on a command line",
         ("echo",),
-        r"\becho[ \t]+(?:-n[ \t]+)?(?P<q>[\"']?)(?P<value>[^\s\"'|]+)(?P=q)[ \t]*\|[^\n|]*"
-        r"(?:--with-token|--password-stdin|\blogin\b|\bsudo[ \t]+-S\b|\bchpasswd\b|\bpasswd[ \t]+--stdin)",
+        r"\becho[ \t]+(?:-[neE]{1,3}[ \t]+)?(?P<q>[\"']?)(?P<value>[^\s\"'|]+)(?P=q)[ \t]*\|[^\n|]*"
+        r"(?:--with-token|--password-stdin|\blogin\b|\bsudo[ \t]+-S\b|\bchpasswd\b|\bpasswd\b)",
         _password_literal,
     ),
     # The same given on a here-string: `docker login -u ci --password-stdin <<< '<password>'`.
@@ -134,11 +134,11 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"\b(?:requirepass|masterauth)\s+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
         literal,
     ),
-    # htpasswd's batch mode: `htpasswd -b[c] <file> <user> <password>`.
+    # htpasswd's and mosquitto_passwd's batch mode: `htpasswd -b[c] <file> <user> <password>`.
     (
         "a password on a command line",
-        ("htpasswd",),
-        r"\bhtpasswd(?P<flag>(?:[ \t]+-[A-Za-z]{1,6}){1,4})[ \t]+[^\s-]\S{0,200}[ \t]+[\"']?[\w.@-]{1,64}[\"']?[ \t]+"
+        ("htpasswd", "mosquitto_passwd"),
+        r"\b(?:htpasswd|mosquitto_passwd)(?P<flag>(?:[ \t]+-[A-Za-z]{1,6}){1,4})[ \t]+[^\s-]\S{0,200}[ \t]+[\"']?[\w.@-]{1,64}[\"']?[ \t]+"
         + _ARG,
         lambda v, match: "b" in match.group("flag") and _spaced_password(v),
     ),
@@ -155,5 +155,30 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
         ("/p:", "/password:"),
         r"(?<![\w/])/(?:p|password):" + _ARG,
         _Near(("/u:", "/d:", "rdp", "/v:"), _spaced_password),
+    ),
+    # Commands that set a user's password, given the user and then the password: `net user <name>
+    # <password>`, `rabbitmqctl add_user <name> <password>`, `net use ... /user:<name> <password>`.
+    (
+        "a password on a command line",
+        ("net user", "rabbitmqctl", "/user:"),
+        r"(?i)(?:\bnet[ \t]+user|\brabbitmqctl[ \t]+(?:add_user|change_password)|\bnet[ \t]+use\b[^\n]{0,200}?/user:)"
+        r"[ \t]*[\"']?[\w.@\\-]{1,64}[\"']?[ \t]+" + _ARG,
+        _spaced_password,
+    ),
+    # LDAP tools take the bind password after `-w`; lftp the user and password joined by a comma.
+    ("a password on a command line", ("ldap",), r"\s-w[ \t]+" + _ARG, _Near(("ldap",), _spaced_password)),
+    (
+        "a password on a command line",
+        ("lftp",),
+        r"\s-u[ \t]+[\"']?[^\s,\"']{1,64},(?P<value>[^\s\"']{1,200})",
+        _Near(("lftp",), _password_literal),
+    ),
+    # Oracle's tools: `sqlplus <user>/<password>@<database>`.
+    (
+        "a password on a command line",
+        ("sqlplus", "sqlldr", "expdp", "impdp", "rman"),
+        r"\b(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+[\"']?[\w$#.]{1,30}/"
+        r"(?P<value>[^\s@/\"']{1,200})@",
+        _password_literal,
     ),
 ]

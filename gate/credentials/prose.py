@@ -117,6 +117,16 @@ LATE_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"(?m)^[ \t>]*(?P<value>[A-Za-z0-9+/=_.~-]{20,}+)[ \t]*\r?\n[ \t]*(?P<label>[^\n]{1,80})",
         lambda value, match: _labelled_key(value, match.group("label").lower()),
     ),
+    # A question naming a password, then the password as its answer: "what's the wifi password?"
+    # then "it's <password>", "a senha? é <senha>". Password-shaped only (`_user_password`), and the
+    # mark ends a word (not a URL's query: `password@host/path?query#x`).
+    (
+        "a password in prose",
+        ("password", "senha", "pw", "passwd", "passphrase"),
+        r"(?i)\?(?:[ \t]*\n[ \t>]*|[ \t]+)(?:(?:-+>|\u2192|:)[ \t]*)?(?:(?:it'?s|it is|é|eh|is)[ \t]*:?[ \t]+)?"
+        r"(?P<value>[^\s\"'`,;?]{6,64})",
+        _Near(("password", "senha", "pw", "passwd", "passphrase"), _user_password, 60),
+    ),
     # A wallet's recovery phrase: 12 to 24 short words after a word that says what they are.
     (
         "a wallet's seed phrase",

@@ -85,12 +85,21 @@ SENTENCE_ASSIGNMENTS: list[tuple[str, tuple[str, ...], str, str]] = [
         r"(?P<value>(?-i:[A-ZÀ-Ý][a-zà-ÿ]{5,19}))(?=[ \t]*(?:[.,;!]|$))",
         "capitalised",
     ),
-    # SQL gives a user's password after `IDENTIFIED BY`: `CREATE USER 'x'@'%' IDENTIFIED BY '...'`.
+    # SQL gives a user's password after `IDENTIFIED BY`: `CREATE USER 'x'@'%' IDENTIFIED BY '...'`
+    # (Oracle's unquoted).
     (
         "a password or key assignment",
         ("identified",),
         r"(?i)\bidentified[ \t]+(?:with[ \t]+\w{1,40}[ \t]+)?by[ \t]+(?:password[ \t]+)?"
-        r"(?P<q>[\"'])(?P<qvalue>[^\"'\n]{1,200})(?P=q)",
+        r"(?:(?P<q>[\"'])(?P<qvalue>[^\"'\n]{1,200})(?P=q)|(?P<value>[^\s;\"'(),]{1,200})(?=[\s;]|$))",
+        "quoted-password",
+    ),
+    # A password given to a function named for it: MySQL's `PASSWORD('...')`, Django's
+    # `user.set_password('...')`.
+    (
+        "a password or key assignment",
+        ("password(", "password ("),
+        r"(?i)(?<![A-Za-z0-9])(?:[a-z]{1,20}_)?password[ \t]*\([ \t]*(?P<q>[\"'])(?P<qvalue>[^\"'\n]{1,200})(?P=q)[ \t]*\)",
         "quoted-password",
     ),
     # A password in parentheses after its name: "remove the hardcoded admin password (<value>)".

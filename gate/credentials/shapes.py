@@ -396,13 +396,13 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
         # (a weak name takes no id or hash: `Idempotency-Key: <uuid>`, `cache_key = <sha>`)
         weak = bool(_pattern(_NAMES["weak"]).search(name)) and "public" not in low
         return weak and random_looking(value) and not _digest(value)
-    value = value.rstrip(".)") if not quoted else value
+    value = value.rstrip(".)?") if not quoted else value  # (a question's mark: "password required?")
     if how == "weak" and name is not None and name.lower() in ("key", "chave") and _digest(value):
         return False  # a bare "key" before an id or a hash: `Idempotency-Key: <uuid>`
     if how == "password":
         return _password(value, quoted=quoted)
     if how == "quoted-password":
-        return _quoted_password(value)
+        return _quoted_password(value) if quoted else literal(value, password=True)
     if how == "product-key":  # a hex key after a product's name, not a cache's or a signing key's
         return name is not None and name.lower() not in ID_KEYS and len(value) in (32, 40, 64)
     if how == "capitalised":
