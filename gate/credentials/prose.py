@@ -5,6 +5,7 @@ its name looked for backwards (gate.credentials.values._Near), so a text repeati
 linear time. Standard library only: on the hooks' path.
 """
 
+from gate.credentials.sentences import ID_KEYS
 from gate.credentials.values import (
     _HASH_WORDS,
     _Near,
@@ -64,14 +65,16 @@ LATE_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
             loose=(("token", "key", "secret", "chave", "senha", "password"), 10, random_looking),
         ),
     ),
-    # A key named a few words before its value on the same line: "I rotated the admin key
+    # A key named a few words before its value on the same line, after "is", ":", "to" or alone in
+    # parentheses ("the Acme key for the demo (<value>)", not a call's `f(x)`): "I rotated the admin key
     # yesterday, the new one is ...", "using DEPLOY_TOKEN from the command line: ...". The value
     # is matched and the name looked for backwards (a pattern from the name on would try every
     # gap after each `key` of a `key=key=…` paste).
     (
         "a key or token in prose",
         ("key", "token", "secret", "chave", "segredo", "credential"),
-        r"(?i)(?:\bis|\bé|\bagora|:|=|->|\u2192)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
+        r"(?i)(?:(?:\bis|\bé|\bagora|:|=|->|\u2192|\bpara|\bpra|\bto)[ \t]+|(?<![\w.])\((?P<paren>)(?=[A-Za-z0-9+/=_~-]{16,}\)))"
+        r"(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
         _Near(
             ("key", "token", "secret", "chave", "segredo", "credential"),
             _random_key,
@@ -146,10 +149,12 @@ def _labelled_key(value: str, label: str) -> bool:
     words = "".join(ch if ch.isalnum() else " " for ch in label).split()
     if _LABEL_WORDS_SET.isdisjoint(words) or "public" in label or any(word in label for word in _HASH_WORDS):
         return False
-    if not random_looking(value) or hex_id(value):
-        return False
     hexish = all(ch in "0123456789abcdefABCDEF" for ch in value.removeprefix("0x"))
-    return not hexish or any(name in label for name in _TWO_WORDS)
+    if not random_looking(value) or (hex_id(value) and not hexish):  # (a UUID is an id)
+        return False
+    # (a product's name before "key" counts as a second word: "(that's the Acme key)")
+    named = [before for before, word in zip(words, words[1:], strict=False) if word in ("key", "token")]
+    return not hexish or any(name in label for name in _TWO_WORDS) or any(w not in ID_KEYS for w in named)
 
 
 _LABEL_WORDS_SET = frozenset((*_LABEL_WORDS, *(word + "s" for word in _LABEL_WORDS)))

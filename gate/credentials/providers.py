@@ -10,7 +10,7 @@ _L, _R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
 
 # Names before `_` or `-` that make a long random run an id, a hash, a nonce or a public key, not
 # a secret: Stripe's and OpenAI's object ids, checksums, CSP nonces, publishable keys.
-_NOT_SECRET_PREFIXES = frozenset(
+NOT_SECRET_PREFIXES = frozenset(
     "pk pub public publishable phc cs pi ch cus in evt txn acct price prod sub seti src pm py po tr "
     "chatcmpl msg toolu req request file batch run asst thread resp call id uuid guid trace span build "
     "job commit sha sha1 sha224 sha256 sha384 sha512 md5 hash digest nonce csrf xsrf state rev ver "
@@ -34,7 +34,7 @@ def _prefixed_random(value: str, match) -> bool:
     if not (prefix.islower() or prefix.isupper()):  # `Bxi-...`: a random id's chunk, not a name
         return False
     prefix = prefix.lower()
-    if prefix in _NOT_SECRET_PREFIXES or (prefix[0] == "v" and prefix[1:].isdigit()):
+    if prefix in NOT_SECRET_PREFIXES or (prefix[0] == "v" and prefix[1:].isdigit()):
         return False
     longest = max(len(part) for part in value.replace("-", "_").split("_"))
     if value.islower() and longest >= 40:  # one case, as a long base32 or base36 run is issued
@@ -171,7 +171,7 @@ def _live_key(value: str, match) -> bool:
     prefix = match.group("prefix").lower()
     run = value.rsplit("_", 1)[1]  # (a random run, not a test's name: `api_test_ValidatesTokenRefresh`)
     return (
-        prefix not in _NOT_SECRET_PREFIXES
+        prefix not in NOT_SECRET_PREFIXES
         and prefix not in ("pk", "rk")
         and sum(ch.isdigit() for ch in run) >= 2
         and not _wordy(run)
@@ -260,7 +260,7 @@ PROVIDER_FORMATS: list[tuple[str, tuple[str, ...], str, object]] = [
         "a provider token",
         ("_",),
         r"(?<![A-Za-z0-9_./-])(?P<prefix>[a-z]{2,8})_(?:[a-f0-9]{8,16}_)?[a-f0-9]{40,}+" + _R,
-        lambda value, match: match.group("prefix") not in _NOT_SECRET_PREFIXES and _token(value),
+        lambda value, match: match.group("prefix") not in NOT_SECRET_PREFIXES and _token(value),
     ),
     # An ngrok authtoken: a digit, 26 characters, `_`, then 21 more, near its name.
     (

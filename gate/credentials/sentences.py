@@ -9,13 +9,16 @@ Also (STATEMENT_SHAPES) values whose place in a statement names them: the passwo
 database driver's connect call, the password of a Go driver's DSN.
 """
 
-from gate.credentials.values import literal, passphrase
+from gate.credentials.providers import NOT_SECRET_PREFIXES
+from gate.credentials.values import hex_id, literal, passphrase, random_looking
 
 # A value as an assignment reads it: quoted (any characters but a quote, on one line), or bare.
 _VALUE = (
     r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,500})(?P=q)"
     r"|(?P<value>(?:[^\s\"'`,;)}\]&<]|&(?![\w.-]+=)){1,2000}))"
 )
+# A key of hex as products issue them: 32, 40 or 64 characters, or a UUID.
+_HEX_KEY = r"[0-9a-fA-F]{32,64}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _NAMES = ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "appid", "_pat", "-pat", "psk")
 
 SENTENCE_ASSIGNMENTS: list[tuple[str, tuple[str, ...], str, str]] = [
@@ -56,24 +59,31 @@ SENTENCE_ASSIGNMENTS: list[tuple[str, tuple[str, ...], str, str]] = [
         "a key or token in prose",
         ("token", "key", "chave", "secret", "segredo"),
         r"(?i)\b(?:(?:api|access|auth|deploy|secret)[ \t]+(?:key|token)|token|chave|secret|segredo|"
-        r"(?:token|chave)[ \t]+de[ \t]+(?:api|acesso))[ \t]+(?:do|da|de|for|of)[ \t]+[\w.-]{1,40}[ \t]+"
+        r"(?:token|chave)[ \t]+de[ \t]+(?:api|acesso))[ \t]+(?:do|da|de|for|of)[ \t]+(?P<name>[\w.-]{1,40})[ \t]+"
         r"(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
         "placed",
+    ),
+    # A URL's query parameter `key` (Google's `?key=...`): machine-made, no id nor hash.
+    (
+        "a password or key assignment",
+        ("?key=", "&key="),
+        r"[?&](?P<name>key)=(?P<value>[A-Za-z0-9._~+/-]{16,200}=*)",
+        "weak",
     ),
     # A product's key and a hex run: "the deepgram key is <40 hex>", "a chave da Deepgram é <hex>".
     # Not after a word that makes a key an id's or a hash's (`cache key`, `gpg key`: _ID_KEYS).
     (
         "a key or token in prose",
         ("key", "token"),
-        r"(?i)\b(?P<name>[a-z][\w-]{1,30})[ \t]+(?:key|token)\b[ \t]*(?:is|was|=|:)[ \t]+"
-        r"(?P<value>[0-9a-fA-F]{32,64})(?![\w-])",
+        r"(?i)\b(?P<name>[a-z][\w-]{1,30})[ \t]+(?:key|token)\b(?:[ \t]*(?:is|was|=|:))?[ \t]+"
+        r"(?P<value>" + _HEX_KEY + r")(?![\w-])",
         "product-key",
     ),
     (
         "a key or token in prose",
         ("chave", "token"),
         r"(?i)\b(?:chave|token)[ \t]+(?:do|da|de)[ \t]+(?P<name>[a-z][\w-]{1,30})[ \t]*(?:é|era|:|=)[ \t]+"
-        r"(?P<value>[0-9a-fA-F]{32,64})(?![\w-])",
+        r"(?P<value>" + _HEX_KEY + r")(?![\w-])",
         "product-key",
     ),
     # A password that is one capitalised word, ending its clause: "a senha do wifi é Jabuticaba.",
@@ -127,6 +137,17 @@ SENTENCE_ASSIGNMENTS: list[tuple[str, tuple[str, ...], str, str]] = [
 ]
 
 
+def _machine_key(value: str) -> bool:
+    """A machine-made key, not an id: no hex (a hash, a trace), nor an id's prefix (`req_...`)."""
+    head = value.replace("-", "_").split("_", 1)[0].lower()
+    return (
+        random_looking(value)
+        and not hex_id(value)
+        and not all(ch in "0123456789abcdefABCDEF-" for ch in value)
+        and not ("_" in value.replace("-", "_") and head in NOT_SECRET_PREFIXES)
+    )
+
+
 def _quoted_password(value: str) -> bool:
     return literal(value, quoted=True, password=True) and (" " not in value or passphrase(value))
 
@@ -150,6 +171,24 @@ STATEMENT_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"(?<![\w:/.-])[\w.-]{1,64}:(?P<value>[^\s\"'/]{1,200}?)@(?:tcp|unix|udp)\(",
         _quoted_password,
     ),
+    # A machine-made value passed to a client's constructor: `new AcmeClient("...")`,
+    # `acme.NewClient("...")`, `Api("...")`.
+    (
+        "a key or token in code",
+        ("client(", "api(", "sdk(", "service("),
+        r"(?i)\b\w{0,40}(?:client|api|sdk|service)[ \t]*\([ \t]*(?P<q>[\"'])(?P<value>[A-Za-z0-9+/=_.~-]{20,200})(?P=q)"
+        r"[ \t]*\)",
+        _machine_key,
+    ),
+    # A value the text says was refused as a credential: "why <value> gets a 403", "tentei com
+    # <value> e deu 401", "using <value> I get Unauthorized".
+    (
+        "a key or token in prose",
+        ("401", "403", "unauthori", "forbidden", "autorizad"),
+        r"(?i)\b(?:with|using|why|com|usando|tentei)[ \t]+(?:the[ \t]+|o[ \t]+|a[ \t]+)?(?P<value>[A-Za-z0-9+/=_.~-]{20,200}+)"
+        r"[^\n]{0,40}?(?:\b401\b|\b403\b|unauthori[sz]ed|forbidden|n[ãa]o autorizad)",
+        _machine_key,
+    ),
 ]
 
 # Words before "key" that make it an id's, a hash's or a public key's, not a product's secret.
@@ -158,7 +197,8 @@ ID_KEYS = frozenset(
     "cache sort primary foreign partition idempotency object s3 redis dict map lookup hash row shard "
     "routing dedup dedupe index composite unique gpg pgp ssh signing public commit git sha cursor "
     "pagination page session request trace correlation etag storage bucket blob file cdn record "
-    "message event cluster host ssh-ed25519 fingerprint checksum build cache-key".split()
+    "message event cluster host ssh-ed25519 fingerprint checksum build cache-key user tenant account "
+    "customer org team project repo branch run job workspace".split()
 )
 # Words that say what a password is, not what it is: "the password is Required".
 PASSWORD_STATES = frozenset(

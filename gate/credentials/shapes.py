@@ -224,7 +224,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
 # `_authToken`, `PGPASSWORD`. A bare `key` is too common a name (`sort_key`, `key=value`) and gets
 # the stricter random_looking check below, unless it says public.
 _STRONG = (
-    r"password|passwd|passphrase|pass|pwd|senha|secret|token|api[_-]?key|apikey|access[_-]?key|"
+    r"password|passwd|passphrase|pass|pwd|senha|secret|token|api[_.-]?key|apikey|access[_.-]?key|"
     r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig|[_-]pat|psk"
 )
 _VALUE = (
@@ -238,7 +238,7 @@ _ASSIGN = r"[\"']?[ \t]*(?::=|=>|=|:(?!//))[ \t]*"
 # the secret word inside every word would cost a long text quadratic time.
 _NAMES = {
     "strong": rf"(?i)(?:{_STRONG})$",
-    "weak": r"(?i)(?:[a-z0-9][_-]?key(?:[_-]?base)?|appid)$",
+    "weak": r"(?i)(?:[a-z0-9][_.-]?key(?:[_-]?base)?|appid)$",
     "password": r"(?i)(?:password|passwd|passphrase|pass|pwd|senha|psk)$",
 }
 # What may stand between a secret's name and "is" in prose: "for prod", "do banco", "de produção".
@@ -404,7 +404,7 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
     if how == "quoted-password":
         return _quoted_password(value) if quoted else literal(value, password=True)
     if how == "product-key":  # a hex key after a product's name, not a cache's or a signing key's
-        return name is not None and name.lower() not in ID_KEYS and len(value) in (32, 40, 64)
+        return name is not None and name.lower() not in ID_KEYS and (len(value) in (32, 40, 64) or _digest(value))
     if how == "capitalised":
         return value.lower() not in PASSWORD_STATES and not _placeholder(value)
     if how == "passphrase":  # (unquoted, the rest of a line: four words at least)
@@ -416,8 +416,10 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
             or (value.isdigit() and len(value) >= 6)
             or random_looking(value)
         )
-    if how == "placed":  # a key and where it belongs, then its value: no id nor hash
-        return random_looking(value) and not _digest(value)
+    if how == "placed":  # a key and where it belongs, then its value: no id nor hash, but a hex key
+        # where a product's name is the place ("a chave do Acme <40 hex>", not "for tenant <uuid>")
+        product = (name or "").lower() not in ID_KEYS and "-" not in value
+        return random_looking(value) and (not _digest(value) or product)
     if how == "password-bare":  # no "is" to say a value follows: letters alone are a word,
         # unless no language would write them (`rnjdrbkmvpdzc`, `HarborRiverMoon`)
         if "://" in value or value.endswith(":") or not literal(value, password=True):
