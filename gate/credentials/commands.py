@@ -37,7 +37,12 @@ def _stored_secret(value: str) -> bool:
 
 
 COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
-    ("a password on a command line", ("mysql",), r"\s-p(?P<value>[^\s'\"]{4,})", _Near(("mysql",), _password_literal)),
+    (
+        "a password on a command line",
+        ("mysql",),
+        r"\s-p(?P<q>[\"'])?(?P<value>(?(q)[^\"'\n]{4,200}|[^\s'\"]{4,}))(?(q)(?P=q))",
+        _Near(("mysql",), _spaced_password),
+    ),
     (
         "a password on a command line",
         ("redis-cli",),

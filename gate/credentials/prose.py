@@ -41,6 +41,8 @@ def _user_password(value: str) -> bool:
         or (value != value.lower() and any(ch.isdigit() for ch in value))
         or value.count("-") >= 2
         or letters_password(value)
+        or value.isdigit()  # (eight digits or more: no year nor port)
+        or random_looking(value)
     )
 
 

@@ -63,6 +63,13 @@ SENTENCE_ASSIGNMENTS: list[tuple[str, tuple[str, ...], str, str]] = [
         r"(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
         "placed",
     ),
+    # An ODBC or ADO connection string's password runs to its semicolon: `...;Uid=app;Pwd=a b c;`.
+    (
+        "a password or key assignment",
+        (";pwd=", ";password=", "; pwd=", "; password="),
+        r"(?i);[ \t]*(?:pwd|password)[ \t]*=[ \t]*(?P<q>)(?P<qvalue>[^;\n{}]{1,200}?)[ \t]*(?=;|$)",
+        "quoted-password",
+    ),
     # A URL's query parameter `key` (Google's `?key=...`): machine-made, no id nor hash.
     (
         "a password or key assignment",
@@ -116,14 +123,16 @@ SENTENCE_ASSIGNMENTS: list[tuple[str, tuple[str, ...], str, str]] = [
     (
         "a password in prose",
         ("pass", "pw", "senha"),
-        r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+\((?P<value>[^\s()\"'`]{1,200})\)",
+        r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+\((?P<value>[^()\"'`\n]{1,200})\)",
         "password-paren",
     ),
-    # A passphrase of plain words, the rest of its line, after "password is:" or "senha:".
+    # A passphrase of plain words, the rest of its line, after "password is:", "senha:", "-> ",
+    # "mudou pra" or an unquoted .env line's `DB_PASSWORD=`.
     (
         "a password in prose",
         ("pass", "pw", "senha"),
-        r"(?im)\b(?:password|passphrase|passwd|pw|senha)\b[^\n:=]{0,40}?(?:\b(?:is|é)[ \t]*:?|:|=)[ \t]*"
+        r"(?im)(?<![A-Za-z])(?:password|passphrase|passwd|pw|pwd|senha)(?![A-Za-z])[^\n:=]{0,40}?"
+        r"(?:\b(?:is|é)[ \t]*:?|:|=|->|\bmudou[ \t]+(?:para|pra)|\bchanged[ \t]+to)[ \t]*"
         r"(?P<value>[^\W\d_]{3,12}(?:[ ][^\W\d_]{3,12}){2,11})[ \t]*$",
         "passphrase",
     ),

@@ -410,6 +410,8 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
     if how == "passphrase":  # (unquoted, the rest of a line: four words at least)
         return passphrase(value, fewest=3 if quoted else 4)
     if how == "password-paren":  # a password's shape, not a word with a digit (`argon2id`, `sha256`)
+        if " " in value:
+            return passphrase(value)
         return _password(value) and (
             any(not ch.isalnum() for ch in value)
             or (value != value.lower() and value != value.upper())
