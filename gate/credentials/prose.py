@@ -14,6 +14,7 @@ from gate.credentials.values import (
     _wordy,
     hex_id,
     letters_password,
+    passphrase,
     random_looking,
     seed_phrase,
 )
@@ -131,6 +132,16 @@ LATE_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"(?i)\?(?:[ \t]*\n[ \t>]*|[ \t]+)(?:(?:-+>|\u2192|:)[ \t]*)?(?:(?:it'?s|it is|é|eh|is)[ \t]*:?[ \t]+)?"
         r"(?P<value>[^\s\"'`,;?]{6,64})",
         _Near(("password", "senha", "pw", "passwd", "passphrase"), _user_password, 60),
+    ),
+    # A passphrase of plain words, the rest of its line, after "password is:", "senha:", "-> ",
+    # "mudou pra" or an unquoted .env line's `DB_PASSWORD=`: four lowercase words at least, none
+    # a sentence's little words. (Matched from the verb, the name looked for backwards.)
+    (
+        "a password in prose",
+        ("pass", "pw", "senha"),
+        r"(?im)(?:\b(?:is|é)[ \t]*:?|:|=|->|\bmudou[ \t]+(?:para|pra)|\bchanged[ \t]+to)[ \t]*"
+        r"(?P<value>[^\W\d_]{3,12}(?:[ ][^\W\d_]{3,12}){3,11})[ \t]*$",
+        _Near(("password", "passphrase", "passwd", "senha", "pw ", "pw:", "pw=", "pwd"), passphrase, 50),
     ),
     # A wallet's recovery phrase: 12 to 24 short words after a word that says what they are.
     (

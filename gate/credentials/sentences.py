@@ -126,16 +126,6 @@ SENTENCE_ASSIGNMENTS: list[tuple[str, tuple[str, ...], str, str]] = [
         r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+\((?P<value>[^()\"'`\n]{1,200})\)",
         "password-paren",
     ),
-    # A passphrase of plain words, the rest of its line, after "password is:", "senha:", "-> ",
-    # "mudou pra" or an unquoted .env line's `DB_PASSWORD=`.
-    (
-        "a password in prose",
-        ("pass", "pw", "senha"),
-        r"(?im)(?<![A-Za-z])(?:password|passphrase|passwd|pw|pwd|senha)(?![A-Za-z])[^\n:=]{0,40}?"
-        r"(?:\b(?:is|é)[ \t]*:?|:|=|->|\bmudou[ \t]+(?:para|pra)|\bchanged[ \t]+to)[ \t]*"
-        r"(?P<value>[^\W\d_]{3,12}(?:[ ][^\W\d_]{3,12}){2,11})[ \t]*$",
-        "passphrase",
-    ),
     # An XML element named for a password, holding a passphrase: `<password>a b c</password>`.
     (
         "a password or key assignment",
