@@ -197,7 +197,8 @@ ID_KEYS = frozenset(
     "routing dedup dedupe index composite unique gpg pgp ssh signing public commit git sha cursor "
     "pagination page session request trace correlation etag storage bucket blob file cdn record "
     "message event cluster host ssh-ed25519 fingerprint checksum build cache-key user tenant account "
-    "customer org team project repo branch run job workspace".split()
+    "customer org team project repo branch run job workspace store release version upload download "
+    "image asset media document doc item entity node range group state tracking dedupe routing".split()
 )
 # Words that say what a password is, not what it is: "the password is Required".
 PASSWORD_STATES = frozenset(

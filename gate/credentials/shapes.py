@@ -395,7 +395,10 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
         low = name.lower()
         # (a weak name takes no id or hash: `Idempotency-Key: <uuid>`, `cache_key = <sha>`)
         weak = bool(_pattern(_NAMES["weak"]).search(name)) and "public" not in low
-        return weak and random_looking(value) and not _digest(value)
+        # (but a product's key holds hex: `WANDB_KEY=<40 hex>`, `ddAppKey`, not `CACHE_KEY=<sha>`)
+        words = _words(name)
+        product = len(words) >= 2 and words[-1] == "key" and words[-2] not in ID_KEYS and "-" not in value
+        return weak and random_looking(value) and (not _digest(value) or product)
     value = value.rstrip(".)?") if not quoted else value  # (a question's mark: "password required?")
     if how == "weak" and name is not None and name.lower() in ("key", "chave") and _digest(value):
         return False  # a bare "key" before an id or a hash: `Idempotency-Key: <uuid>`
