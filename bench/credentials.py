@@ -20,16 +20,16 @@ and the fresh part (bench/_credential_fresh.py: 929 credentials of 76 providers,
 there, 5 password shapes and 3 kinds of pair, and 317 look-alikes, in contexts neither other part
 holds). The fresh part was held out until issue 30's second widening, which spent it to tune: its
 misses were printed (`--spend-fresh`, now the default) and read, so it is tuning data like the
-others and no evidence. A blind held-out part, written by another hand and never seen while
-tuning, judges the detector now (bench/_credential_blind.py: 688 credentials of 78 provider groups, 54 of
-them providers no other part holds and 6 new formats of ones they hold, 8 password shapes, and 490
-look-alikes): of it only the counts are printed (`--spend-blind` prints its misses and refusals,
-and then it is no longer blind; see docs/reliability.md). Its look-alike half has since been spent
-(its refusals printed, read and mended by shape), so only its credential half is still blind. A
-second blind part (bench/_credential_blind2.py: 470 credentials of 92 provider groups and 8
-password shapes, and 520 look-alikes), written by a hand that read neither the detector nor the
-other parts, judges the tuning on the first one's misses; it too prints only its counts
-(`--spend-blind2` prints its misses and refusals, and spends it). A credential is
+others and no evidence. The first blind part, written by another hand and never seen while
+tuning (bench/_credential_blind.py: 688 credentials of 78 provider groups, 54 of them providers no
+other part holds and 6 new formats of ones they hold, 8 password shapes, and 490 look-alikes), is
+spent too: first its look-alikes' refusals, then its credentials' misses were printed
+(`--spend-blind`), read and mended by shape (issue 30), so it is tuning data like the others and
+no evidence (see docs/reliability.md). A second blind part (bench/_credential_blind2.py: 470
+credentials of 92 provider groups and 8 password shapes, and 520 look-alikes), written on
+2026-12-07 by a hand that read neither the detector nor the other parts while the first was
+spent, judges the detector now; of it only the counts are printed (`--spend-blind2` prints its
+misses and refusals, and spends it). A credential is
 caught only when it is caught on every path where text lands: a fact's text (insert, update,
 import and the page's edit all check it with gate.memory.checking.check_field), its topic when the
 sample fits on one (one line, 100 characters), and the owner's prompt (redacted: no 8 characters

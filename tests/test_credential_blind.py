@@ -1,10 +1,11 @@
-"""The credential check on the blind part of the generated set (bench/_credential_blind.py): written
-without reading the detector, its tests or its misses, while the detector was widened on the other
-parts. The rates issue 30 asks for, on every path where text lands. A shortfall is an expected
-failure that states the measured figure; no failure here names a credential sample (that would
-spend the part). The look-alike half is no longer blind: its refusals were printed and read in
-one stop, and the detector mended on their shapes, so its figure is a floor against regression
-and no evidence; the credential half stays blind."""
+"""The credential check on the first blind part of the generated set (bench/_credential_blind.py):
+written by another hand without reading the detector, its tests or its misses. It is blind no
+more: both halves have been spent to tune. Its look-alikes' refusals were printed, read and mended
+by shape in one stop; then its credentials' misses (121) were printed, read and mended by shape
+in another (issue 30). So its figures are tuning data, no evidence: they are kept as a floor
+against regression. The part that judges the detector now is a second blind part
+(bench/_credential_blind2.py), written by another hand while this one was spent, and measured by
+its own test. No failure here names a sample."""
 
 from __future__ import annotations
 
@@ -23,9 +24,12 @@ TARGET_CAUGHT, TARGET_REFUSED = 0.97, 0.005
 # look-alikes refused (6.33 %). After the second widening (tuned on the other parts only, merged
 # at 1848b5f): 567 of 688 (82.4 %), 31 of 490. Then the look-alike half was spent: its 31 refusals
 # were printed and the detector mended on their shapes (public keys, placeholders, hashes, a
-# WebSocket nonce, sealed secrets): 567 of 688, 0 of 490. Below these is a regression, whatever
-# the targets.
-BEFORE_CAUGHT, BEFORE_REFUSED = 567, 0
+# WebSocket nonce, sealed secrets): 567 of 688, 0 of 490. Then the credential half was spent: its
+# 121 misses were printed and the detector mended on their shapes (provider formats with a fixed
+# head, a name and its value apart in a sentence, a statement or a record, passwords as commands,
+# SQL and drivers take them, a key named on the line after it, seed phrases, PuTTY files): 686 of
+# 688 (99.7 %), 0 of 490. Tuned on, so no evidence; below these is a regression.
+BEFORE_CAUGHT, BEFORE_REFUSED = 686, 0
 
 
 @pytest.fixture(scope="module")
@@ -55,13 +59,14 @@ def test_the_blind_part_is_the_same_every_run():
     assert _credential_blind.samples() == _credential_blind.samples()
 
 
-def test_blind_credentials_are_caught_on_every_path(figures):
-    if figures["caught"] < TARGET_CAUGHT:
-        assert figures["secrets"] - len(figures["missed"]) >= BEFORE_CAUGHT, f"blind part: {_caught(figures)}"
-        pytest.xfail(f"blind part: {_caught(figures)}, short of {100 * TARGET_CAUGHT:.0f} %")
+def test_the_spent_credentials_are_caught_no_less_than_after_their_mend(figures):
+    """Spent, not blind: the target is met on the data it was tuned on, and the figure after the
+    mend is the floor."""
+    assert figures["caught"] >= TARGET_CAUGHT, f"spent blind part: {_caught(figures)}"
+    assert figures["secrets"] - len(figures["missed"]) >= BEFORE_CAUGHT, f"spent blind part: {_caught(figures)}"
 
 
 def test_the_spent_look_alikes_are_refused_no_more_than_after_their_mend(figures):
     """Spent, not blind: the target is met, and the figure after the mend is the floor."""
-    assert figures["refused_rate"] <= TARGET_REFUSED, f"blind part: {_refused(figures)}"
-    assert len(figures["refused"]) <= BEFORE_REFUSED, f"blind part: {_refused(figures)}"
+    assert figures["refused_rate"] <= TARGET_REFUSED, f"spent blind part: {_refused(figures)}"
+    assert len(figures["refused"]) <= BEFORE_REFUSED, f"spent blind part: {_refused(figures)}"

@@ -409,7 +409,8 @@ HOOK_PATH = {"gate", "gate.cli", "gate.cli.entry", "gate.config", "gate.claude",
 GATE = HOOK_PATH | {"gate.claude.hooks", "gate.memory", "gate.memory.ledger", "gate.clock"}
 CREDENTIALS = {
     "gate.credentials", "gate.credentials.shapes", "gate.credentials.values", "gate.credentials.providers",
-    "gate.credentials.commands", "gate.credentials.harmless",
+    "gate.credentials.commands", "gate.credentials.harmless", "gate.credentials.prose", "gate.credentials.sentences",
+    "gate.credentials.records",
 }
 MODULES = {
     "hook UserPromptSubmit": GATE | CREDENTIALS,

@@ -26,6 +26,7 @@ public by design, a sealed secret's ciphertext). May import: the standard librar
 
 from gate.credentials.harmless import harmless
 from gate.credentials.providers import UNLISTED
+from gate.credentials.records import csv_hits, insert_hits
 from gate.credentials.shapes import (
     _ASSIGNMENTS,
     _LATE,
@@ -80,7 +81,7 @@ def _present(low: str) -> set[str]:
 
 
 # Groups whose shapes' checks are also given the match: the value is judged by its user, flag or prefix.
-_WITH_MATCH = frozenset(("user", "flag", "prefix"))
+_WITH_MATCH = frozenset(("user", "flag", "prefix", "label"))
 
 
 def _shape_hits(text: str, present: set[str], shapes: list[tuple[str, tuple[str, ...], str, object]]):
@@ -144,6 +145,10 @@ def _matches(text: str):
     if "|" in text and not present.isdisjoint(_TABLE_PASSWORDS | _TABLE_KEYS):
         for hit in _table_hits(text):
             yield hit
+    if "," in text and not present.isdisjoint(_TABLE_PASSWORDS | _TABLE_KEYS):
+        yield from csv_hits(text)
+        if "insert" in low:
+            yield from insert_hits(text)
     for hit in _shape_hits(text, present, _LATE):
         yield hit
 

@@ -10,8 +10,17 @@ from gate.credentials.values import (
     _random_key,
     letters_password,
     literal,
+    passphrase,
     random_looking,
 )
+
+# A command's argument: quoted, it may hold spaces (a passphrase: `-a 'harbor quindim lantern'`).
+_ARG = r"(?P<q>[\"'])?(?P<value>(?(q)[^\"'\n]{1,200}|[^\s\"']+))(?(q)(?P=q))"
+
+
+def _spaced_password(value: str) -> bool:
+    """A password argument: a literal, and if it holds spaces, a passphrase's words."""
+    return _password_literal(value) and (" " not in value or passphrase(value))
 
 
 def _stored_secret(value: str) -> bool:
@@ -28,24 +37,29 @@ def _stored_secret(value: str) -> bool:
 
 
 COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
-    ("a password on a command line", ("mysql",), r"\s-p(?P<value>[^\s'\"]{4,})", _Near(("mysql",), _password_literal)),
+    (
+        "a password on a command line",
+        ("mysql",),
+        r"\s-p(?P<q>[\"'])?(?P<value>(?(q)[^\"'\n]{4,200}|[^\s'\"]{4,}))(?(q)(?P=q))",
+        _Near(("mysql",), _spaced_password),
+    ),
     (
         "a password on a command line",
         ("redis-cli",),
-        r"\s-a\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        _Near(("redis-cli",), _password_literal),
+        r"\s-a\s*" + _ARG,
+        _Near(("redis-cli",), _spaced_password),
     ),
     (
         "a password on a command line",
         ("sshpass",),
-        r"\s-p\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        _Near(("sshpass",), _password_literal),
+        r"\s-p\s*" + _ARG,
+        _Near(("sshpass",), _spaced_password),
     ),
     (
         "a password on a command line",
         ("docker login",),
-        r"\s(?:-p|--password)[= ]\s*(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
-        _Near(("docker login",), _password_literal),
+        r"\s(?:-p|--password)[= ]\s*" + _ARG,
+        _Near(("docker login",), _spaced_password),
     ),
     # A command that stores a secret, and the value it is given: `gh secret set X --body <value>`,
     # `az keyvault secret set ... --value <value>`, `aws ssm put-parameter --type SecureString
@@ -99,9 +113,17 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
     (
         "a password or key on a command line",
         ("echo",),
-        r"\becho[ \t]+(?:-n[ \t]+)?(?P<q>[\"']?)(?P<value>[^\s\"'|]+)(?P=q)[ \t]*\|[^\n|]*"
-        r"(?:--with-token|--password-stdin|\blogin\b|\bsudo[ \t]+-S\b|\bchpasswd\b|\bpasswd[ \t]+--stdin)",
+        r"\becho[ \t]+(?:-[neE]{1,3}[ \t]+)?(?P<q>[\"']?)(?P<value>[^\s\"'|]+)(?P=q)[ \t]*\|[^\n|]*"
+        r"(?:--with-token|--password-stdin|\blogin\b|\bsudo[ \t]+-S\b|\bchpasswd\b|\bpasswd\b)",
         _password_literal,
+    ),
+    # The same given on a here-string: `docker login -u ci --password-stdin <<< '<password>'`.
+    (
+        "a password or key on a command line",
+        ("<<<",),
+        r"(?:--with-token|--password-stdin|\blogin\b|\bsudo[ \t]+-S\b|\bchpasswd\b|\bpasswd[ \t]+--stdin)"
+        r"[^\n<]{0,200}<<<[ \t]*" + _ARG,
+        _spaced_password,
     ),
     # `npm config set //registry/:_authToken <token>`, `yarn config set npmAuthToken <token>`.
     (
@@ -116,5 +138,52 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
         ("requirepass", "masterauth"),
         r"\b(?:requirepass|masterauth)\s+(?P<q>[\"']?)(?P<value>[^\s\"']+)(?P=q)",
         literal,
+    ),
+    # htpasswd's and mosquitto_passwd's batch mode: `htpasswd -b[c] <file> <user> <password>`.
+    (
+        "a password on a command line",
+        ("htpasswd", "mosquitto_passwd"),
+        r"\b(?:htpasswd|mosquitto_passwd)(?P<flag>(?:[ \t]+-[A-Za-z]{1,6}){1,4})[ \t]+[^\s-]\S{0,200}[ \t]+[\"']?[\w.@-]{1,64}[\"']?[ \t]+"
+        + _ARG,
+        lambda v, match: "b" in match.group("flag") and _spaced_password(v),
+    ),
+    # Samba's tools take the password after the user and a `%`: `smbclient -U 'CORP\\ana%<password>'`.
+    (
+        "a password on a command line",
+        ("%",),
+        r"(?:\s-U[ \t]*|--user(?:name)?[= ])[\"']?(?:[\w.-]{1,64}\\{1,2})?[\w.@$-]{1,64}%(?P<value>[^\s\"']{1,200})",
+        _password_literal,
+    ),
+    # Windows-style flags, as xfreerdp and rdesktop take them: `/u:<user> /p:<password>`.
+    (
+        "a password on a command line",
+        ("/p:", "/password:"),
+        r"(?<![\w/])/(?:p|password):" + _ARG,
+        _Near(("/u:", "/d:", "rdp", "/v:"), _spaced_password),
+    ),
+    # Commands that set a user's password, given the user and then the password: `net user <name>
+    # <password>`, `rabbitmqctl add_user <name> <password>`, `net use ... /user:<name> <password>`.
+    (
+        "a password on a command line",
+        ("net user", "rabbitmqctl", "/user:"),
+        r"(?i)(?:\bnet[ \t]+user|\brabbitmqctl[ \t]+(?:add_user|change_password)|\bnet[ \t]+use\b[^\n]{0,200}?/user:)"
+        r"[ \t]*[\"']?[\w.@\\-]{1,64}[\"']?[ \t]+" + _ARG,
+        _spaced_password,
+    ),
+    # LDAP tools take the bind password after `-w`; lftp the user and password joined by a comma.
+    ("a password on a command line", ("ldap",), r"\s-w[ \t]+" + _ARG, _Near(("ldap",), _spaced_password)),
+    (
+        "a password on a command line",
+        ("lftp",),
+        r"\s-u[ \t]+[\"']?[^\s,\"']{1,64},(?P<value>[^\s\"']{1,200})",
+        _Near(("lftp",), _password_literal),
+    ),
+    # Oracle's tools: `sqlplus <user>/<password>@<database>`.
+    (
+        "a password on a command line",
+        ("sqlplus", "sqlldr", "expdp", "impdp", "rman"),
+        r"\b(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+[\"']?[\w$#.]{1,30}/"
+        r"(?P<value>[^\s@/\"']{1,200})@",
+        _password_literal,
     ),
 ]

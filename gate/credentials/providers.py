@@ -4,18 +4,19 @@ way most now issue them: a short lowercase name, `_` or `-`, then a long random 
 and digits (`figd_...`, `pcsk_...`, `nvapi-...`). gate.credentials.shapes reads them first.
 """
 
-from gate.credentials.values import _token, _wordy, random_looking
+from gate.credentials.values import _Near, _token, _unspeakable, _wordy, random_looking
 
 _L, _R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
 
 # Names before `_` or `-` that make a long random run an id, a hash, a nonce or a public key, not
 # a secret: Stripe's and OpenAI's object ids, checksums, CSP nonces, publishable keys.
-_NOT_SECRET_PREFIXES = frozenset(
+NOT_SECRET_PREFIXES = frozenset(
     "pk pub public publishable phc cs pi ch cus in evt txn acct price prod sub seti src pm py po tr "
     "chatcmpl msg toolu req request file batch run asst thread resp call id uuid guid trace span build "
     "job commit sha sha1 sha224 sha256 sha384 sha512 md5 hash digest nonce csrf xsrf state rev ver "
     "v release image layer blob tree session sess cache etag usr user org team ws doc obj item node conv chat "
-    "ticket inv ord cust tx test spec".split()
+    "ticket inv ord cust tx test spec git img file asset upload checksum chunk part snapshot backup "
+    "object content fp fingerprint salt iv block addr txid hex".split()
 )
 
 
@@ -33,9 +34,14 @@ def _prefixed_random(value: str, match) -> bool:
     if not (prefix.islower() or prefix.isupper()):  # `Bxi-...`: a random id's chunk, not a name
         return False
     prefix = prefix.lower()
-    if prefix in _NOT_SECRET_PREFIXES or (prefix[0] == "v" and prefix[1:].isdigit()):
+    if prefix in NOT_SECRET_PREFIXES or (prefix[0] == "v" and prefix[1:].isdigit()):
         return False
     longest = max(len(part) for part in value.replace("-", "_").split("_"))
+    if value.islower() and longest >= 40:  # one case, as a long base32 or base36 run is issued
+        run = max(value.replace("-", "_").split("_"), key=len)
+        digits = sum(ch.isdigit() for ch in run)
+        hexadecimal = all(ch in "0123456789abcdef" for ch in run)
+        return 8 <= digits <= len(run) - 16 and not hexadecimal and _unspeakable(run) and _token(value)
     if _wordy(value):  # whole words: `OAuth2RefreshTokenExpires3600`
         return False
     return (
@@ -155,5 +161,112 @@ PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
         r"(?<![A-Za-z0-9_./-])(?P<prefix>[A-Za-z][A-Za-z0-9]{1,11})[_-]"
         r"(?P<value>[A-Za-z0-9][A-Za-z0-9_-]{29,}+)",
         _prefixed_random,
+    ),
+]
+
+
+def _live_key(value: str, match) -> bool:
+    """A key whose name says the environment it opens (`shippo_live_...`, `<name>_test_...`), as
+    Stripe's own made the custom: a secret unless its name says public or an id's."""
+    prefix = match.group("prefix").lower()
+    run = value.rsplit("_", 1)[1]  # (a random run, not a test's name: `api_test_ValidatesTokenRefresh`)
+    return (
+        prefix not in NOT_SECRET_PREFIXES
+        and prefix not in ("pk", "rk")
+        and sum(ch.isdigit() for ch in run) >= 2
+        and not _wordy(run)
+        and _token(value[len(prefix) :])
+    )
+
+
+def _secret_run(value: str) -> bool:
+    return random_looking(value) and _token(value)
+
+
+# Formats with a fixed head, in the order a refusal names them.
+PROVIDER_FORMATS: list[tuple[str, tuple[str, ...], str, object]] = [
+    # An AWS STS session token: base64 of a fixed header, so it always starts the same way.
+    (
+        "an AWS session token",
+        ("iqojb3jpz2lux2vj", "fwogzxivyxdze"),
+        r"(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE)[A-Za-z0-9+/]{80,}={0,2}",
+        _token,
+    ),
+    # A Google OAuth refresh token: `1//0` then a long run.
+    ("a Google OAuth token", ("1//0",), r"(?<![\w/])1//0[A-Za-z0-9_-]{60,}", _token),
+    (
+        "a provider token",
+        ("_live_", "_test_", "_prod_", "_sandbox_"),
+        _L + r"(?P<prefix>[a-z]{2,12})_(?:live|test|prod|sandbox)_[A-Za-z0-9]{24,}+" + _R,
+        _live_key,
+    ),
+    # `sk_` ("secret key") then a long hex or random run, as ElevenLabs and others issue it.
+    ("a provider token", ("sk_",), _L + r"sk_(?P<value>[A-Za-z0-9]{32,}+)" + _R, _secret_run),
+    (
+        "a provider token",
+        (
+            "access_token$",
+            "akcp",
+            "cmvmdgtu",
+            "api-",
+            "v1.0-",
+            "!aq",
+            "ezak",
+            "eztk",
+            "ops_eyj",
+            "st.",
+        ),
+        _L + r"(?:access_token\$(?:production|sandbox|development)\$[a-z0-9]{16}\$[a-f0-9]{32}|"
+        r"AKCp[A-Za-z0-9]{60,}|cmVmdGtu[A-Za-z0-9]{56,}|API-[A-Z0-9]{25,32}" + _R + r"|"
+        r"v1\.0-[a-f0-9]{24}-[a-f0-9]{120,}|00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,}|EZ[AT]K[A-Za-z0-9]{40,}|"
+        r"ops_eyJ[A-Za-z0-9_-]{100,}|st\.[a-f0-9]{24}\.[a-f0-9]{32}\.[a-f0-9]{32})",
+        lambda value: _token(value) and sum(ch.isdigit() for ch in value) >= 3,
+    ),
+    # A Backblaze B2 application key: `K` and three digits, then 27 characters of base64.
+    (
+        "a Backblaze application key",
+        ("k00",),
+        r"(?<![A-Za-z0-9+/])K00\d[A-Za-z0-9+/]{27}(?![A-Za-z0-9+/=])",
+        _secret_run,
+    ),
+    # A Bitwarden machine account token: `0.<uuid>.<secret>:<key in base64>`.
+    (
+        "a Bitwarden access token",
+        ("0.",),
+        r"(?<![\w.])0\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.[A-Za-z0-9]{20,40}:"
+        r"[A-Za-z0-9+/]{16,}={0,2}",
+        None,
+    ),
+    # A Microsoft Teams incoming webhook: its last two parts are the secret.
+    (
+        "a Teams webhook",
+        ("webhook.office.com",),
+        r"webhook\.office\.com/webhookb2/[0-9a-f-]{36}@[0-9a-f-]{36}/IncomingWebhook/"
+        r"(?P<value>[0-9a-f]{32}/[0-9a-f-]{36})",
+        _token,
+    ),
+    # More issued heads: crates.io `cio`, Tencent Cloud `AKID`, ClickUp `pk_<user>_`, Intercom's
+    # base64 of `tok:`, WooCommerce's `ck_`/`cs_` and 40 hex.
+    (
+        "a provider token",
+        ("cio", "akid", "pk_", "dg9ro", "ck_", "cs_"),
+        _L + r"(?:cio[A-Za-z0-9]{32}|AKID[A-Za-z0-9]{32}|pk_\d{6,10}_[A-Z0-9]{32}|dG9rO[A-Za-z0-9+/]{30,}={0,2}|"
+        r"c[ks]_[a-f0-9]{40})" + _R,
+        lambda value: _token(value) and sum(ch.isdigit() for ch in value) >= 3,
+    ),
+    # An unlisted provider's short name, `_`, then 40 hex or more (`bkua_...`, `sgp_..._...`): a key,
+    # unless the name is an id's or a hash's (`sha1_`, `commit_`, `git_`).
+    (
+        "a provider token",
+        ("_",),
+        r"(?<![A-Za-z0-9_./-])(?P<prefix>[a-z]{2,8})_(?:[a-f0-9]{8,16}_)?[a-f0-9]{40,}+" + _R,
+        lambda value, match: match.group("prefix") not in NOT_SECRET_PREFIXES and _token(value),
+    ),
+    # An ngrok authtoken: a digit, 26 characters, `_`, then 21 more, near its name.
+    (
+        "a provider token",
+        ("ngrok", "authtoken"),
+        _L + r"[12][A-Za-z0-9]{25,27}_[A-Za-z0-9]{20,22}" + _R,
+        _Near(("ngrok", "authtoken"), _token, 200),
     ),
 ]

@@ -6,7 +6,15 @@ a trigger (`_pattern`): on the hooks' path an ordinary prompt imports nothing.
 """
 
 from gate.credentials.commands import COMMAND_LINES
-from gate.credentials.providers import PROVIDER_TOKENS
+from gate.credentials.prose import LATE_SHAPES
+from gate.credentials.providers import PROVIDER_FORMATS, PROVIDER_TOKENS
+from gate.credentials.sentences import (
+    ID_KEYS,
+    PASSWORD_STATES,
+    SENTENCE_ASSIGNMENTS,
+    STATEMENT_SHAPES,
+    _quoted_password,
+)
 from gate.credentials.values import (
     _aws_secret,
     _is_word_like,
@@ -15,14 +23,13 @@ from gate.credentials.values import (
     _password_literal,
     _pem_private,
     _placeholder,
-    _random_key,
     _token,
     _unspeakable,
     _words,
-    _wordy,
     hex_id as _digest,
     letters_password,
     literal,
+    passphrase,
     random_looking,
 )
 
@@ -42,6 +49,13 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         ("private key",),
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY"
         r"(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:-]*)",
+        None,
+    ),
+    # A PuTTY key file's private part: the lines after `Private-Lines: <n>`.
+    (
+        "a private key",
+        ("private-lines:",),
+        r"Private-Lines:[ \t]*\d{1,3}[ \t]*\r?\n(?P<value>[A-Za-z0-9+/=]{16,}+(?:\r?\n[A-Za-z0-9+/=]{16,}+){0,200})",
         None,
     ),
     ("a private key", ("ls0tls1crudjti",), r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{20,}", _pem_private),
@@ -133,6 +147,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
     ("a Django secret key", ("django-insecure-",), r"django-insecure-[^\s'\"]{20,}", None),
     ("a Mapbox secret token", ("sk.eyj",), _L + r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", None),
     ("a JSON Web Token", ("eyj",), _L + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", None),
+    *PROVIDER_FORMATS,
     *PROVIDER_TOKENS,
     # A secret of 40 characters of base64 near a word that says AWS or secret, or after a key id.
     (
@@ -202,14 +217,15 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         _token,
     ),
     *COMMAND_LINES,
+    *STATEMENT_SHAPES,
 ]
 
 # Names whose value is a secret: `DB_PASSWORD`, `client_secret`, `apiKey`, `x-api-key`,
 # `_authToken`, `PGPASSWORD`. A bare `key` is too common a name (`sort_key`, `key=value`) and gets
 # the stricter random_looking check below, unless it says public.
 _STRONG = (
-    r"password|passwd|passphrase|pass|pwd|senha|secret|token|api[_-]?key|apikey|access[_-]?key|"
-    r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig|[_-]pat"
+    r"password|passwd|passphrase|pass|pwd|senha|secret|token|api[_.-]?key|apikey|access[_.-]?key|"
+    r"secret[_-]?key(?:[_-]?base)?|private[_-]?key|auth|credentials?|signature|sig|[_-]pat|psk"
 )
 _VALUE = (
     r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]*)(?P=q)"
@@ -222,8 +238,8 @@ _ASSIGN = r"[\"']?[ \t]*(?::=|=>|=|:(?!//))[ \t]*"
 # the secret word inside every word would cost a long text quadratic time.
 _NAMES = {
     "strong": rf"(?i)(?:{_STRONG})$",
-    "weak": r"(?i)(?:[a-z0-9][_-]?key(?:[_-]?base)?|appid)$",
-    "password": r"(?i)(?:password|passwd|passphrase|pass|pwd|senha)$",
+    "weak": r"(?i)(?:[a-z0-9][_.-]?key(?:[_-]?base)?|appid)$",
+    "password": r"(?i)(?:password|passwd|passphrase|pass|pwd|senha|psk)$",
 }
 # What may stand between a secret's name and "is" in prose: "for prod", "do banco", "de produção".
 _OF = r"(?:\s+(?:for|of|on|to|in|at|from|with|do|da|de|dos|das|no|na|para|por|pelo|pela|com)(?:\s+[\w.@/-]+){1,6}?)?"
@@ -237,11 +253,16 @@ _NEW = (
     r"(?:[ \t]+(?:novo|nova|new|atual|current|antigo|antiga|old|temporary|tempor[aá]ri[oa]|provis[oó]ri[oa])"
     r"(?=\s+(?:for|of|on|to|in|at|do|da|de|dos|das|no|na|para)\b))?"
 )
+# How prose says a value follows: "is", "is:", "=", ":", "->" (not code's `def password(self) ->`),
+# "mudou pra", "changed to".
+_IS = r"\s*(?:(?:is|was|are|é|era|ficou)[ \t]*:?|=|:|(?<!\))(?<!\) )->|\u2192|mudou[ \t]+(?:para|pra)|changed[ \t]+to|virou)\s+"
+# A clause between a name and "is": "the token we use in prod is ...".
+_CLAUSE = r"(?:[ \t]+(?:we|you|i|they|that|which|que)[ \t]+[\w']{2,20})?"
 _PROSE_VALUE = r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^\s\"'`,;]+))"
 _ASSIGNMENTS = [
     (
         "a password or key assignment",
-        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "sig", "appid", "_pat", "-pat"),
+        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "sig", "appid", "_pat", "-pat", "psk"),
         rf"(?<![\w.-])(?P<name>[\w.-]+){_ASSIGN}{_VALUE}",
         "name",
     ),
@@ -261,21 +282,25 @@ _ASSIGNMENTS = [
         ("pass", "pw", "pin ", "pin:", "pin=", "senha"),
         r"(?i)\b(?:passwords?|passphrase|passwd|pw|pwd|passcode|pin|senhas?)\b"
         + _NEW
+        + _CLAUSE
         + _OF
         + _QUALIFIED
-        + r"\s*(?:is|was|are|=|:|é|era|ficou)\s+(?:now\s+|still\s+|just\s+|set\s+to\s+|agora\s+)?"
+        + _IS
+        + r"(?:now\s+|still\s+|just\s+|set\s+to\s+|agora\s+)?"
         + _PROSE_VALUE,
         "password",
     ),
     (
         "a key or token in prose",
-        ("secret", "token", "key", "credential", "chave", "segredo"),
-        r"(?i)\b(?P<name>secret(?:\s+(?:access\s+)?key)?|(?:api|access|auth|license|admin|server|app|master|signing|encryption|private)\s+(?:key|token)|token|"
+        ("secret", "token", "key", "credential", "chave", "segredo", "pat"),
+        r"(?i)\b(?P<name>secret(?:\s+(?:access\s+)?key)?|pat|personal\s+access\s+token|(?:api|access|auth|license|admin|server|app|master|signing|encryption|private)\s+(?:key|token)|token|"
         r"(?<!public )key|credentials?|chave|segredo)\b"
         + _NEW
+        + _CLAUSE
         + _OF
         + _QUALIFIED
-        + r"\s*(?:is|was|are|=|:|é|era|ficou)\s+(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
+        + _IS
+        + r"(?:now\s+|still\s+|set\s+to\s+|agora\s+)?"
         + _PROSE_VALUE,
         "weak",
     ),
@@ -283,7 +308,7 @@ _ASSIGNMENTS = [
     (
         "a password in prose",
         ("pass", "pw", "senha"),
-        r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+(?P<value>[^\s\"'`,;]+)",
+        r"(?i)\b(?:password|passwd|pw|pwd|senha)[ \t]+(?:(?P<q>[\"'])(?P<qvalue>[^\"'\n]{1,200})(?P=q)|(?P<value>[^\s\"'`,;]+))",
         "password-bare",
     ),
     # A user, then `pass` and a value: "smtp user noreply@acme.com pass ...", a .netrc-like line.
@@ -298,21 +323,22 @@ _ASSIGNMENTS = [
         "a key or token in prose",
         ("token", "key", "secret", "chave", "segredo", "cred"),
         r"(?i)\b(?P<name>(?:api|access|auth|server|secret|admin|app|master|signing|encryption|private)\s+(?:key|token)|(?<!public )key|token|secret|chave|"
-        r"segredo|credentials?|creds|credenciais)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,})",
+        r"segredo|credentials?|creds|credenciais|(?:token|chave)[ \t]+de[ \t]+(?:api|acesso))"
+        r"[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,})",
         "bare",
     ),
     # A name and its value as a call's two strings or a subscript's assignment: PHP's
     # `define('DB_PASSWORD', '...')`, `System.setProperty("x.token", "...")`, `ENV['X'] ||= '...'`.
     (
         "a password or key assignment",
-        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "appid"),
+        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "appid", "_pat", "-pat", "psk"),
         r"[\"'](?P<name>[\w.-]+)[\"'][ \t]*(?:,|\][ \t]*(?:\|\|=|\?\?=|=))[ \t]*" + _VALUE,
         "name",
     ),
     # An XML element named for a secret: `<password>...</password>`, `<apiKey>...</apiKey>`.
     (
         "a password or key assignment",
-        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential"),
+        ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "pat>", "psk"),
         r"<(?P<name>[\w.:-]+)>(?P<value>[^<>\s\"'`]+)</(?P=name)>",
         "name",
     ),
@@ -352,98 +378,11 @@ _ASSIGNMENTS = [
         r"(?:key|token|secret|password|senha|chave|pat|credentials?)\b",
         "bare",
     ),
+    *SENTENCE_ASSIGNMENTS,
 ]
 
 
-def _lone_key(value: str) -> bool:
-    return (
-        _random_key(value)
-        and not all(ch in "0123456789abcdefABCDEF" for ch in value.removeprefix("0x"))
-        and not value.startswith("AAAA")
-        and not _wordy(value)
-    )
-
-
-def _user_password(value: str) -> bool:
-    """The password of a user-and-password pair: a password, not a word nor a product's name
-    (`1Password`)."""
-    value = value.rstrip(".,;)")
-    letters = "".join(ch for ch in value if not ch.isdigit()).lower()
-    if not _password(value) or letters in ("password", "passwords", "secret", "secrets", "vault") or len(value) < 8:
-        return False
-    # (not `dev-2024`: a symbol other than a dash, both cases and a digit, or a passphrase's words)
-    return (
-        any(not ch.isalnum() and ch != "-" for ch in value)
-        or (value != value.lower() and any(ch.isdigit() for ch in value))
-        or value.count("-") >= 2
-        or letters_password(value)
-    )
-
-
-# Shapes read after the assignments (so that `api_key: ...` is named an assignment): a value
-# whose name stands before it on its line, some words away.
-_LATE: list[tuple[str, tuple[str, ...], str, object]] = [
-    # A question naming a key, then the value as its answer: "what's the token again?\nit's ...".
-    # (Matched from the question mark, the name looked for backwards on its line.)
-    (
-        "a key or token in prose",
-        ("key", "token", "secret", "chave", "segredo", "credential", "pat"),
-        r"(?i)\?[ \t]*(?:\n[ \t>]*)?(?:-+>|\u2192|:)?[ \t]*(?:(?:it'?s|it is|[\w']{1,12})(?:[ \t]*[:,!.-][ \t]*|[ \t]+))?"
-        r"(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
-        _Near(
-            ("key", "token", "secret", "chave", "segredo", "credential", "pat"),
-            _random_key,
-            50,
-            unless=("public",),
-            loose=(("token", "key", "secret", "chave", "senha", "password"), 10, random_looking),
-        ),
-    ),
-    # A key named a few words before its value on the same line: "I rotated the admin key
-    # yesterday, the new one is ...", "using DEPLOY_TOKEN from the command line: ...". The value
-    # is matched and the name looked for backwards (a pattern from the name on would try every
-    # gap after each `key` of a `key=key=…` paste).
-    (
-        "a key or token in prose",
-        ("key", "token", "secret", "chave", "segredo", "credential"),
-        r"(?i)(?:\bis|\bé|\bagora|:|=|->|\u2192)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
-        _Near(
-            ("key", "token", "secret", "chave", "segredo", "credential"),
-            _random_key,
-            80,
-            unless=("public",),
-            loose=(
-                ("api key", "api token", "access token", "auth token", "server token", "secret key", "app key"),
-                30,
-                random_looking,
-            ),
-        ),
-    ),
-    # A machine-made value alone on its line (or after a chat's time and speaker; not after a YAML
-    # or log key, `payment: pi_...`) below a line naming a
-    # key: "[10:32] ana: segue o token da Vercel" then "[10:33] ana: <token>". Not hex (a hash or an
-    # id), nor an SSH public key's base64 (`AAAA...`).
-    (
-        "a key or token in prose",
-        ("key", "token", "secret", "chave", "segredo", "senha", "password"),
-        r"(?m)^[ \t>]*(?:\[[^\]\n]{1,20}\][ \t]*(?:[\w.@-]{1,20}:[ \t]*)?)?(?P<value>[A-Za-z0-9+/=_.~-]{20,}+)[ \t]*$",
-        _Near(
-            ("key", "token", "secret", "chave", "segredo", "senha", "password"),
-            _lone_key,
-            120,
-            lines=True,
-            unless=("public", "pública", "fingerprint", "certificate", "certificado"),
-        ),
-    ),
-    # A user and a password given together in prose: "creds for staging are deploy / <password>",
-    # "o login do painel é admin / <senha>".
-    (
-        "a password in prose",
-        ("login", "creds", "credential", "credencia"),
-        r"(?i)\b(?:logins?|creds|credentials|credenciais)\b[^\n]{0,40}?(?:\bis|\bare|\bé|\bsão|:|=|->|\u2192)[ \t]+"
-        r"[\w.@+-]{1,40}(?:[ \t]+/[ \t]+|:(?=[^\s/]+(?:\s|$)))(?P<value>[^\s\"'`]+)",
-        _user_password,
-    ),
-]
+_LATE = LATE_SHAPES
 
 
 def _check_assignment(how: str, value: str, quoted: bool, name: str | None = None) -> bool:
@@ -451,21 +390,47 @@ def _check_assignment(how: str, value: str, quoted: bool, name: str | None = Non
         assert name is not None, "a `name = value` assignment comes with its name"
         if value.startswith("base64:"):  # Laravel's `APP_KEY=base64:...`: the key follows
             value = value[len("base64:") :]
-        if _pattern(_NAMES["strong"]).search(name):
+        if _pattern(_NAMES["strong"]).search(name) or _words(name)[-1:] == ["pat"]:  # (`azureDevopsPat`)
             return literal(value, quoted=quoted, password=bool(_pattern(_NAMES["password"]).search(name)))
         low = name.lower()
         # (a weak name takes no id or hash: `Idempotency-Key: <uuid>`, `cache_key = <sha>`)
         weak = bool(_pattern(_NAMES["weak"]).search(name)) and "public" not in low
-        return weak and random_looking(value) and not _digest(value)
-    value = value.rstrip(".)") if not quoted else value
+        # (but a product's key holds hex: `WANDB_KEY=<40 hex>`, `ddAppKey`, not `CACHE_KEY=<sha>`)
+        words = _words(name)
+        product = len(words) >= 2 and words[-1] == "key" and words[-2] not in ID_KEYS and "-" not in value
+        return weak and random_looking(value) and (not _digest(value) or product)
+    value = value.rstrip(".)?") if not quoted else value  # (a question's mark: "password required?")
     if how == "weak" and name is not None and name.lower() in ("key", "chave") and _digest(value):
         return False  # a bare "key" before an id or a hash: `Idempotency-Key: <uuid>`
     if how == "password":
         return _password(value, quoted=quoted)
+    if how == "quoted-password":
+        return _quoted_password(value) if quoted else literal(value, password=True)
+    if how == "product-key":  # a hex key after a product's name, not a cache's or a signing key's
+        return name is not None and name.lower() not in ID_KEYS and (len(value) in (32, 40, 64) or _digest(value))
+    if how == "capitalised":
+        return value.lower() not in PASSWORD_STATES and not _placeholder(value)
+    if how == "passphrase":  # (unquoted, the rest of a line: four words at least)
+        return passphrase(value, fewest=3 if quoted else 4)
+    if how == "password-paren":  # a password's shape, not a word with a digit (`argon2id`, `sha256`)
+        if " " in value:
+            return passphrase(value)
+        return _password(value) and (
+            any(not ch.isalnum() for ch in value)
+            or (value != value.lower() and value != value.upper())
+            or (value.isdigit() and len(value) >= 6)
+            or random_looking(value)
+        )
+    if how == "placed":  # a key and where it belongs, then its value: no id nor hash, but a hex key
+        # where a product's name is the place ("a chave do Acme <40 hex>", not "for tenant <uuid>")
+        product = (name or "").lower() not in ID_KEYS and "-" not in value
+        return random_looking(value) and (not _digest(value) or product)
     if how == "password-bare":  # no "is" to say a value follows: letters alone are a word,
         # unless no language would write them (`rnjdrbkmvpdzc`, `HarborRiverMoon`)
         if "://" in value or value.endswith(":") or not literal(value, password=True):
             return False
+        if quoted and " " in value:  # (`password 'harbor quindim lantern'`, not `password 'reset link'`)
+            return passphrase(value)
         if any(not ch.isalpha() for ch in value):
             return True
         # (`strength` has few vowels but is a word: only unspeakable runs and three humps count)

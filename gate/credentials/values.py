@@ -125,9 +125,39 @@ def _reference_lead(value: str) -> bool:
         spec = rest.lstrip("-+ #0123456789.")
         printf = spec[:1] in tuple("sdifrxXoeEgGc") and not spec[1:2].isalnum()
         return rest.startswith(("(", "{")) or printf or (name.replace("_", "").isalnum() and name[:1].isalpha())
-    if lead == "/":
-        return "/" in rest or "." in rest or rest.replace("_", "").replace("-", "").isalpha()
+    if lead == "/":  # a path, not base64 that starts with a slash (`/4SqCNiYKcbov6S1JHav7Sl/Lcs...`)
+        return not _base64_run(value) and (
+            "/" in rest or "." in rest or rest.replace("_", "").replace("-", "").isalpha()
+        )
     return False
+
+
+def _base64_run(value: str) -> bool:
+    """Base64 rather than a path: its characters only, and a part between slashes that mixes
+    both cases and digits over 16 characters, as no directory's name does."""
+    return all(ch.isascii() and (ch.isalnum() or ch in "+/=") for ch in value) and any(
+        len(part) >= 16
+        and any(ch.isupper() for ch in part)
+        and any(ch.islower() for ch in part)
+        and any(ch.isdigit() for ch in part)
+        for part in value.split("/")
+    )
+
+
+def _marking_words(value: str, words: list[str]) -> list[str]:
+    """The words of a value that can mark a placeholder: all its words when it holds no digit
+    but at its end (`YourApiKeyHere`, `YourApiKey123`), else only those standing whole between
+    separators (`MY_KEY_2`, `put-key-here-1`), not two letters of a random run (`...PVicMy2fY9...`)."""
+    if not any(ch.isdigit() for ch in value.rstrip("0123456789")):
+        return words
+    segments, segment = [], ""
+    for ch in value:
+        if ch.isalnum():
+            segment += ch
+        else:
+            segments.append(segment.lower())
+            segment = ""
+    return [*segments, segment.lower()]
 
 
 def _placeholder(value: str) -> bool:
@@ -139,7 +169,7 @@ def _placeholder(value: str) -> bool:
         or low.startswith(_LEADS)
         or _reference_lead(value)
         or _crossed_out(value)
-        or (len(words) > 1 and not _MARK_WORDS.isdisjoint(words))
+        or (len(words) > 1 and not _MARK_WORDS.isdisjoint(_marking_words(value, words)))
         or (low.startswith("your") and low.endswith(("here", "key", "token", "password", "secret")))
         or len(set(low)) <= 3
     )
@@ -366,3 +396,35 @@ class _Near:
                 break
         low = before.lower()
         return any(word in low for word in self.words) and not any(word in low for word in self.unless)
+
+
+# The little words a sentence needs and a passphrase or a seed phrase does without, and the words
+# that state a password's rules ("must contain digits").
+_SENTENCE_WORDS = frozenset(
+    "the and for with from that are was were into onto then than this these those have has had "
+    "not but your our its their them will would should can could been being which what when where "
+    "must needs need contain contains least more less characters chars letters digits symbols "
+    "required optional minimum maximum length long "
+    "que para com uma dos das não nao pelo pela são sao foi mas por como deve conter menos caracteres".split()
+)
+
+
+def passphrase(value: str, fewest: int = 3) -> bool:
+    """Lowercase words joined by single spaces as a passphrase has them (`harbor quindim lantern`):
+    `fewest` to twelve words of letters, none of them one of the little words every sentence
+    needs (nor a title's capitals: `Reset Link Expired`)."""
+    words = value.split(" ")
+    return (
+        fewest <= len(words) <= 12
+        and all(3 <= len(word) <= 12 and word.isalpha() and word.islower() for word in words)
+        and _SENTENCE_WORDS.isdisjoint(word.lower() for word in words)
+        and not _placeholder(value)
+    )
+
+
+def seed_phrase(value: str) -> bool:
+    """A wallet's recovery phrase: 12 to 24 lowercase words of three to eight letters (BIP-39's
+    list), hardly one twice (not a list of tags), without the little words of a sentence; a few more when a word of the prose before
+    it runs on into it ("a frase-semente da carteira <12 words>")."""
+    words = value.split(" ")
+    return 12 <= len(words) <= 27 and len(set(words)) >= len(words) - 1 and _SENTENCE_WORDS.isdisjoint(words)
