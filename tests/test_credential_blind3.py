@@ -18,9 +18,10 @@ sys.path.insert(0, str(BENCH))
 
 import _credential_blind3 as blind3  # noqa: E402
 
-# The one measuring run's figures (None until it was made).
-BEFORE_CAUGHT: int | None = None
-BEFORE_REFUSED: int | None = None
+# The one measuring run's figures, against main at db8cc57: caught 405 of 416 credentials of 96 groups
+# on every path (97.4 %), refused 0 of 360 look-alikes (0.00 %).
+BEFORE_CAUGHT: int | None = 405
+BEFORE_REFUSED: int | None = 0
 
 
 @pytest.fixture(scope="module")
