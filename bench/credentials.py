@@ -29,7 +29,10 @@ no evidence (see docs/reliability.md). A second blind part (bench/_credential_bl
 credentials of 92 provider groups and 8 password shapes, and 520 look-alikes), written on
 2026-12-07 by a hand that read neither the detector nor the other parts while the first was
 spent, judges the detector now; of it only the counts are printed (`--spend-blind2` prints its
-misses and refusals, and spends it). A credential is
+misses and refusals, and spends it). A third blind part (bench/_credential_blind3.py, seed 3141),
+written on 2026-12-07 by yet another hand that read neither the detector nor the other parts while
+the second was spent, judges the detector after that; of it too only the counts are printed
+(`--spend-blind3` prints its misses and refusals, and spends it). A credential is
 caught only when it is caught on every path where text lands: a fact's text (insert, update,
 import and the page's edit all check it with gate.memory.checking.check_field), its topic when the
 sample fits on one (one line, 100 characters), and the owner's prompt (redacted: no 8 characters
@@ -184,6 +187,10 @@ def generated_figures(part: str) -> dict:
         import _credential_blind2
 
         secrets, benign = _credential_blind2.samples()
+    elif part == "blind3":
+        import _credential_blind3
+
+        secrets, benign = _credential_blind3.samples()
     else:
         secrets, benign = generated.samples(part)
     missed = [(sample, paths) for sample in secrets if (paths := missed_paths(sample))]
@@ -201,10 +208,12 @@ def generated_figures(part: str) -> dict:
     }
 
 
-def report_generated(show: int, spend_blind: bool = False, spend_blind2: bool = False) -> None:
-    for part in (*generated.PARTS, "blind", "blind2"):
+def report_generated(
+    show: int, spend_blind: bool = False, spend_blind2: bool = False, spend_blind3: bool = False
+) -> None:
+    for part in (*generated.PARTS, "blind", "blind2", "blind3"):
         figures = generated_figures(part)
-        spent = {"blind": spend_blind, "blind2": spend_blind2}.get(part, True)
+        spent = {"blind": spend_blind, "blind2": spend_blind2, "blind3": spend_blind3}.get(part, True)
         shown = show if spent else 0
         print(
             f"generated, {part}: caught {figures['secrets'] - len(figures['missed'])} of {figures['secrets']} "
@@ -242,10 +251,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="print the second blind part's misses too (it is then no longer blind)",
     )
+    parser.add_argument(
+        "--spend-blind3",
+        action="store_true",
+        help="print the third blind part's misses too (it is then no longer blind)",
+    )
     args = parser.parse_args(argv)
     sets = samples()
     failed = False
-    report_generated(args.show, args.spend_blind, args.spend_blind2)
+    report_generated(args.show, args.spend_blind, args.spend_blind2, args.spend_blind3)
     for half, kinds in sets.items():
         secret, benign = kinds["secret"], kinds["benign"]
         print(f"{half}: {len(secret)} credentials, {len(benign)} benign texts")
