@@ -26,7 +26,7 @@ public by design, a sealed secret's ciphertext). May import: the standard librar
 
 from gate.credentials.harmless import harmless
 from gate.credentials.providers import UNLISTED
-from gate.credentials.records import csv_hits, insert_hits
+from gate.credentials.records import csv_hits, insert_hits, netrc_hits
 from gate.credentials.shapes import (
     _ASSIGNMENTS,
     _LATE,
@@ -149,6 +149,8 @@ def _matches(text: str):
         yield from csv_hits(text)
         if "insert" in low:
             yield from insert_hits(text)
+    if "machine" in low and "password" in low:
+        yield from netrc_hits(text)
     for hit in _shape_hits(text, present, _LATE):
         yield hit
 
