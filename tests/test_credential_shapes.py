@@ -349,6 +349,23 @@ BLIND2_SHAPES = {
         "JacaréMaçã",
     ),
     "a .netrc entry on one line": ("machine files.acme.test login ops password PitangaRoxa", "PitangaRoxa"),
+    "a password starting with an ampersand": ("MYSQL_PASSWORD=&Tamarind2040\nMYSQL_DB=shop", "&Tamarind2040"),
+    "a UUID under a product's token column": (
+        "| env | Acme token |\n|---|---|\n| dev | (ask ops) |\n| prod | 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f |",
+        "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+    ),
+    "hex under a signing secret's column": (
+        "| env | Webhook signing secret |\n|---|---|\n| prod | 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f1 |",
+        "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f1",
+    ),
+    "a provider's sk- key redacted head and all": (
+        "defina ACME_KEY como sk-ac-v2-9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a3928.",
+        "sk-ac-v2-9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a3928",
+    ),
+    "a Fly.io token": (
+        "ran deploy with fm2_Qk7vT3xWm9Lp2Zr8Yn4Hc6Jd1Fs5Gb0Ka3Ne7Ui9Op2Aq4Ws6Ed8Rf1Tg3Yh5Uj7Ik9Ol==",
+        "fm2_Qk7vT3xWm9Lp2Zr8Yn4Hc6Jd1Fs5Gb0Ka3Ne7Ui9Op2Aq4Ws6Ed8Rf1Tg3Yh5Uj7Ik9Ol==",
+    ),
 }
 
 
@@ -376,6 +393,14 @@ def test_each_shape_of_the_second_spent_blind_part_is_refused_and_redacted(name)
         "machine files.acme.test\nlogin ops\npassword $NETRC_PASSWORD",
         "machine learning password manager",
         "the machine password is rotated weekly",
+        "anchors: password: &defaults",
+        "PASSWORD_PTR=&cfg.Password",
+        "entity &amp;Ozone1999;",
+        "| file | Cache key |\n|---|---|\n| a.txt | 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0 |",
+        "| run | Trace id key |\n|---|---|\n| 7 | 1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f |",
+        "| host | Public key |\n|---|---|\n| a | 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0 |",
+        "| file | SHA-256 |\n|---|---|\n| a.txt | 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0 |",
+        "mount fm2_backup on /srv",
     ],
 )
 def test_the_look_alikes_of_the_second_spent_blind_parts_shapes_stay_allowed(text):

@@ -43,7 +43,6 @@ _LEADS = (
     "{",
     "[",
     "(",
-    "&",
     "op://",
     "vault:",
     "vault://",
@@ -118,6 +117,10 @@ def _reference_lead(value: str) -> bool:
     a YAML tag or alias (`!vault`, `*defaults`), `%VAR%` or `%(name)s`, `@Microsoft.KeyVault(...)`
     or `@var`, an absolute path (`/run/secrets/db`)."""
     lead, rest = value[:1], value[1:]
+    if lead == "&":  # a YAML anchor, a pointer, an entity (`&defaults`, `&cfg.Password`, `&amp;`);
+        # not a password that starts with it (`&Tamarind2040`): both cases and a digit, one word
+        mixed = any(ch.isupper() for ch in rest) and any(ch.islower() for ch in rest)
+        return not (mixed and any(ch.isdigit() for ch in rest) and not any(ch in ".([;&" for ch in rest))
     if lead in "!*@":
         return rest.replace("_", "").replace("-", "").replace(".", "").isalpha() or "(" in rest or "/" in rest
     if lead == "%":  # `%VAR%`, `%(name)s`, `%{name}`, printf's `%s`, `%-10d`; not `%**-E9hiT4%?U!w`
