@@ -362,6 +362,32 @@ BLIND2_SHAPES = {
         "defina ACME_KEY como sk-ac-v2-9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a3928.",
         "sk-ac-v2-9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a3928",
     ),
+    "a variable defined as a hex secret, in Portuguese": (
+        "Antes do deploy, defina WEBHOOK_SECRET como 9a8b7c6d5e4f30211203f4e5d6c7b8a99a8b7c6d5e4f30211203f4e5d6c7b8a9.",
+        "9a8b7c6d5e4f30211203f4e5d6c7b8a99a8b7c6d5e4f30211203f4e5d6c7b8a9",
+    ),
+    "a key, then what it is in the same sentence": (
+        "<ana> try Zk3vQ9xLm2Tz7RbW1yNc8Hd4Qk7f? it's the Acme API key from the shared drive",
+        "Zk3vQ9xLm2Tz7RbW1yNc8Hd4Qk7f",
+    ),
+    "a key named, then 'use' it": (
+        "I revoked the Acme API key; use Qk7fLp2XZk3vQ9xLm2Tz7RbW1yNc8Hd4 from today.",
+        "Qk7fLp2XZk3vQ9xLm2Tz7RbW1yNc8Hd4",
+    ),
+    "a signing secret named, then 'use' its hex": (
+        "we rotated the webhook signing secret; use 9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0",
+    ),
+    "a password where it belongs, then its digits": ("senha do modem 73920184655", "73920184655"),
+    "a password for a place, then its value": ("password for staging Qw9!xx77Lp", "Qw9!xx77Lp"),
+    "Basic credentials without the header's name": (
+        "o header do Sonar é Basic Zk3vQ9xLm2Tz7RbW/1yNc8Hd4=",
+        "Zk3vQ9xLm2Tz7RbW/1yNc8Hd4=",
+    ),
+    "Basic credentials of a user:password pair": (
+        'curl -H "Basic b3BzOlRhbWFyaW5kLTIwNDA=" https://ci.acme.test',
+        "b3BzOlRhbWFyaW5kLTIwNDA=",
+    ),
     "a Fly.io token": (
         "ran deploy with fm2_Qk7vT3xWm9Lp2Zr8Yn4Hc6Jd1Fs5Gb0Ka3Ne7Ui9Op2Aq4Ws6Ed8Rf1Tg3Yh5Uj7Ik9Ol==",
         "fm2_Qk7vT3xWm9Lp2Zr8Yn4Hc6Jd1Fs5Gb0Ka3Ne7Ui9Op2Aq4Ws6Ed8Rf1Tg3Yh5Uj7Ik9Ol==",
@@ -401,8 +427,38 @@ def test_each_shape_of_the_second_spent_blind_part_is_refused_and_redacted(name)
         "| host | Public key |\n|---|---|\n| a | 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0 |",
         "| file | SHA-256 |\n|---|---|\n| a.txt | 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0 |",
         "mount fm2_backup on /srv",
+        "define CACHE_KEY como 9a8b7c6d5e4f30211203f4e5d6c7b8a99a8b7c6d5e4f30211203f4e5d6c7b8a9",
+        "configure the password to expire after 90 days",
+        "the build 9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c, it's the cache key",
+        "see 9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c; it's the commit that rotated the key",
+        "AAAAC3NzaC1lZDI1NTE5AAAAIGq8Zk3vQ9xLm2, it's the public key",
+        "the sort key; use 9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c as the cursor",
+        "the token is short-lived; use refresh_token_rotation_enabled instead",
+        "password for python 3.12.10",
+        "password for user alice",
+        "senha do usuário admin",
+        "use Basic Authentication for the proxy",
+        "Basic HTTPBasicAuthHandler2x",
     ],
 )
 def test_the_look_alikes_of_the_second_spent_blind_parts_shapes_stay_allowed(text):
     assert credentials.find(text) is None
     assert credentials.redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "Zk3vQ9xLm2Tz7RbW1yNc8Hd4? it's the a b c ",
+        "the a b c key; use ",
+        "machine h login u password ",
+        "| a | b token |\n|---|---|\n",
+        "walnut.kettle.saffron.",
+        "Zk3vQ9xLm2Tz7RbW1yNc8Hd4+/",
+    ],
+)
+def test_a_paste_repeating_a_shape_of_the_second_part_is_redacted_in_linear_time(unit):
+    text = (unit * (200_000 // len(unit) + 1))[:200_000]
+    started = time.perf_counter()
+    credentials.redact(text)
+    assert time.perf_counter() - started < 3
