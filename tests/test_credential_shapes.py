@@ -388,6 +388,10 @@ BLIND2_SHAPES = {
         'curl -H "Basic b3BzOlRhbWFyaW5kLTIwNDA=" https://ci.acme.test',
         "b3BzOlRhbWFyaW5kLTIwNDA=",
     ),
+    "a passphrase as curl's user:password": (
+        "curl -u deploy:walnut.kettle.saffron.meadow https://ci.acme.test/api",
+        "walnut.kettle.saffron.meadow",
+    ),
     "a Fly.io token": (
         "ran deploy with fm2_Qk7vT3xWm9Lp2Zr8Yn4Hc6Jd1Fs5Gb0Ka3Ne7Ui9Op2Aq4Ws6Ed8Rf1Tg3Yh5Uj7Ik9Ol==",
         "fm2_Qk7vT3xWm9Lp2Zr8Yn4Hc6Jd1Fs5Gb0Ka3Ne7Ui9Op2Aq4Ws6Ed8Rf1Tg3Yh5Uj7Ik9Ol==",
@@ -439,6 +443,8 @@ def test_each_shape_of_the_second_spent_blind_part_is_refused_and_redacted(name)
         "senha do usuário admin",
         "use Basic Authentication for the proxy",
         "Basic HTTPBasicAuthHandler2x",
+        "curl -u deploy:$DEPLOY_PASSWORD https://ci.acme.test/api",
+        "curl -u admin:admin http://localhost:8080",
     ],
 )
 def test_the_look_alikes_of_the_second_spent_blind_parts_shapes_stay_allowed(text):

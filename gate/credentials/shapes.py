@@ -200,7 +200,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         "a password on a command line",
         ("curl", "wget", "http"),  # (httpie: `http -a user:<password>`)
         r"\s(?:-u|--user|-a|--auth)[= ]?\s*[\"']?[^\s:\"']*:[\"']?(?P<value>[^\s\"']+)",
-        _Near(("curl", "wget", "http"), lambda v: literal(v, quoted=True)),
+        _Near(("curl", "wget", "http"), lambda v: literal(v, quoted=True, password=True)),
     ),  # a shell word: a literal, whatever its letters
     # A Kubernetes Secret's data: base64 values (padded, so a length of 4n) under `kind: Secret`.
     (
