@@ -1,8 +1,9 @@
-"""The shapes added when the blind part of the generated set (bench/_credential_blind.py) was spent
-to tune (issue 30), each with values made up here, not the part's samples: provider formats with a
-fixed head, a secret's name and value apart in a sentence, a statement or a record, passwords as
-commands and drivers take them, a key named on the line after it, a seed phrase, a PuTTY key file.
-Each was missed before its mend; the look-alikes after them must stay allowed."""
+"""The shapes added when the blind parts of the generated set (bench/_credential_blind.py, then
+bench/_credential_blind2.py) were spent to tune (issue 30), each with values made up here, not the
+parts' samples: provider formats with a fixed head, a secret's name and value apart in a sentence,
+a statement or a record, passwords as commands and drivers take them, a key named on the line
+after it or beside it, a seed phrase, a PuTTY key file, passphrases of joined words, a .netrc
+entry. Each was missed before its mend; the look-alikes after them must stay allowed."""
 
 import time
 
