@@ -28,11 +28,14 @@ spent too: first its look-alikes' refusals, then its credentials' misses were pr
 no evidence (see docs/reliability.md). A second blind part (bench/_credential_blind2.py: 470
 credentials of 92 provider groups and 8 password shapes, and 520 look-alikes), written on
 2026-12-07 by a hand that read neither the detector nor the other parts while the first was
-spent, judges the detector now; of it only the counts are printed (`--spend-blind2` prints its
-misses and refusals, and spends it). A third blind part (bench/_credential_blind3.py, seed 3141),
-written on 2026-12-07 by yet another hand that read neither the detector nor the other parts while
-the second was spent, judges the detector after that; of it too only the counts are printed
-(`--spend-blind3` prints its misses and refusals, and spends it). A credential is
+spent, judged the detector after that spending (432 of 470 caught before it, 444 after: the
+evidence of the first spending), and was spent in turn: its credentials' misses were printed
+(`--spend-blind2`), read and mended by shape (issue 30), so it is tuning data too (469 of 470).
+A third blind part (bench/_credential_blind3.py: 416 credentials of 87 provider groups and 9
+password groups, and 360 look-alikes, seed 3141), written on 2026-12-07 by yet another hand that
+read neither the detector nor the other parts while the second was spent, judges the detector
+now; of it only the counts are printed (`--spend-blind3` prints its misses and refusals, and
+spends it). A credential is
 caught only when it is caught on every path where text lands: a fact's text (insert, update,
 import and the page's edit all check it with gate.memory.checking.check_field), its topic when the
 sample fits on one (one line, 100 characters), and the owner's prompt (redacted: no 8 characters

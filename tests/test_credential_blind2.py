@@ -1,9 +1,11 @@
 """The second blind part of the generated credential set (bench/_credential_blind2.py): as large as
-issue 30 asks, well formed, the same on every run, and judged against issue 30's targets.
+issue 30 asks, well formed, the same on every run, and held to issue 30's targets.
 
-A shortfall against a target is an expected failure that states the counts only, never a sample
-(naming one would spend the part); falling below the floor measured when the part was written
-fails. Nobody tuning the detector may read the part or print what it misses.
+It is blind no more: its credential half was spent to tune (issue 30): its misses were printed
+(`bench/credentials.py --spend-blind2`), read and mended by shape. So its figures are tuning data,
+no evidence: they are kept as a floor against regression. The part that judges the detector now is
+a third blind part (bench/_credential_blind3.py), written by another hand, with its own test. No
+failure here names a sample.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ import importlib.util
 import sys
 from functools import cache
 from pathlib import Path
-
-import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
@@ -25,11 +25,18 @@ import _credential_blind2 as blind2  # noqa: E402
 CAUGHT_TARGET = 0.97
 REFUSED_TARGET = 0.005
 
-# The floor: the one measuring run of bench/credentials.py, made after the part was committed
+# The floor. The one measuring run of bench/credentials.py made after the part was committed
 # (d37908a) and before anyone tuned on it, against main's detector at a496ebd: caught 432 of the
-# 470 credentials on every path (91.9 %), refused 0 of the 520 look-alikes (0.00 %). Fewer caught,
-# or more refused, is a regression.
-BEFORE_CAUGHT = 432
+# 470 credentials on every path (91.9 %), refused 0 of the 520 look-alikes (0.00 %). Then, against
+# main at db8cc57, after the first blind part was spent to tune (this part still unseen): 444 of 470
+# (94.5 %), 0 of 520. That 444 is the evidence figure of the first blind part's spending. Then this
+# part's credential half was spent: its 26 misses were printed and the detector mended on their
+# shapes (passphrases of words joined by a dot, hyphen or underscore, a clause of two words before
+# "is", a .netrc entry, a password led by &, hex or a UUID under a product's key column, Fly.io,
+# `sk-<name>-` redacted whole, a value then "it's the <X> key", "<X> key; use <value>", "defina X
+# como V", "senha do <place> <value>", Basic credentials without the header's name): 469 of 470
+# (99.8 %), 0 of 520. Tuned on, so no evidence; fewer caught, or more refused, is a regression.
+BEFORE_CAUGHT = 469
 BEFORE_REFUSED = 0
 
 
@@ -69,15 +76,13 @@ def test_credentials_are_caught_on_every_path():
     result = figures()
     caught = result["secrets"] - len(result["missed"])
     counts = f"caught {caught} of {result['secrets']} on every path"
-    assert caught >= BEFORE_CAUGHT, f"{counts}, fewer than the {BEFORE_CAUGHT} caught when the part was written"
-    if caught < CAUGHT_TARGET * result["secrets"]:
-        pytest.xfail(f"{counts}: below issue 30's 97 %")
+    assert caught >= BEFORE_CAUGHT, f"{counts}, fewer than the {BEFORE_CAUGHT} caught after the part was spent"
+    assert caught >= CAUGHT_TARGET * result["secrets"], f"{counts}: below issue 30's 97 %"
 
 
 def test_look_alikes_are_not_refused():
     result = figures()
     refused = len(result["refused"])
     counts = f"refused {refused} of {result['benign']} look-alikes"
-    assert refused <= BEFORE_REFUSED, f"{counts}, more than the {BEFORE_REFUSED} refused when the part was written"
-    if refused > REFUSED_TARGET * result["benign"]:
-        pytest.xfail(f"{counts}: above issue 30's 0.5 %")
+    assert refused <= BEFORE_REFUSED, f"{counts}, more than the {BEFORE_REFUSED} refused after the part was spent"
+    assert refused <= REFUSED_TARGET * result["benign"], f"{counts}: above issue 30's 0.5 %"

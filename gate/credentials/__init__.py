@@ -26,7 +26,8 @@ public by design, a sealed secret's ciphertext). May import: the standard librar
 
 from gate.credentials.harmless import harmless
 from gate.credentials.providers import UNLISTED
-from gate.credentials.records import csv_hits, insert_hits
+from gate.credentials.records import csv_hits, insert_hits, netrc_hits
+from gate.credentials.sentences import ID_KEYS
 from gate.credentials.shapes import (
     _ASSIGNMENTS,
     _LATE,
@@ -36,6 +37,7 @@ from gate.credentials.shapes import (
     _pattern,
 )
 from gate.credentials.values import (
+    _HASH_WORDS,
     _Near,
     _words,
     literal,
@@ -149,6 +151,8 @@ def _matches(text: str):
         yield from csv_hits(text)
         if "insert" in low:
             yield from insert_hits(text)
+    if "machine" in low and "password" in low:
+        yield from netrc_hits(text)
     for hit in _shape_hits(text, present, _LATE):
         yield hit
 
@@ -156,7 +160,7 @@ def _matches(text: str):
 def _table_hits(text: str):
     """(start, end, kind) of each secret in a markdown table's password or key column: a header
     row, a `|---|` row, then cells checked as a password's or a key's value."""
-    columns: dict[int, bool] = {}  # column -> whether it holds passwords
+    columns: dict[int, bool | None] = {}  # column -> passwords (True), keys (False), a product's keys (None)
     at, previous = 0, None
     for line in text.splitlines(keepends=True):
         stripped = line.strip()
@@ -168,7 +172,7 @@ def _table_hits(text: str):
                 if not words.isdisjoint(_TABLE_PASSWORDS):
                     columns[index] = True
                 elif not words.isdisjoint(_TABLE_KEYS):
-                    columns[index] = False
+                    columns[index] = _named_key(_words(head))
         elif cells and columns:
             offset = at + line.index("|") + 1
             for index, cell in enumerate(cells):
@@ -180,7 +184,8 @@ def _table_hits(text: str):
                     and (
                         literal(value, password=True) and (quoted or not any(ch.isspace() for ch in value))
                         if columns[index]
-                        else (random_looking(value) and not _digest(value)) or _symbol_password(value)
+                        else (random_looking(value) and (columns[index] is None or not _digest(value)))
+                        or _symbol_password(value)
                     )
                 ):
                     start = offset + cell.index(value)
@@ -190,6 +195,17 @@ def _table_hits(text: str):
             columns = {}
         previous = cells
         at += len(line)
+
+
+def _named_key(words: list[str]) -> bool | None:
+    """None for a key column titled as a product's key or a signing secret (`Snyk token`, `JWT
+    signing secret`), whose cells may be hex or a UUID; False for a bare one (`Key`, `Token`) or
+    an id's or a hash's key (`Cache key`, `Commit hash key`, `Public key`), whose cells may not."""
+    if len(words) < 2 or words[-1] not in ("key", "token", "secret", "chave", "segredo"):
+        return False
+    if any(word.strip(" _-") in words for word in _HASH_WORDS) or "public" in words or words[-2] in ID_KEYS:
+        return False if words[-1] != "secret" else None
+    return None
 
 
 def _symbol_password(value: str) -> bool:

@@ -123,6 +123,24 @@ LATE_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"(?m)^[ \t>]*(?P<value>[A-Za-z0-9+/=_.~-]{20,}+)[ \t]*\r?\n[ \t]*(?P<label>[^\n]{1,80})",
         lambda value, match: _labelled_key(value, match.group("label").lower()),
     ),
+    # A machine-made value, then in the same sentence what it is: "try <key>? it's the Acme API
+    # key", "<key> (that's the Acme token)". Hex only after a name of two words.
+    (
+        "a key or token in prose",
+        ("it's", "it is", "that's", "that is", "this is", "é o", "é a"),
+        r"(?i)(?<![\w+/=.~-])(?P<value>[A-Za-z0-9+/=_.~-]{20,}+)[?!.,;:]?[ \t]+\(?"
+        r"(?:it'?s|it[ \t]+is|that'?s|that[ \t]+is|this[ \t]+is|é)[ \t]+(?P<label>(?:the|o|a)(?:[ \t]+[\w-]+){0,3}?[ \t]+(?:key|token|secret|chave|segredo)s?\b"
+        r"(?:[ \t]+(?:d[aoe]s?|of)(?:[ \t]+[\w-]+){1,2})?)",
+        lambda value, match: _labelled_key(value, match.group("label").lower()),
+    ),
+    # A key named, then its value to use: "I rotated the Acme API key; use <key> from now on".
+    (
+        "a key or token in prose",
+        ("key", "token", "secret", "chave", "segredo"),
+        r"(?i)(?P<label>\b(?:[\w-]+[ \t]+){0,3}(?:key|token|secret|chave|segredo))\b[ \t]*[;,:][ \t]*"
+        r"(?:now[ \t]+|agora[ \t]+)?(?:use|usa|usem|use[ \t]+o|use[ \t]+a)[ \t]+(?P<value>[A-Za-z0-9+/=_.~-]{20,}+)",
+        lambda value, match: _labelled_key(value.rstrip("."), match.group("label").lower()),
+    ),
     # A question naming a password, then the password as its answer: "what's the wifi password?"
     # then "it's <password>", "a senha? é <senha>". Password-shaped only (`_user_password`), and the
     # mark ends a word (not a URL's query: `password@host/path?query#x`).
@@ -153,7 +171,18 @@ LATE_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
 ]
 
 _LABEL_WORDS = ("key", "token", "secret", "password", "senha", "chave", "segredo", "pat", "credential")
-_TWO_WORDS = ("api key", "api token", "access token", "auth token", "private key", "secret key", "service token")
+_TWO_WORDS = (
+    "api key",
+    "api token",
+    "access token",
+    "auth token",
+    "private key",
+    "secret key",
+    "service token",
+    "signing secret",
+    "client secret",
+    "webhook secret",
+)
 
 
 def _labelled_key(value: str, label: str) -> bool:

@@ -148,11 +148,11 @@ PROVIDER_TOKENS: list[tuple[str, tuple[str, ...], str, object]] = [
         r"(?<![\w/])[0-9]/[0-9]{13,19}(?:/[0-9]{13,19})?:(?P<value>[a-f0-9]{32})" + _R,
         _token,
     ),
-    # `sk-` then a provider's name: `sk-or-v1-...`, `sk-lf-...`.
+    # `sk-` then a provider's name: `sk-or-v1-...`, `sk-lf-...` (all of it redacted: the head too).
     (
         "a provider token",
         ("sk-",),
-        _L + r"sk-[a-z]{2,8}-(?:v\d+-)?(?P<value>[A-Za-z0-9_-]{32,})",
+        _L + r"sk-[a-z]{2,8}-(?:v\d+-)?[A-Za-z0-9_-]{32,}",
         _secret_key,
     ),
     (
@@ -228,6 +228,13 @@ PROVIDER_FORMATS: list[tuple[str, tuple[str, ...], str, object]] = [
         ("k00",),
         r"(?<![A-Za-z0-9+/])K00\d[A-Za-z0-9+/]{27}(?![A-Za-z0-9+/=])",
         _secret_run,
+    ),
+    # A Fly.io token: `fm1r_`, `fm1a_` or `fm2_`, then a macaroon in base64.
+    (
+        "a Fly.io token",
+        ("fm1", "fm2"),
+        r"(?<![\w/+])fm(?:1[ar]|2)_[A-Za-z0-9+/_-]{40,}={0,2}",
+        _token,
     ),
     # A Bitwarden machine account token: `0.<uuid>.<secret>:<key in base64>`.
     (

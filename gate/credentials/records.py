@@ -1,6 +1,6 @@
 """Secrets in records whose names stand in a header, away from the values: a CSV file's first line
-and its rows (`provider,env,client_secret` then `auth0,prod,<secret>`), and SQL's `INSERT INTO t
-(email, password) VALUES ('...', '...')`. Each value is checked as an assignment to its column's
+and its rows (`provider,env,client_secret` then `auth0,prod,<secret>`), SQL's `INSERT INTO t (email, password)
+VALUES ('...', '...')`, and a .netrc's `machine <host> login <user> password <secret>`. Each value is checked as an assignment to its column's
 name (gate.credentials.shapes), so `password` takes a password and `api_key` a literal, while
 `name` or `env` take anything. Plain string work in linear time, and no `re`: on the hooks' path.
 """
@@ -106,3 +106,29 @@ def _values_inside(text: str, start: int) -> str | None:
         elif ch == ")":
             return text[start:end]
     return None
+
+
+def netrc_hits(text: str):
+    """The password of a .netrc entry: `password <secret>` after `machine <host>` (or `default`),
+    on its line or the lines after."""
+    machine = False
+    at = 0
+    for line in text.splitlines(keepends=True):
+        words = line.split()
+        if len(line) > _HEADER_MAX * 10:
+            words = []
+        if words[:1] in (["machine"], ["default"]):
+            machine = True
+        elif words[:1] not in (["login"], ["password"], ["account"], ["macdef"]):
+            machine = False
+        if machine:
+            starts, pos = [], 0
+            for word in words:
+                pos = line.find(word, pos)
+                starts.append(pos)
+                pos += len(word)
+            for index, word in enumerate(words[:-1]):
+                if word == "password" and _check_assignment("name", words[index + 1], False, "password"):
+                    start = at + starts[index + 1]
+                    yield start, start + len(words[index + 1]), _KIND
+        at += len(line)

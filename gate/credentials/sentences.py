@@ -10,7 +10,7 @@ database driver's connect call, the password of a Go driver's DSN.
 """
 
 from gate.credentials.providers import NOT_SECRET_PREFIXES
-from gate.credentials.values import hex_id, literal, passphrase, random_looking
+from gate.credentials.values import _wordy, hex_id, literal, passphrase, random_looking
 
 # A value as an assignment reads it: quoted (any characters but a quote, on one line), or bare.
 _VALUE = (
@@ -22,12 +22,12 @@ _HEX_KEY = r"[0-9a-fA-F]{32,64}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-
 _NAMES = ("pass", "pwd", "senha", "secret", "token", "key", "auth", "credential", "appid", "_pat", "-pat", "psk")
 
 SENTENCE_ASSIGNMENTS: list[tuple[str, tuple[str, ...], str, str]] = [
-    # "I set OCTOPUS_API_KEY to ...", "defini o DEPLOY_TOKEN como ...": a name set to a value in
-    # prose, as in a shell's `set`; the name, a variable's, decides.
+    # "I set OCTOPUS_API_KEY to ...", "defini o DEPLOY_TOKEN como ...", "defina X como ...": a name
+    # set to a value in prose, as in a shell's `set`; the name, a variable's, decides.
     (
         "a password or key assignment",
         _NAMES,
-        r"(?i)\b(?:set|setei|defini|configurei)[ \t]+(?:the[ \t]+|o[ \t]+|a[ \t]+)?(?P<name>[A-Za-z][\w.-]{0,80})"
+        r"(?i)\b(?:set|setei|defini|defina|define|configurei|configure|configura)[ \t]+(?:the[ \t]+|o[ \t]+|a[ \t]+)?(?P<name>[A-Za-z][\w.-]{0,80})"
         r"[ \t]+(?:to|para|pra|como)[ \t]+" + _VALUE,
         "name",
     ),
@@ -62,6 +62,17 @@ SENTENCE_ASSIGNMENTS: list[tuple[str, tuple[str, ...], str, str]] = [
         r"(?:token|chave)[ \t]+de[ \t]+(?:api|acesso))[ \t]+(?:do|da|de|for|of)[ \t]+(?P<name>[\w.-]{1,40})[ \t]+"
         r"(?P<value>[A-Za-z0-9+/=_.~-]{16,}+)",
         "placed",
+    ),
+    # A password, where it belongs, then its value ending the line, as in a topic: "senha do
+    # roteador <value>", "password for staging <value>". No "is" says a value follows, so a word is
+    # no password here (`password-bare`), nor a version (`3.12.1`).
+    (
+        "a password in prose",
+        ("pass", "senha"),
+        r"(?i)\b(?:password|passwd|senha)[ \t]+(?:do|da|de|for|of|to)[ \t]+(?:the[ \t]+|o[ \t]+|a[ \t]+)?"
+        r"(?P<name>[\w.-]{1,40})[ \t]+(?![\d.]+\.\d+[.,;)]?[ \t]*(?:\r?\n|$))"
+        r"(?P<value>[^\s\"'`,;]{6,64})(?=[ \t]*[.,;)]?[ \t]*(?:\r?\n|$))",
+        "password-bare",
     ),
     # An ODBC or ADO connection string's password runs to its semicolon: `...;Uid=app;Pwd=a b c;`.
     (
@@ -147,6 +158,17 @@ def _machine_key(value: str) -> bool:
     )
 
 
+def _basic_pair(value: str) -> bool:
+    """Base64 of `user:password`, as HTTP Basic sends them."""
+    import binascii  # (standard library)
+
+    try:
+        pair = binascii.a2b_base64(value + "=" * (-len(value) % 4)).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    return pair.isprintable() and 0 < pair.find(":") < len(pair) - 1
+
+
 def _quoted_password(value: str) -> bool:
     return literal(value, quoted=True, password=True) and (" " not in value or passphrase(value))
 
@@ -178,6 +200,14 @@ STATEMENT_SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         r"(?i)\b\w{0,40}(?:client|api|sdk|service)[ \t]*\([ \t]*(?P<q>[\"'])(?P<value>[A-Za-z0-9+/=_.~-]{20,200})(?P=q)"
         r"[ \t]*\)",
         _machine_key,
+    ),
+    # HTTP Basic credentials named by their scheme, the header's name left out: "o header do Nexus
+    # é Basic <base64>": base64 of a `user:password` pair, or machine-made (not an identifier's words).
+    (
+        "an Authorization header",
+        ("basic ",),
+        r"\bBasic[ \t]+(?P<value>[A-Za-z0-9+/]{14,}={0,2})(?![\w+/=])",
+        lambda value: _basic_pair(value) or (random_looking(value) and not _wordy(value)),
     ),
     # A value the text says was refused as a credential: "why <value> gets a 403", "tentei com
     # <value> e deu 401", "using <value> I get Unauthorized".

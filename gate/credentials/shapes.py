@@ -200,7 +200,7 @@ _SHAPES: list[tuple[str, tuple[str, ...], str, object]] = [
         "a password on a command line",
         ("curl", "wget", "http"),  # (httpie: `http -a user:<password>`)
         r"\s(?:-u|--user|-a|--auth)[= ]?\s*[\"']?[^\s:\"']*:[\"']?(?P<value>[^\s\"']+)",
-        _Near(("curl", "wget", "http"), lambda v: literal(v, quoted=True)),
+        _Near(("curl", "wget", "http"), lambda v: literal(v, quoted=True, password=True)),
     ),  # a shell word: a literal, whatever its letters
     # A Kubernetes Secret's data: base64 values (padded, so a length of 4n) under `kind: Secret`.
     (
@@ -256,8 +256,8 @@ _NEW = (
 # How prose says a value follows: "is", "is:", "=", ":", "->" (not code's `def password(self) ->`),
 # "mudou pra", "changed to".
 _IS = r"\s*(?:(?:is|was|are|é|era|ficou)[ \t]*:?|=|:|(?<!\))(?<!\) )->|\u2192|mudou[ \t]+(?:para|pra)|changed[ \t]+to|virou)\s+"
-# A clause between a name and "is": "the token we use in prod is ...".
-_CLAUSE = r"(?:[ \t]+(?:we|you|i|they|that|which|que)[ \t]+[\w']{2,20})?"
+# A clause between a name and "is": "the token we use in prod is ...", "the key you asked for is".
+_CLAUSE = r"(?:[ \t]+(?:we|you|i|they|that|which|que)(?:[ \t]+[\w']{2,20}){1,2})?"
 _PROSE_VALUE = r"(?:(?P<q>[\"'`])(?P<qvalue>[^\"'`\n]{1,200})(?P=q)|(?P<value>[^\s\"'`,;]+))"
 _ASSIGNMENTS = [
     (

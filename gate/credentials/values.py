@@ -43,7 +43,6 @@ _LEADS = (
     "{",
     "[",
     "(",
-    "&",
     "op://",
     "vault:",
     "vault://",
@@ -118,6 +117,10 @@ def _reference_lead(value: str) -> bool:
     a YAML tag or alias (`!vault`, `*defaults`), `%VAR%` or `%(name)s`, `@Microsoft.KeyVault(...)`
     or `@var`, an absolute path (`/run/secrets/db`)."""
     lead, rest = value[:1], value[1:]
+    if lead == "&":  # a YAML anchor, a pointer, an entity (`&defaults`, `&cfg.Password`, `&amp;`);
+        # not a password that starts with it (`&Tamarind2040`): both cases and a digit, one word
+        mixed = any(ch.isupper() for ch in rest) and any(ch.islower() for ch in rest)
+        return not (mixed and any(ch.isdigit() for ch in rest) and not any(ch in ".([;&" for ch in rest))
     if lead in "!*@":
         return rest.replace("_", "").replace("-", "").replace(".", "").isalpha() or "(" in rest or "/" in rest
     if lead == "%":  # `%VAR%`, `%(name)s`, `%{name}`, printf's `%s`, `%-10d`; not `%**-E9hiT4%?U!w`
@@ -249,7 +252,7 @@ def literal(value: str, *, quoted: bool = False, password: bool = False) -> bool
         return False
     if value.isupper() and _is_word_like(value):
         return False  # an environment variable's name: `password: DB_PASSWORD`
-    if password and letters_password(value):
+    if password and (letters_password(value) or joined_passphrase(value)):
         return True
     if quoted:
         return not (value.islower() and _is_word_like(value))
@@ -418,6 +421,35 @@ def passphrase(value: str, fewest: int = 3) -> bool:
         fewest <= len(words) <= 12
         and all(3 <= len(word) <= 12 and word.isalpha() and word.islower() for word in words)
         and _SENTENCE_WORDS.isdisjoint(word.lower() for word in words)
+        and not _placeholder(value)
+    )
+
+
+# Words that make a value joined by dots, hyphens or underscores a name, a path or a place in
+# code or in a vault (`app.secrets.db.prod`, `staging-db-password-ref`), not a passphrase.
+_NAME_WORDS = _CODE_WORDS | frozenset(
+    "secrets vault prod production staging stage dev test testing local default example sample "
+    "database server service client cluster app api main master release backup data file path "
+    "ref refs from none null true false".split()
+)
+
+
+def joined_passphrase(value: str) -> bool:
+    """Four to twelve lowercase words joined by one separator, a dot, a hyphen or an underscore,
+    as a generated passphrase has them (`anchor-quill-otter-marsh`, `ember.sable.crane.pilot`):
+    three to ten letters each, none of them a word that makes the value a name in code, a
+    setting's path or a vault's (`spring.datasource.password`, `app.secrets.db.prod`)."""
+    if len(value) > 200:
+        return False
+    for sep in "-._":
+        words = value.split(sep)
+        if len(words) >= 2:
+            break
+    return (
+        4 <= len(words) <= 12
+        and all(3 <= len(word) <= 10 and word.isalpha() and word.islower() for word in words)
+        and _NAME_WORDS.isdisjoint(words)
+        and _SENTENCE_WORDS.isdisjoint(words)
         and not _placeholder(value)
     )
 
