@@ -49,10 +49,12 @@ sys.path, where that name would hide the standard library's secrets module.)
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,20 +182,17 @@ def missed_paths(sample: generated.Sample) -> list[str]:
     return missed
 
 
+# The parts written apart from bench/_credential_samples.py, by their module. The ones still
+# UNSEEN print only their counts unless spent on the command line (`--spend-<part>`); the others
+# were spent to tune and print their misses like the tuning parts.
+APART = {"blind": "_credential_blind", "blind2": "_credential_blind2", "blind3": "_credential_blind3"}
+UNSEEN = ("blind3",)
+
+
 def generated_figures(part: str) -> dict:
     """Caught and refused on one part of the generated set."""
-    if part == "blind":
-        import _credential_blind
-
-        secrets, benign = _credential_blind.samples()
-    elif part == "blind2":
-        import _credential_blind2
-
-        secrets, benign = _credential_blind2.samples()
-    elif part == "blind3":
-        import _credential_blind3
-
-        secrets, benign = _credential_blind3.samples()
+    if part in APART:
+        secrets, benign = importlib.import_module(APART[part]).samples()
     else:
         secrets, benign = generated.samples(part)
     missed = [(sample, paths) for sample in secrets if (paths := missed_paths(sample))]
@@ -211,13 +210,10 @@ def generated_figures(part: str) -> dict:
     }
 
 
-def report_generated(
-    show: int, spend_blind: bool = False, spend_blind2: bool = False, spend_blind3: bool = False
-) -> None:
-    for part in (*generated.PARTS, "blind", "blind2", "blind3"):
+def report_generated(show: int, spend: Iterable[str] = ()) -> None:
+    for part in (*generated.PARTS, *APART):
         figures = generated_figures(part)
-        spent = {"blind": spend_blind, "blind2": spend_blind2, "blind3": spend_blind3}.get(part, True)
-        shown = show if spent else 0
+        shown = 0 if part in UNSEEN and part not in spend else show
         print(
             f"generated, {part}: caught {figures['secrets'] - len(figures['missed'])} of {figures['secrets']} "
             f"credentials of {figures['providers']} groups on every path ({100 * figures['caught']:.1f} %); "
@@ -246,14 +242,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="kept for old command lines: the fresh part was spent to tune, its misses are printed like the others'",
     )
-    parser.add_argument(
-        "--spend-blind", action="store_true", help="print the blind part's misses too (it is then no longer blind)"
-    )
-    parser.add_argument(
-        "--spend-blind2",
-        action="store_true",
-        help="print the second blind part's misses too (it is then no longer blind)",
-    )
+    for part in ("blind", "blind2"):
+        parser.add_argument(
+            f"--spend-{part}",
+            action="store_true",
+            help=f"kept for old command lines: the {part} part was spent to tune, its misses are printed like the others'",
+        )
     parser.add_argument(
         "--spend-blind3",
         action="store_true",
@@ -262,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sets = samples()
     failed = False
-    report_generated(args.show, args.spend_blind, args.spend_blind2, args.spend_blind3)
+    report_generated(args.show, spend=["blind3"] if args.spend_blind3 else [])
     for half, kinds in sets.items():
         secret, benign = kinds["secret"], kinds["benign"]
         print(f"{half}: {len(secret)} credentials, {len(benign)} benign texts")
