@@ -105,6 +105,27 @@ def test_every_trigger_is_filed_with_the_run_its_shapes_need():
     assert triggers.TRIGGERS == detector._TRIGGERS
 
 
+@pytest.mark.parametrize(
+    "runs, group",
+    [
+        ("_SHAPE_RUNS", shapes._SHAPES),
+        ("_ASSIGNMENT_RUNS", shapes._ASSIGNMENTS),
+        ("_LATE_RUNS", shapes._LATE),
+    ],
+)
+def test_every_shape_is_skipped_only_below_the_run_it_needs(runs, group):
+    expected = tuple(pattern_run(source) for _, _, source, _ in group)
+    printed = " ".join(map(str, expected))
+    assert getattr(detector, runs) == expected, (
+        f"a shape changed: put in {runs} of gate/credentials/detector.py:\n{printed}"
+    )
+
+
+def test_runs_that_do_not_fit_the_shapes_skip_none():
+    assert detector._runs("3 4", [1, 2]) == (3, 4)
+    assert detector._runs("3 4", [1, 2, 3]) == (0, 0, 0)
+
+
 def test_the_run_characters_are_all_a_token_class_matches_ignoring_case():
     # A pattern that ignores case matches İ ı ſ K for an ASCII letter: a run must count them too.
     token = re.compile(r"(?i)[A-Za-z0-9+/=_.~-]")
@@ -168,7 +189,7 @@ def test_a_text_let_by_holds_no_credential_the_detector_would_find():
     for text in (
         [text for text, _ in POSITIVE] + list(NEGATIVE) + ["fix the build-cache bug in ci", "see issue 12 (50%)"]
     ):
-        if triggers.quiet(text, text.lower()):
+        if triggers.quiet(text, triggers.present(text.lower())):
             let_by += 1
             assert detector.redact(text) == text and detector.find(text) is None
         assert credentials.redact(text) == detector.redact(text)

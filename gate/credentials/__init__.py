@@ -33,11 +33,12 @@ def triggered(text: str) -> bool:
 
 def find(text: str) -> str | None:
     """The kind of credential `text` seems to hold ("a GitHub token"), or None."""
-    if quiet(text, text.lower()):
+    found = present(text.lower())
+    if quiet(text, found):
         return None
     from gate.credentials import detector
 
-    return detector.find(text)
+    return detector.find(text, found)
 
 
 def marker(kind: str) -> str:
@@ -49,11 +50,14 @@ def marker(kind: str) -> str:
 
 def redact(text: str) -> str:
     """`text` with every credential replaced by a marker naming its kind; else `text` itself."""
-    if not isinstance(text, str) or not text or quiet(text, text.lower()):
+    if not isinstance(text, str) or not text:
+        return text
+    found = present(text.lower())
+    if quiet(text, found):
         return text
     from gate.credentials import detector
 
-    return detector.redact(text)
+    return detector.redact(text, found)
 
 
 def redact_echo(text: str) -> str:

@@ -18,7 +18,7 @@ from gate.credentials.shapes import (
     _digest,
     _pattern,
 )
-from gate.credentials.triggers import present as _present
+from gate.credentials.triggers import longest_run, present as _present
 from gate.credentials.values import (
     _HASH_WORDS,
     _Near,
@@ -40,14 +40,48 @@ _TRIGGERS = (
     | _TABLE_PASSWORDS
     | _TABLE_KEYS
 )
+
+
+def _runs(numbers: str, shapes: list) -> tuple[int, ...]:
+    """The runs in `numbers`, or none needed by any shape (0) when their count is not the shapes'
+    (a shape added without its run is still run on every text, never skipped)."""
+    runs = tuple(int(number) for number in numbers.split())
+    return runs if len(runs) == len(shapes) else (0,) * len(shapes)
+
+
+# The shortest run of token characters (gate.credentials.triggers.RUN) a match of each shape holds,
+# in the order of _SHAPES, _ASSIGNMENTS and _LATE: a shape is not compiled nor run on a text whose
+# runs are all shorter (tests/test_credential_triggers.py derives them from the patterns, and
+# prints them afresh when a shape changes).
+_SHAPE_RUNS = _runs(
+    "10 16 34 74 16 40 61 21 39 21 17 30 8 21 41 59 39 31 35 40 58 36 34 20 42 28 36 35 33 35 28 71 33 36 "
+    "2 40 4 16 47 32 80 64 25 35 29 27 41 59 122 33 40 47 23 16 32 32 33 40 2 6 0 13 13 13 20 1 10 34 2 2 "
+    "2 1 4 3 16 2 22 4 4 6 10 8 2 2 4 2 2 4 3 3 20 14 20",
+    _SHAPES,
+)
+_ASSIGNMENT_RUNS = _runs(
+    "0 3 2 3 2 4 16 0 1 5 8 3 16 3 5 0 4 16 5 2 20 32 32 2 10 8 2 3",
+    _ASSIGNMENTS,
+)
+_LATE_RUNS = _runs(
+    "16 16 20 5 20 20 20 0 0 3",
+    _LATE,
+)
+
 # Groups whose shapes' checks are also given the match: the value is judged by its user, flag or prefix.
 _WITH_MATCH = frozenset(("user", "flag", "prefix", "label"))
 
 
-def _shape_hits(text: str, present: set[str], shapes: list[tuple[str, tuple[str, ...], str, object]]):
+def _shape_hits(
+    text: str,
+    present: set[str],
+    shapes: list[tuple[str, tuple[str, ...], str, object]],
+    runs: tuple[int, ...],
+    longest: int,
+):
     """(start, end, kind) of the matches of `shapes` whose check holds."""
-    for kind, triggers, source, check in shapes:
-        if present.isdisjoint(triggers):
+    for (kind, triggers, source, check), run in zip(shapes, runs):
+        if present.isdisjoint(triggers) or run > longest:
             continue
         for match in _pattern(source).finditer(text):
             span = match.span("value") if "value" in match.re.groupindex and match.group("value") else match.span()
@@ -62,24 +96,27 @@ def _shape_hits(text: str, present: set[str], shapes: list[tuple[str, tuple[str,
                 yield span[0], span[1], kind
 
 
-def _hits(text: str, *, first: bool = False):
+def _hits(text: str, present: set[str] | None = None, *, first: bool = False):
     """(start, end, kind) of every credential in `text`, in the order of the shapes: each match
     of a shape unless its value is harmless after all (a public key, a sealed secret)."""
-    for start, end, kind in _matches(text):
+    for start, end, kind in _matches(text, present):
         if not harmless(text, start, end):
             yield start, end, kind
 
 
-def _matches(text: str):
-    """(start, end, kind) of every match of a shape whose check holds, lazily."""
+def _matches(text: str, present: set[str] | None = None):
+    """(start, end, kind) of every match of a shape whose check holds, lazily. `present`: the
+    triggers the text holds, when the caller has them already (gate.credentials)."""
     low = text.lower()
-    present = _present(low)
+    if present is None:
+        present = _present(low)
     if not present:
         return
-    for hit in _shape_hits(text, present, _SHAPES):
+    longest = longest_run(text)
+    for hit in _shape_hits(text, present, _SHAPES, _SHAPE_RUNS, longest):
         yield hit
-    for kind, triggers, source, how in _ASSIGNMENTS:
-        if present.isdisjoint(triggers):
+    for (kind, triggers, source, how), run in zip(_ASSIGNMENTS, _ASSIGNMENT_RUNS):
+        if present.isdisjoint(triggers) or run > longest:
             continue
         pattern, at = _pattern(source), 0
         while (match := pattern.search(text, at)) is not None:
@@ -111,7 +148,7 @@ def _matches(text: str):
             yield from insert_hits(text)
     if "machine" in low and "password" in low:
         yield from netrc_hits(text)
-    for hit in _shape_hits(text, present, _LATE):
+    for hit in _shape_hits(text, present, _LATE, _LATE_RUNS, longest):
         yield hit
 
 
@@ -177,9 +214,9 @@ def _symbol_password(value: str) -> bool:
     )
 
 
-def find(text: str) -> str | None:
+def find(text: str, present: set[str] | None = None) -> str | None:
     """The kind of credential `text` seems to hold ("a GitHub token"), or None."""
-    for _, _, kind in _hits(text, first=True):
+    for _, _, kind in _hits(text, present, first=True):
         return kind
     return None
 
@@ -189,11 +226,12 @@ def marker(kind: str) -> str:
     return "[redacted: " + kind.split(" ", 1)[1] + "]"
 
 
-def redact(text: str) -> str:
-    """`text` with every credential replaced by a marker naming its kind; else `text` itself."""
+def redact(text: str, present: set[str] | None = None) -> str:
+    """`text` with every credential replaced by a marker naming its kind; else `text` itself.
+    `present`: the triggers the text holds, when the caller has them already."""
     if not isinstance(text, str) or not text:
         return text
-    spans = sorted(_hits(text), key=lambda hit: (hit[0], -hit[1]))
+    spans = sorted(_hits(text, present), key=lambda hit: (hit[0], -hit[1]))
     if not spans:
         return text
     merged: list[list] = []

@@ -272,10 +272,9 @@ def longest_run(text: str) -> int:
     return max(map(len, data.translate(_BYTES).split()), default=0)
 
 
-def quiet(text: str, low: str) -> bool:
-    """Whether no shape can match `text` (`low` its lowercase form): it holds no trigger, or none
-    whose shapes' runs its own runs can meet."""
-    found = present(low)
+def quiet(text: str, found: set[str]) -> bool:
+    """Whether no shape can match `text`, which holds the triggers `found` (`present`): none, or
+    none whose shapes' runs its own runs can meet."""
     if not found:
         return True
     need = min(_ALL[trigger] for trigger in found)
