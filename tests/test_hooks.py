@@ -414,8 +414,9 @@ MODULES = {
     "hook UserPromptSubmit": GATE | CREDENTIALS,
     "hook PreToolUse": GATE,
     "hook SessionStart": GATE,
-    # The Stop hook asks the memory servers what the turn did (gate.memory.witness), over _socket.
-    "hook Stop": GATE | {"gate.claude.maxturns", "gate.memory.witness", "_socket"},
+    # The Stop hook asks the memory servers what the turn did (gate.memory.witness), over _socket,
+    # which it loads only when one is listed (here none is running).
+    "hook Stop": GATE | {"gate.claude.maxturns", "gate.memory.witness"},
     "inject": HOOK_PATH | {"gate.context", "gate.context.hook", "gate.context.classify", "gate.context.inject",
                            "gate.context.rules", "gate.context.state", "gate.clock", "__future__"} | CREDENTIALS,
 }
