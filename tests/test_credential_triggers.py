@@ -1,6 +1,8 @@
 """gate.credentials.triggers lets a text by without running any shape only when no shape can
 match it: every trigger of every shape is filed, each with the shortest run of token characters
-any match of its shapes holds, derived here from the patterns themselves."""
+any match of its shapes holds; and the detector skips a shape only on a text that cannot hold its
+match (gate.credentials.needs: that run, and strings one of which the match holds). All are
+derived here from the patterns' syntax trees, and the derivation is checked on real matches."""
 
 import re
 import sys
@@ -10,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gate import credentials
-from gate.credentials import detector, shapes, triggers
+from gate.credentials import detector, needs, shapes, triggers
 
 RUN = set(triggers.RUN)
 REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
@@ -63,6 +65,52 @@ def pattern_run(source: str) -> int:
     return shortest_run(parser.parse(source, re.DOTALL))
 
 
+def _unsafe_ignoring_case(ch: str) -> bool:
+    # A letter ignoring case matches others (`s` matches ſ, `i` matches ı): none is required.
+    return ch.isalpha() or not ch.isascii()
+
+
+def _holds(nodes, fold: bool) -> frozenset[str] | None:
+    """Strings one of which every match of the sequence holds (the rarest-looking such set: its
+    shortest string the longest), or None. `fold`: the pattern ignores case here."""
+    best: frozenset[str] | None = None
+    run = ""
+
+    def offer(found) -> None:
+        nonlocal best
+        if found and (best is None or (min(map(len, found)), -len(found)) > (min(map(len, best)), -len(best))):
+            best = frozenset(found)
+
+    for op, value in nodes:
+        if op is sre.LITERAL and not (fold and _unsafe_ignoring_case(chr(value))):
+            run += chr(value)  # consecutive literals: one string
+            continue
+        offer({run} if run else None)
+        run = ""
+        if op is sre.IN and len(value) <= 8 and all(item is sre.LITERAL for item, _ in value):
+            chars = {chr(code) for _, code in value}
+            if not (fold and any(map(_unsafe_ignoring_case, chars))):
+                offer(chars)
+        elif op in REPEATS and value[0] >= 1:
+            offer(_holds(value[2], fold))
+        elif op is sre.SUBPATTERN:
+            offer(_holds(value[3], fold or bool(value[1] & re.IGNORECASE)))
+        elif op is sre.ATOMIC_GROUP:
+            offer(_holds(value, fold))
+        elif op is sre.BRANCH:
+            branches = [_holds(branch, fold) for branch in value[1]]
+            if all(branches):
+                offer(frozenset().union(*branches))
+    offer({run} if run else None)
+    return best
+
+
+def pattern_holds(source: str) -> tuple[str, ...]:
+    """Strings one of which every match of the pattern holds, sorted; () when none is known."""
+    tree = parser.parse(source, re.DOTALL)
+    return tuple(sorted(_holds(tree, bool(tree.state.flags & re.IGNORECASE)) or ()))
+
+
 SHAPES = shapes._SHAPES + shapes._ASSIGNMENTS + shapes._LATE
 # Characters from the most to the least frequent in English prose: each trigger is filed under
 # its rarest one (a character not listed counts as rarer than all of them).
@@ -105,25 +153,33 @@ def test_every_trigger_is_filed_with_the_run_its_shapes_need():
     assert triggers.TRIGGERS == detector._TRIGGERS
 
 
-@pytest.mark.parametrize(
-    "runs, group",
-    [
-        ("_SHAPE_RUNS", shapes._SHAPES),
-        ("_ASSIGNMENT_RUNS", shapes._ASSIGNMENTS),
-        ("_LATE_RUNS", shapes._LATE),
-    ],
-)
-def test_every_shape_is_skipped_only_below_the_run_it_needs(runs, group):
-    expected = tuple(pattern_run(source) for _, _, source, _ in group)
-    printed = " ".join(map(str, expected))
-    assert getattr(detector, runs) == expected, (
-        f"a shape changed: put in {runs} of gate/credentials/detector.py:\n{printed}"
+def needs_module() -> str:
+    """gate/credentials/needs.py as the patterns make it (its docstring kept)."""
+    from gate.credentials import needs as module
+
+    lines = ['"""' + module.__doc__ + '"""', ""]
+    for name, group in (("SHAPES", shapes._SHAPES), ("ASSIGNMENTS", shapes._ASSIGNMENTS), ("LATE", shapes._LATE)):
+        lines.append(f"{name}: tuple[tuple[int, tuple[str, ...]], ...] = (")
+        lines += [f"    ({pattern_run(source)}, {pattern_holds(source)!r})," for _, _, source, _ in group]
+        lines += [")", ""]
+    return "\n".join(lines)
+
+
+def test_every_shape_is_skipped_only_on_a_text_that_cannot_hold_its_match():
+    derived = {
+        name: tuple((pattern_run(source), pattern_holds(source)) for _, _, source, _ in group)
+        for name, group in (("SHAPES", shapes._SHAPES), ("ASSIGNMENTS", shapes._ASSIGNMENTS), ("LATE", shapes._LATE))
+    }
+    found = {name: getattr(needs, name) for name in derived}
+    assert found == derived, (
+        f"a shape changed: write this to gate/credentials/needs.py (then ruff format it)\n{needs_module()}"
     )
+    assert (detector._SHAPE_NEEDS, detector._ASSIGNMENT_NEEDS, detector._LATE_NEEDS) == tuple(derived.values())
 
 
-def test_runs_that_do_not_fit_the_shapes_skip_none():
-    assert detector._runs("3 4", [1, 2]) == (3, 4)
-    assert detector._runs("3 4", [1, 2, 3]) == (0, 0, 0)
+def test_needs_that_do_not_fit_the_shapes_skip_none():
+    assert detector._fitting(((3, ("a",)), (4, ())), [1, 2]) == ((3, ("a",)), (4, ()))
+    assert detector._fitting(((3, ("a",)), (4, ())), [1, 2, 3]) == ((0, ()), (0, ()), (0, ()))
 
 
 def test_the_run_characters_are_all_a_token_class_matches_ignoring_case():
@@ -146,6 +202,22 @@ def test_the_run_characters_are_all_a_token_class_matches_ignoring_case():
 )
 def test_the_shortest_run_of_a_pattern(source, run):
     assert pattern_run(source) == run
+
+
+@pytest.mark.parametrize(
+    "source, holds",
+    [
+        (r"(?<![\w-])[A-Z][A-Z0-9_]*(?:PASSWORD|KEY|_PWD)[ \t]+(?P<value>\S+)", ("KEY", "PASSWORD", "_PWD")),
+        (r"(?P<name>[\w.-]+)[ \t]*(?::=|=>|=|:(?!//))[ \t]*(?P<value>\S+)", (":", ":=", "=", "=>")),
+        (r"[\"'](?P<name>[\w.-]+)[\"']", ('"', "'")),
+        (r"(?i)\bsecret[ \t]*[:=][ \t]*(?P<value>\S+)", (":", "=")),  # letters ignoring case: none
+        (r"(?i)\bpassword\b", ()),
+        (r"x?(?:ab|\w)", ()),  # a branch with a way round every string holds none
+        (r"(?:fo)+bar", ("bar",)),  # of the strings held, the set whose shortest is longest
+    ],
+)
+def test_the_strings_a_pattern_holds(source, holds):
+    assert pattern_holds(source) == holds
 
 
 def naive_longest_run(text: str) -> int:
@@ -174,11 +246,12 @@ def test_every_match_in_the_samples_holds_its_shapes_run():
     texts = [sample["text"] for kind in ("secret", "benign") for sample in data[kind]] + [text for text, _ in POSITIVE]
     matched = 0
     for _, _, source, _ in SHAPES:
-        run = pattern_run(source)
+        run, holds = pattern_run(source), pattern_holds(source)
         for text in texts:
             for match in shapes._pattern(source).finditer(text):
                 matched += 1
                 assert naive_longest_run(match.group()) >= run, (source, match.group())
+                assert not holds or any(string in match.group() for string in holds), (source, match.group())
     assert matched > 500
 
 

@@ -1,11 +1,13 @@
 """Finding and redacting credentials: every match of a shape whose check holds, unless harmless.
 
 gate.credentials answers first, and comes here only for a text that could hold a credential
-(gate.credentials.triggers); gate.credentials.shapes holds the shapes, gate.credentials.values
+(gate.credentials.triggers), and runs only the shapes whose match the text could hold
+(gate.credentials.needs); gate.credentials.shapes holds the shapes, gate.credentials.values
 what a value must look like, gate.credentials.harmless the matches safe to keep after all (keys
 public by design, a sealed secret's ciphertext). May import: the standard library only.
 """
 
+from gate.credentials import needs
 from gate.credentials.harmless import harmless
 from gate.credentials.providers import UNLISTED
 from gate.credentials.records import csv_hits, insert_hits, netrc_hits
@@ -42,46 +44,37 @@ _TRIGGERS = (
 )
 
 
-def _runs(numbers: str, shapes: list) -> tuple[int, ...]:
-    """The runs in `numbers`, or none needed by any shape (0) when their count is not the shapes'
-    (a shape added without its run is still run on every text, never skipped)."""
-    runs = tuple(int(number) for number in numbers.split())
-    return runs if len(runs) == len(shapes) else (0,) * len(shapes)
+def _fitting(found: tuple[tuple[int, tuple[str, ...]], ...], shapes: list) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """What each shape's match must hold (gate.credentials.needs), or nothing for any shape when
+    their count is not the shapes' (a shape added without its needs is still run on every text)."""
+    return found if len(found) == len(shapes) else ((0, ()),) * len(shapes)
 
 
-# The shortest run of token characters (gate.credentials.triggers.RUN) a match of each shape holds,
-# in the order of _SHAPES, _ASSIGNMENTS and _LATE: a shape is not compiled nor run on a text whose
-# runs are all shorter (tests/test_credential_triggers.py derives them from the patterns, and
-# prints them afresh when a shape changes).
-_SHAPE_RUNS = _runs(
-    "10 16 34 74 16 40 61 21 39 21 17 30 8 21 41 59 39 31 35 40 58 36 34 20 42 28 36 35 33 35 28 71 33 36 "
-    "2 40 4 16 47 32 80 64 25 35 29 27 41 59 122 33 40 47 23 16 32 32 33 40 2 6 0 13 13 13 20 1 10 34 2 2 "
-    "2 1 4 3 16 2 22 4 4 6 10 8 2 2 4 2 2 4 3 3 20 14 20",
-    _SHAPES,
-)
-_ASSIGNMENT_RUNS = _runs(
-    "0 3 2 3 2 4 16 0 1 5 8 3 16 3 5 0 4 16 5 2 20 32 32 2 10 8 2 3",
-    _ASSIGNMENTS,
-)
-_LATE_RUNS = _runs(
-    "16 16 20 5 20 20 20 0 0 3",
-    _LATE,
-)
+# A shape is neither compiled nor run on a text whose runs are all shorter than its match's, or
+# that holds none of the strings one of which its match holds.
+_SHAPE_NEEDS = _fitting(needs.SHAPES, _SHAPES)
+_ASSIGNMENT_NEEDS = _fitting(needs.ASSIGNMENTS, _ASSIGNMENTS)
+_LATE_NEEDS = _fitting(needs.LATE, _LATE)
+
 
 # Groups whose shapes' checks are also given the match: the value is judged by its user, flag or prefix.
 _WITH_MATCH = frozenset(("user", "flag", "prefix", "label"))
+
+
+def _holds_one(text: str, strings: tuple[str, ...]) -> bool:
+    return not strings or any(string in text for string in strings)
 
 
 def _shape_hits(
     text: str,
     present: set[str],
     shapes: list[tuple[str, tuple[str, ...], str, object]],
-    runs: tuple[int, ...],
+    held: tuple[tuple[int, tuple[str, ...]], ...],
     longest: int,
 ):
     """(start, end, kind) of the matches of `shapes` whose check holds."""
-    for (kind, triggers, source, check), run in zip(shapes, runs):
-        if present.isdisjoint(triggers) or run > longest:
+    for (kind, triggers, source, check), (run, strings) in zip(shapes, held):
+        if present.isdisjoint(triggers) or run > longest or not _holds_one(text, strings):
             continue
         for match in _pattern(source).finditer(text):
             span = match.span("value") if "value" in match.re.groupindex and match.group("value") else match.span()
@@ -113,10 +106,10 @@ def _matches(text: str, present: set[str] | None = None):
     if not present:
         return
     longest = longest_run(text)
-    for hit in _shape_hits(text, present, _SHAPES, _SHAPE_RUNS, longest):
+    for hit in _shape_hits(text, present, _SHAPES, _SHAPE_NEEDS, longest):
         yield hit
-    for (kind, triggers, source, how), run in zip(_ASSIGNMENTS, _ASSIGNMENT_RUNS):
-        if present.isdisjoint(triggers) or run > longest:
+    for (kind, triggers, source, how), (run, strings) in zip(_ASSIGNMENTS, _ASSIGNMENT_NEEDS):
+        if present.isdisjoint(triggers) or run > longest or not _holds_one(text, strings):
             continue
         pattern, at = _pattern(source), 0
         while (match := pattern.search(text, at)) is not None:
@@ -148,7 +141,7 @@ def _matches(text: str, present: set[str] | None = None):
             yield from insert_hits(text)
     if "machine" in low and "password" in low:
         yield from netrc_hits(text)
-    for hit in _shape_hits(text, present, _LATE, _LATE_RUNS, longest):
+    for hit in _shape_hits(text, present, _LATE, _LATE_NEEDS, longest):
         yield hit
 
 
