@@ -297,8 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"prefilter: {quiet} of {len(prose)} untuned prose texts hold no trigger (no regex runs for them)")
     idle = sum(1 for text in prose if triggers.quiet(text, triggers.present(text.lower())))
     print(
-        f"front: {idle} of {len(prose)} untuned prose texts hold no trigger whose shapes their runs can meet "
-        "(the detector is not even imported for them)"
+        f"front: {idle} of {len(prose)} untuned prose texts could hold no shape's match "
+        "(gate.credentials.triggers: the detector is not even imported for them)"
     )
     # Hostile pastes of 200k characters (a prompt is redacted whole, on the hook path): each
     # shape must cost linear time, whatever repeats.

@@ -200,3 +200,5 @@ LATE: tuple[tuple[int, tuple[str, ...]], ...] = (
     (0, (" ",)),
     (3, (" ",)),
 )
+
+ALL = SHAPES + ASSIGNMENTS + LATE
