@@ -10,6 +10,7 @@ from re import _constants as sre, _parser as parser  # the patterns' syntax tree
 
 import pytest
 from hypothesis import given, settings, strategies as st
+from test_secrets import MISSED_SHAPES, NEGATIVE, POSITIVE  # tests/test_secrets.py
 
 from gate import credentials
 from gate.credentials import detector, needs, shapes, triggers
@@ -246,8 +247,6 @@ def test_every_match_in_the_samples_holds_its_shapes_run():
     import json
     from pathlib import Path
 
-    from tests.test_secrets import POSITIVE
-
     data = json.loads((Path(__file__).parent.parent / "bench" / "data" / "credentials.json").read_text())
     texts = [sample["text"] for kind in ("secret", "benign") for sample in data[kind]] + [text for text, _ in POSITIVE]
     matched = 0
@@ -262,8 +261,6 @@ def test_every_match_in_the_samples_holds_its_shapes_run():
 
 
 def test_a_text_let_by_holds_no_credential_the_detector_would_find():
-    from tests.test_secrets import NEGATIVE, POSITIVE
-
     let_by = 0
     for text in (
         [text for text, _ in POSITIVE] + list(NEGATIVE) + ["fix the build-cache bug in ci", "see issue 12 (50%)"]
@@ -296,3 +293,32 @@ def test_a_text_holding_none_of_its_shapes_strings_is_let_by():
     text = "psql -U app%Winter2024 mydb"
     assert not triggers.quiet(text, triggers.present(text.lower()))
     assert credentials.find(text) == detector.find(text) is not None
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(sorted(triggers.TRIGGERS)),
+            st.sampled_from([string for _, strings in needs.ALL for string in strings]),
+            st.sampled_from([text for text, _ in POSITIVE] + list(NEGATIVE) + list(MISSED_SHAPES.values())),
+            st.text(alphabet=st.sampled_from(sorted(RUN)), min_size=1, max_size=48),
+            st.sampled_from([" ", "\n", "=", ":", '"', "|", ",", " is ", "(", ")", "%"]),
+            st.text(max_size=6),
+        ),
+        max_size=14,
+    )
+)
+def test_the_front_answers_as_the_detector_does(parts):
+    # The reference: the detector running every shape its triggers name, none skipped for its needs.
+    text = "".join(parts)
+    kept = detector._SHAPE_NEEDS, detector._ASSIGNMENT_NEEDS, detector._LATE_NEEDS
+    try:
+        detector._SHAPE_NEEDS, detector._ASSIGNMENT_NEEDS, detector._LATE_NEEDS = (
+            ((0, ()),) * len(group) for group in (shapes._SHAPES, shapes._ASSIGNMENTS, shapes._LATE)
+        )
+        found, redacted = detector.find(text), detector.redact(text)
+    finally:
+        detector._SHAPE_NEEDS, detector._ASSIGNMENT_NEEDS, detector._LATE_NEEDS = kept
+    assert credentials.find(text) == found
+    assert credentials.redact(text) == redacted
