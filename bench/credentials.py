@@ -68,6 +68,7 @@ from test_secrets import NEGATIVE, POSITIVE  # noqa: E402
 import _credential_samples as generated  # noqa: E402
 
 from gate import credentials  # noqa: E402
+from gate.credentials import triggers  # noqa: E402
 from gate.memory import checking  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "credentials.json"
@@ -294,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         f"(mean length {sum(map(len, everything)) // len(everything)} characters)"
     )
     print(f"prefilter: {quiet} of {len(prose)} untuned prose texts hold no trigger (no regex runs for them)")
+    idle = sum(1 for text in prose if triggers.quiet(text, triggers.present(text.lower())))
+    print(
+        f"front: {idle} of {len(prose)} untuned prose texts could hold no shape's match "
+        "(gate.credentials.triggers: the detector is not even imported for them)"
+    )
     # Hostile pastes of 200k characters (a prompt is redacted whole, on the hook path): each
     # shape must cost linear time, whatever repeats.
     worst = []

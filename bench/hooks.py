@@ -17,7 +17,9 @@ hook at most 1.3x `python -c pass` and at most 30 ms p50; all hooks of a complia
 per hold. The database is a file in a temporary home with 1,000 facts, as a project's memory
 would be, and a memory server's witness (gate.serve.sightings, here in this process) answers the
 Stop hook's question; the Stop hook is timed again with no server answering, when it judges on the
-ledger. Each process is timed right after a `python -c pass` of its own: "paired x" is the median
+ledger. The UserPromptSubmit hook is timed again with a prompt naming a token, which the credential
+detector reads (most prompts hold no trigger of a shape they could match: gate.credentials.triggers).
+Each process is timed right after a `python -c pass` of its own: "paired x" is the median
 of those pairs' ratios, the figure least moved by other work on a shared machine. `--against` times
 another checkout's plugin hooks in the same run (its mods/ and its .venv), e.g. the code before a
 change.
@@ -49,6 +51,8 @@ from gate.serve import sightings, tools  # noqa: E402
 
 PREFIX = "mcp__plugin_memory-gate_memory__"
 PLUGIN = ROOT / "mods" / "memory-gate"
+# A prompt that reaches the credential detector (gate.credentials.triggers): it names a token.
+WORDY = "UserPromptSubmit, naming a token"
 FLOOR = (
     "import apsw, sys\n"
     "conn = apsw.Connection(sys.argv[1])\n"
@@ -103,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             prompt_id = f"p{run}"
             extra = {
                 "UserPromptSubmit": {"prompt": "why does the deploy fail on main?"},
+                WORDY: {"prompt": "the deploy token expired again: rotate it and rerun the release pipeline"},
                 "PreToolUse": {"tool_use_id": f"toolu_{run}", "tool_name": PREFIX + "memory_search", "tool_input": {}},
                 "Stop": {"stop_hook_active": False},
                 "Hold": {},
@@ -151,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         for event in events:
             rows[f"hook {event} (as Claude Code runs it)"] = (["/bin/sh", "-c", commands[event]], event)
+        wordy = (["/bin/sh", "-c", commands["UserPromptSubmit"]], WORDY)
+        rows["hook UserPromptSubmit naming a token"] = wordy
         # The Stop hook with no server to ask: it judges on the ledger, and says so.
         UNASKED = "hook Stop, no server answering (the ledger)"
         rows[UNASKED] = (["/bin/sh", "-c", commands["Stop"]], "Stop")
@@ -160,9 +167,11 @@ def main(argv: list[str] | None = None) -> int:
             compileall.compile_dir(str(other / "gate"), quiet=1)
             other_env = {**env, "CLAUDE_PLUGIN_ROOT": str(other / "mods" / "memory-gate"),
                          "PATH": str(other / ".venv" / "bin") + os.pathsep + os.environ.get("PATH", "")}
-            for event in events:
-                other_command = commands[event].replace("${CLAUDE_PLUGIN_ROOT}", str(other / "mods" / "memory-gate"))
-                rows[f"hook {event}, {other.name}"] = (["/bin/sh", "-c", other_command], event, other_env)
+            for event in (*events, WORDY):
+                hook = "UserPromptSubmit" if event == WORDY else event
+                other_command = commands[hook].replace("${CLAUDE_PLUGIN_ROOT}", str(other / "mods" / "memory-gate"))
+                name = "UserPromptSubmit naming a token" if event == WORDY else event
+                rows[f"hook {name}, {other.name}"] = (["/bin/sh", "-c", other_command], event, other_env)
         baseline: list[float] = []
         times: dict[str, list[float]] = {name: [] for name in rows}
         ratios: dict[str, list[float]] = {name: [] for name in rows}

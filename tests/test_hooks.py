@@ -405,19 +405,18 @@ HOOK_FILES = [REPO / "hooks" / "hooks.json", REPO / "mods" / "memory-gate" / "ho
 HOOK_PATH = {"gate", "gate.cli", "gate.cli.entry", "gate.config", "gate.claude", "gate.claude.hookio", "gate.jsonlite",
              "gate.engine", "gate.engine.store", "gate.engine.files", "_json"}
 # What each hook needs for its work in the test's situation below (a turn opened, nothing searched):
-# gate.credentials only where a prompt is stored, gate.claude.maxturns only where an answer may be held.
+# gate.credentials only where a prompt is stored, and of it only the front and its triggers for a
+# prompt no shape can match (gate.credentials.triggers), as most are; gate.claude.maxturns only
+# where an answer may be held.
 GATE = HOOK_PATH | {"gate.claude.hooks", "gate.memory", "gate.memory.ledger", "gate.clock"}
-CREDENTIALS = {
-    "gate.credentials", "gate.credentials.shapes", "gate.credentials.values", "gate.credentials.providers",
-    "gate.credentials.commands", "gate.credentials.harmless", "gate.credentials.prose", "gate.credentials.sentences",
-    "gate.credentials.records",
-}
+CREDENTIALS = {"gate.credentials", "gate.credentials.triggers"}
 MODULES = {
     "hook UserPromptSubmit": GATE | CREDENTIALS,
     "hook PreToolUse": GATE,
     "hook SessionStart": GATE,
-    # The Stop hook asks the memory servers what the turn did (gate.memory.witness), over _socket.
-    "hook Stop": GATE | {"gate.claude.maxturns", "gate.memory.witness", "_socket"},
+    # The Stop hook asks the memory servers what the turn did (gate.memory.witness), over _socket,
+    # which it loads only when one is listed (here none is running).
+    "hook Stop": GATE | {"gate.claude.maxturns", "gate.memory.witness"},
     "inject": HOOK_PATH | {"gate.context", "gate.context.hook", "gate.context.classify", "gate.context.inject",
                            "gate.context.rules", "gate.context.state", "gate.clock", "__future__"} | CREDENTIALS,
 }

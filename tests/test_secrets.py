@@ -1,10 +1,10 @@
 import json
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from gate import credentials
+from gate.credentials import triggers
 
 # Made-up credentials in the shapes providers issue. None of them is real.
 POSITIVE = [
@@ -235,7 +235,7 @@ def test_an_assignment_inside_another_settings_value_is_caught():
 @given(
     st.lists(
         st.one_of(
-            st.sampled_from(sorted(credentials._TRIGGERS)),
+            st.sampled_from(sorted(triggers.TRIGGERS)),
             st.text(max_size=8),
             st.sampled_from(["-", "_", ".", " ", "=", ":"]),
         ),
@@ -246,7 +246,7 @@ def test_the_filed_triggers_are_all_the_triggers_the_text_holds(parts):
     # _present looks for a trigger only in a text holding its rarest character: never a trigger
     # fewer than a search for every one of them finds.
     low = "".join(parts).lower()
-    assert credentials._present(low) == {trigger for trigger in credentials._TRIGGERS if trigger in low}
+    assert triggers.present(low) == {trigger for trigger in triggers.TRIGGERS if trigger in low}
 
 
 # Each shape that was once missed on every path where text lands (made up, shaped as issued).

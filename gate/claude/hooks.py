@@ -230,19 +230,25 @@ def _rule(
         opened = store.connect(path, busy_ms=BUSY_MS), here
     conn, here = opened
     with store.writing(conn):
-        state = ledger.gate(conn, session, prompt_id, facts_here=here)
-        if seen is not None and seen.released:
-            return "pass", None
-        if sighting is not None and state is not None and hookio.automated(state.turn.prompt):
-            return "pass", None
         record = seen if seen is not None else sighting
         if record is not None:
+            # The record rules: of the ledger only the turn's row is read, not its counts nor
+            # the facts it owes (a query as long as the rest of the ruling).
+            turn = ledger.prompt_turn(conn, session, prompt_id)
+            if seen is not None and seen.released:
+                return "pass", None
+            if sighting is not None and turn is not None and hookio.automated(turn.prompt):
+                return "pass", None
             # A turn row gone (the UserPromptSubmit hook failed, loudly, or a command deleted it)
             # is opened again: the record saw the turn, and it still rules.
-            turn = state.turn if state is not None else ledger.open_turn(conn, session, prompt_id, None)
+            if turn is None:
+                turn = ledger.open_turn(conn, session, prompt_id, None)
             state = ledger.Gate(turn, record.searched, record.wrote, record.unanswered)
-        elif state is None or state.turn.outcome == "released" or hookio.automated(state.turn.prompt):
-            return "pass", None
+        else:
+            found = ledger.gate(conn, session, prompt_id, facts_here=here)
+            if found is None or found.turn.outcome == "released" or hookio.automated(found.turn.prompt):
+                return "pass", None
+            state = found
         if state.met:
             ledger.settle(conn, state.turn.id, "met")
             return "met", None

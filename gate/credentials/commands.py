@@ -77,7 +77,9 @@ COMMAND_LINES: list[tuple[str, tuple[str, ...], str, object]] = [
     # (`--token=<value>` is an assignment).
     (
         "a password or key on a command line",
-        ("-",),  # (one dash too: Java's `-storepass <value>`, Go's `-token <value>`)
+        # (one dash too: Java's `-storepass <value>`, Go's `-token <value>`.) Triggered by the words
+        # a flag must hold, not by its dash, which nearly every text holds.
+        ("token", "key", "secret", "pass", "pwd", "senha", "auth"),
         r"(?<![\w-])--?(?P<flag>[\w-]*?(?:token|key|secret|password|passwd|pass|pwd|senha|auth))[ \t]+(?P<q>[\"']?)"
         r"(?P<value>[^\s\"']+)(?P=q)",
         lambda v, match: (

@@ -90,7 +90,6 @@ class Asking:
     answer."""
 
     def __init__(self, database: str, session: str, prompt_id: str, deadline: float = DEADLINE):
-        import _socket
         import time
 
         self._clock = time.monotonic
@@ -101,6 +100,10 @@ class Asking:
             names = os.listdir(where)
         except OSError:
             return
+        if not names:
+            return  # no server to ask: the socket module is not even loaded
+        import _socket
+
         for name in names:
             found = _read_address(os.path.join(where, name))
             left = self._end - self._clock()
