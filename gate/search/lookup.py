@@ -2,7 +2,8 @@
 the same terms, on the local memory or a team's (one ranking everywhere: gate.search.ranking).
 
 A search embeds its queries (the agent's terms, and the owner's words of the turn when there are
-some) before any transaction, catches up briefly on facts still waiting for a vector, then ranks.
+some) before any transaction, a local one looking up their words meanwhile (embed_beside), catches
+up briefly on facts still waiting for a vector, then ranks.
 When meaning fails it ranks by words and says why in one note (`WORDS_ONLY` ...). Recording what a
 search showed the turn is the MCP edge's business (gate.serve.tools), not this module's.
 """
