@@ -124,10 +124,17 @@ def test_memory_search_the_command_and_the_page_give_the_same_facts_in_the_same_
     tools.memory_write(conn, ops, [], writer.caller, log=None, endpoint=model)
     answers = {}
     for terms in ["cat sleeping on the printer", "deploys staging", "passwords", "pizza", "kafka lag", "nodes cluster"]:
-        tool = [result.fact.id for result in tools.memory_search(conn, terms, tools.Caller("s-other"), endpoint=model).results]
+        tool = [
+            result.fact.id
+            for result in tools.memory_search(conn, terms, tools.Caller("s-other"), endpoint=model).results
+        ]
         page = [hit.fact.id for hit in reading.find(Opened(Path(db), conn), terms, model).hits]
-        done = subprocess.run([sys.executable, "-m", "gate", "--db", str(db), "search", "--json", terms],
-                              capture_output=True, text=True, env=owner_env(tmp_path / "home"))
+        done = subprocess.run(
+            [sys.executable, "-m", "gate", "--db", str(db), "search", "--json", terms],
+            capture_output=True,
+            text=True,
+            env=owner_env(tmp_path / "home"),
+        )
         command = [fact["id"] for fact in json.loads(done.stdout)]
         assert tool == page == command, terms
         answers[terms] = tool
@@ -155,3 +162,68 @@ def test_the_owners_words_are_embedded_once_a_turn_and_again_for_another_model()
     model.remembered[owner] = ("another-model", model.remembered[owner][1])  # the endpoint changed its model
     lookup.embed(["deploys", owner], model, notes)
     assert model.asked[3:] == ["deploys", "deploys", owner] and model.remembered[owner][0] == local.NAME
+
+
+def test_terms_searched_again_are_not_embedded_again_and_an_endpoint_is_asked_each_time(fake_embeddings):
+    from gate.search import embeddings, lookup
+
+    class Counted(local.Model):
+        def embed(self, texts, *, role, timeout):
+            self.asked = [*getattr(self, "asked", []), *texts]
+            return super().embed(texts, role=role, timeout=timeout)
+
+    model, notes = Counted(), []
+    owner = "We moved the API off Heroku last week."
+    first = lookup.embed(["hosting", owner], model, notes)
+    again = lookup.embed(["hosting", owner], model, notes)
+    assert model.asked == ["hosting", owner] and notes == []
+    assert first == again and again is not None and again.model == local.NAME
+    # Over a network the terms are asked each time: the answer names the endpoint's model.
+    endpoint = embeddings.Endpoint(fake_embeddings.url, "fake")
+    lookup.embed(["hosting", owner], endpoint, notes)
+    lookup.embed(["hosting", owner], endpoint, notes)
+    assert [request["input"] for request in fake_embeddings.requests] == [["hosting", owner], ["hosting"]]
+
+
+def test_words_looked_up_while_the_model_computes_rank_as_when_looked_up_after(tmp_path, monkeypatch):
+    """The server looks up what words find while the model computes the queries' vectors
+    (lookup.embed_beside): on real vectors, the same facts, order and scores as one after the other."""
+    import threading
+
+    from conftest import Writer
+    from gate import config
+    from gate.engine import store
+    from gate.search import lookup, matrix, sources
+    from gate.serve import tools
+
+    monkeypatch.setenv("MEMORY_GATE_MEANING", "on")
+    conn = store.connect(tmp_path / "memory.db")
+    store.load_vectors(conn)
+    model = sources.source(config.load())
+    assert isinstance(model, local.Model)
+    threads = []
+
+    class Where(local.Model):
+        def embed(self, texts, *, role, timeout):
+            threads.append(threading.current_thread())
+            return super().embed(texts, role=role, timeout=timeout)
+
+    ops = [{"op": "insert", "topic": topic, "kind": "state", "text": text} for topic, text in FACTS * 3]
+    tools.memory_write(conn, ops, [], Writer(conn, session="s-beside").caller, log=None, endpoint=model)
+    searched = 0
+    for terms in ["cat sleeping on the printer", "deploys staging", "passwords bcrypt", "kafka lag", "nodes"]:
+        for owner in [None, "a impressora do escritório", "who orders pizza on thursdays?"]:
+            queries = lookup.queries_for(terms, owner)
+            beside = lookup.LocalSearch(conn, matrix.Matrix()).rank(queries, Where(), [], 8)
+            notes: list[str] = []
+            query = lookup.embed_queries(conn, queries, Where(), notes)
+            facts, why = lookup.ranked(conn, queries, query, model, notes, 8, matrix.Matrix())
+            assert beside.why is not None and why is not None and why.meaning and notes == []
+            assert [fact.id for fact in beside.facts] == [fact.id for fact in facts], (terms, owner)
+            assert beside.why.scores == why.scores and beside.query == query
+            searched += bool(facts)
+    assert searched >= 8
+    assert threading.main_thread() not in threads[::2] and all(
+        thread is threading.main_thread() for thread in threads[1::2]
+    )
+    conn.close()

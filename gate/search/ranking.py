@@ -92,11 +92,14 @@ def rank(
     *,
     max_distance: float | None = None,
     limit: int = fulltext.RESULTS,
+    words: Words | None = None,
 ) -> Ranked:
     """The facts for `queries` (the agent's terms first, then the owner's words if any), best
     first. `vectors[i]` is query i's vector (None: words only for it), `near` finds a vector's
     neighbourhood in this memory (gate.search.vectors.neighbourhood, or a team's). `index` is
-    where words are looked up (gate.search.fulltext.Index, or a team's)."""
+    where words are looked up (gate.search.fulltext.Index, or a team's), unless `words` holds
+    what they found already (`words_of` the same queries and limit: a server looks them up
+    while the model computes the queries' vectors, gate.search.lookup.LocalSearch)."""
     scores: dict[int, float] = {}
     candidates: dict[int, fulltext.Candidate] = {}
     used_meaning = False
@@ -106,8 +109,10 @@ def rank(
     called_near: set[int] = set()  # facts meaning calls near (STAND_OUT)
     by_words: list[set[int]] = []
     word_hits: list[int] = []  # what words alone return for the agent's terms: never taken away
-    for position, text in enumerate(dict.fromkeys(query for query in queries if query and query.strip())):
-        pool = fulltext.candidates_in(index, text, wanted=limit)
+    if words is None:
+        words = words_of(index, queries, limit=limit)
+    assert (words.queries, words.limit) == (distinct(queries), limit), "words found for other queries"
+    for position, pool in enumerate(words.pools):
         judged = fulltext.judge(pool).ranked()
         something = something or bool(judged)
         if position == 0:
@@ -147,6 +152,27 @@ def rank(
         chosen.add(fact)
     ids = [fact for fact in order if fact in chosen]
     return Ranked(ids, scores, candidates, found_by_words, used_meaning)
+
+
+@dataclass(frozen=True)
+class Words:
+    """What words find for each distinct query, in order (gate.search.fulltext's candidates,
+    before its judgement): the first half of `rank`, which needs no vector."""
+
+    queries: tuple[str, ...]
+    limit: int
+    pools: list[list[fulltext.Candidate]]
+
+
+def words_of(index, queries: Sequence[str], *, limit: int = fulltext.RESULTS) -> Words:
+    """The word candidates of each distinct, non-blank query, as `rank` takes them."""
+    asked = distinct(queries)
+    return Words(asked, limit, [fulltext.candidates_in(index, text, wanted=limit) for text in asked])
+
+
+def distinct(queries: Sequence[str]) -> tuple[str, ...]:
+    """The queries `rank` asks, in order: each once, the blank ones left out."""
+    return tuple(dict.fromkeys(query for query in queries if query and query.strip()))
 
 
 def vouched(fact: int, by_words: set[int], offered: set[int], called_near: set[int]) -> bool:
