@@ -229,6 +229,15 @@ def test_a_word_memory_never_saw_does_not_hide_the_rest(seeded):
     assert memory.find("deploy script") == [ids["deploy"]]
 
 
+def test_a_question_about_what_memory_never_heard_of_is_not_answered_by_its_one_known_word(seeded):
+    memory, ids = seeded
+    # Memory holds "deploy" and none of the other three: they still count in the share of the
+    # question a fact covers (each as much as an average word memory holds), and a quarter of
+    # it is too little. One unseen word of two leaves half: still a match (the test above).
+    assert memory.find("deploy tournament livestream sponsors") == []
+    assert memory.find("deploy tournament") == [ids["deploy"]]
+
+
 def test_loose_match_needs_half_the_terms_with_weight(seeded):
     memory, ids = seeded
     # No fact has all three; the deploy fact has two of them.

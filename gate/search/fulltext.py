@@ -9,7 +9,12 @@ as typed come first, then those holding every term in some form, then the rest. 
 matters doubly here, since every fact returned costs the agent context and a decision in its
 write: `judge` keeps a candidate only if its terms carry a fair share of the query, not far less
 than the best-covered candidate's, and its score is not far behind the best. All three are
-shares, so they hold whatever the size of memory and the length of the query. And a topic says
+shares, so they hold whatever the size of memory and the length of the query. The share of the
+query counts the words no fact holds as well, each as much as the average word memory does hold:
+a question about something memory never heard of, of which it knows one word in four, is not
+covered by the fact that holds that one word, while "deploy script" still finds the deploy fact
+(half of it). Counted as nothing, they let such questions through on their one known word
+(bench/unanswerable.py: 2.21 facts a search by words, 0.96 with them counted). And a topic says
 what a fact is about: when the query names the topic of some facts that hold only part of it,
 such a fact whose topic it does not name holds those words in passing, and is left out (a fact
 holding every term is kept whatever its topic). The shares and the rule were chosen on LoCoMo
@@ -164,6 +169,11 @@ def _pool(index, parsed: fts.Query, size: int, docs: list[int], exact_docs: list
     known = sum(weight for weight, count in zip(kept, held) if count)
     if not known:
         return []
+    # A word no fact holds is still part of what the query asks: it counts as much as the
+    # average word memory holds (module docstring), so a fact holding the one word memory knows of
+    # a question about something else does not cover the whole of it.
+    seen = sum(1 for count in held if count)
+    asked = known * len(held) / seen
     # Even the rarest word is in thousands of facts: bm25 for all of them would cost tens of
     # ms and tell them apart little, so rank among the newest facts only.
     after = size - RECENT_WINDOW if min(held) > RECENT_WINDOW else 0
@@ -201,7 +211,7 @@ def _pool(index, parsed: fts.Query, size: int, docs: list[int], exact_docs: list
             terms = {owner for owner, hit in zip(expression.owners, hits) if hit}
             exact = {owner for owner, hit, same in zip(expression.owners, hits, expression.exact) if hit and same}
             tier = 0 if len(exact) == len(kept) else 1 if len(terms) == len(kept) else 2
-            judged[matched] = (sum(kept[term] for term in terms) / known, tier, tier == 2 and store.IN_TOPIC in hits)
+            judged[matched] = (sum(kept[term] for term in terms) / asked, tier, tier == 2 and store.IN_TOPIC in hits)
         coverage, tier, named = judged[matched]
         # bm25 adds up what each term earns, so a fact that says one rare word many times can
         # outscore one that holds most of the query; weighing it by the share of the query it
