@@ -39,12 +39,15 @@ def nested(depth: int) -> str:
 
 INSERT = '{"op":"insert","topic":"deploy","kind":"state","text":"%s"}'
 # Each line, and whether the call is served (True) or answered with an error saying what to change.
+# The lines reach the SDK together and its tools run in threads of their own, in any order: so the
+# searches ask for words no write here stores, and a write is never refused for a fact a search
+# happened to return before it.
 HOSTILE = [
-    (call_line(1, "memory_search", r'{"terms":"deploy \ud83d"}'), True),
+    (call_line(1, "memory_search", r'{"terms":"kafka \ud83d"}'), True),
     (call_line(2, "memory_write", '{"ops":[%s],"kept":[]}' % (INSERT % r"Deploys \ud83d go through staging.")), True),
     (call_line(3, "memory_write", r'{"ops":[{"op":"insert","topic":"t\udc00","kind":"state","text":"x"}],"kept":[]}'), True),
-    (call_line(4, "memory_search", '{"terms":"x"}', r',"_meta":{"claudecode/toolUseId":"toolu_\ud800"}'), True),
-    (call_line(5, "memory_search", r'{"terms":"x","\ud83d":1}'), True),
+    (call_line(4, "memory_search", '{"terms":"kafka"}', r',"_meta":{"claudecode/toolUseId":"toolu_\ud800"}'), True),
+    (call_line(5, "memory_search", r'{"terms":"kafka","\ud83d":1}'), True),
     (call_line(6, "memory_write", '{"ops":%s,"kept":[]}' % nested(199)), False),
     (call_line(7, "memory_write", '{"ops":[],"kept":%s}' % nested(5000)), False),
     (call_line(8, "memory_search", '{"terms":{"a":%s}}' % nested(300)), False),

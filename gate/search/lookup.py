@@ -300,10 +300,15 @@ class TeamSearch:
 OWNER_CHARS = 600
 
 
+def owner_words(owner: str | None) -> str:
+    """What a search asks of the owner's words of the turn (gate.search.foresight embeds the same)."""
+    return (owner or "").strip()[:OWNER_CHARS]
+
+
 def queries_for(terms: str, owner: str | None) -> list[str]:
     """The search's queries: the agent's terms, then what the owner wrote this turn if it says
     something the terms do not."""
-    words = (owner or "").strip()[:OWNER_CHARS]
+    words = owner_words(owner)
     return [terms, words] if words and words != terms.strip() else [terms]
 
 
@@ -427,7 +432,8 @@ def embed(queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[
     """The queries' vectors, one row each, or None (the reason in `notes` when embedding failed)."""
     if endpoint is None or not queries[0].strip():
         return None
-    kept = endpoint.remembered
+    with _KEEPING:  # a copy: the server's look ahead (gate.search.foresight) may add meanwhile
+        kept = dict(endpoint.remembered)
     # An endpoint is asked for the terms each time: its answer names its model, which it may
     # change; a model in this process cannot, and its terms searched again cost nothing.
     again = not endpoint.remote and queries[0] in kept
@@ -445,9 +451,29 @@ def embed(queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[
         notes.append(f"{WORDS_ONLY}{error}")
         return None
     rows = dict(zip(asked, answer.rows))
-    for text in asked if not endpoint.remote else asked[1:]:
-        kept.pop(text, None)  # the newest last: the oldest go first
-        if len(kept) >= REMEMBERED:
-            kept.pop(next(iter(kept)))
-        kept[text] = (answer.model, rows[text])
+    _keep(endpoint.remembered, answer.model, rows, asked if not endpoint.remote else asked[1:])
     return embeddings.Vectors(answer.model, [rows[text] if text in rows else kept[text][1] for text in queries])
+
+
+def remember(endpoint: embeddings.Endpoint, texts: list[str]) -> None:
+    """Embed `texts` as queries into the vectors the endpoint remembers (gate.search.foresight:
+    the owner's words before the turn's first search). Quiet when it fails: a search asks again."""
+    try:
+        answer = endpoint.embed(texts, role=embeddings.QUERY, timeout=endpoint.search_timeout)
+    except embeddings.VectorError:
+        return
+    _keep(endpoint.remembered, answer.model, dict(zip(texts, answer.rows)), texts)
+
+
+# The remembered vectors are kept from a search and from the server's look ahead at once.
+_KEEPING = threading.Lock()
+
+
+def _keep(kept: dict, model: str, rows: dict, texts: list[str]) -> None:
+    """Remember each text's vector, the newest last: the oldest go first past REMEMBERED."""
+    with _KEEPING:
+        for text in texts:
+            kept.pop(text, None)
+            if len(kept) >= REMEMBERED:
+                kept.pop(next(iter(kept)))
+            kept[text] = (model, rows[text])

@@ -21,7 +21,7 @@ import apsw
 from gate import config
 from gate.engine import store
 from gate.memory import audit
-from gate.search import backfill, embeddings, matrix, sources, vectors
+from gate.search import backfill, embeddings, foresight, matrix, sources, vectors
 from gate.serve import handoff, sightings
 
 TYPE_CHECKING = False
@@ -103,7 +103,29 @@ class Memory:
                 handoff.sweep(marks, suffix="")
         # Without sqlite-vec, search says so and runs on words.
         store.load_vectors(self._conn)
+        if self.endpoint is not None and not self.endpoint.remote:
+            threading.Thread(
+                target=self._look_ahead, args=(self._conn,), name="memory-gate-foresight", daemon=True
+            ).start()
         return self._conn
+
+    def _look_ahead(self, conn: apsw.Connection) -> None:
+        """gate.search.foresight while `conn` is the server's connection: the owner's words of each
+        new turn embedded before its first search, with the model in this process (an endpoint's
+        are left to the search: a slow one must not be asked between calls)."""
+        seen: int | None = None
+        while True:
+            time.sleep(foresight.EVERY)
+            with self.lock:
+                if self._conn is not conn:
+                    return
+                try:
+                    newest = foresight.newest_prompt(conn)
+                except apsw.Error:  # busy, or a ledger being made: the next look
+                    continue
+            if newest is not None and newest[0] != seen and self.endpoint is not None:
+                seen = newest[0]
+                foresight.foresee(newest[1], self.endpoint)
 
     def catch_up(self) -> None:
         """Embed, in a thread of its own, the facts still waiting for a vector, unless that is
