@@ -93,6 +93,20 @@ def child_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def counted_model():
+    """The model installed with memory-gate (gate.search.local), listing in `asked` every query it
+    is asked to embed (facts' texts apart): what a search cost the model."""
+    from gate.search import embeddings, local
+
+    class Counted(local.Model):
+        def embed(self, texts, *, role, timeout):
+            if role == embeddings.QUERY:
+                self.asked = [*getattr(self, "asked", []), *texts]
+            return super().embed(texts, role=role, timeout=timeout)
+
+    return Counted()
+
+
 class Writer:
     """Writes facts the way the agent does, through one session's turns."""
 

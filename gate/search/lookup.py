@@ -14,7 +14,7 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -385,47 +385,21 @@ def embed_beside(
     as before) or the query builder failed (the ranking meets it again and says so)."""
     if endpoint is None or not queries[0].strip() or not store.vectors_loaded(conn):
         return embed_queries(conn, queries, endpoint, notes), None
-    vectors = _Beside(lambda: embed(queries, endpoint, notes))
-    words = None
-    try:
-        words = ranking.words_of(fulltext.Index(conn), queries, limit=limit)
-    except fulltext.MalformedQuery:
-        pass
-    finally:
-        vectors.join()  # never leave it computing: the next call would wait for the model
-    return vectors.result(), words
-
-
-class _Beside:
-    """A call run in a thread of its own while the caller works; `result` waits for it."""
-
-    def __init__(self, call: Callable[[], embeddings.Vectors | None]):
-        self._call = call
-        self._result: embeddings.Vectors | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="memory-gate-query", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._result = self._call()
-        except BaseException as error:  # raised again in the caller's thread
-            self._error = error
-
-    def join(self) -> None:
-        self._thread.join()
-
-    def result(self) -> embeddings.Vectors | None:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._result
+    # Leaving the pool waits for the model: a call never returns with it still computing.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-gate-query") as pool:
+        vectors = pool.submit(embed, queries, endpoint, notes)
+        words = None
+        with contextlib.suppress(fulltext.MalformedQuery):
+            words = ranking.words_of(fulltext.Index(conn), queries, limit=limit)
+        return vectors.result(), words
 
 
 # The owner's words of a turn are embedded once however often the turn searches, and with a model
 # in this process the terms too when searched again: the vectors of the last few are kept on the
 # endpoint.
 REMEMBERED = 64
+# The remembered vectors are kept from a search and from the server's look ahead at once.
+_KEEPING = threading.Lock()
 
 
 def embed(queries: list[str], endpoint: embeddings.Endpoint | None, notes: list[str]) -> embeddings.Vectors | None:
@@ -463,10 +437,6 @@ def remember(endpoint: embeddings.Endpoint, texts: list[str]) -> None:
     except embeddings.VectorError:
         return
     _keep(endpoint.remembered, answer.model, dict(zip(texts, answer.rows)), texts)
-
-
-# The remembered vectors are kept from a search and from the server's look ahead at once.
-_KEEPING = threading.Lock()
 
 
 def _keep(kept: dict, model: str, rows: dict, texts: list[str]) -> None:
